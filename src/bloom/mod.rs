@@ -1,0 +1,25 @@
+//! Bloom filters: sizing ([`math`]), the in-process filter ([`BloomFilter`]) and its snapshot
+//! files ([`snapshot`]).
+//!
+//! Every filter works on the 128-bit [`fingerprint`] of a canonical URL, so the layers above
+//! (the gate, the Redis filter, the exact-confirm store) hash a URL once.
+
+pub mod math;
+mod local;
+pub mod snapshot;
+
+pub use local::{fingerprint, BloomFilter, BloomParams, BloomStats};
+
+/// What can go wrong with a filter; each variant says what to do in its message.
+#[derive(Debug, thiserror::Error)]
+pub enum BloomError {
+    /// Bad sizing parameters (fix the capacity or FP rate).
+    #[error("bad Bloom filter parameters: {0}")]
+    Params(String),
+    /// A snapshot file is not one this build can trust (restore another copy or start fresh).
+    #[error("bad Bloom snapshot: {0}")]
+    Snapshot(String),
+    /// Reading or writing a snapshot failed.
+    #[error("snapshot I/O: {0}")]
+    Io(#[from] std::io::Error),
+}

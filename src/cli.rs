@@ -1,0 +1,451 @@
+//! Command-line interface: arguments are parsed into validated objects before anything runs,
+//! then each subcommand streams its input once. Every flag has a `CRAWLSIEVE_*` env var.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use url::Url;
+
+use crate::bloom::{snapshot, BloomFilter, BloomParams};
+use crate::input::{Line, LineReader};
+use crate::sieve::{canon_reason, Sieve, Verdict};
+use crate::url::{pattern, CanonConfig, Canonicalizer, Profile, Reason, Validator, ValidatorConfig};
+
+/// crawlsieve: reject junk URL candidates, canonicalize, and drop what was seen before.
+#[derive(Debug, Parser)]
+#[command(name = "crawlsieve", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The embedded main job: junk out, canonicalize, emit each new URL once.
+    Dedup(DedupArgs),
+    /// Judge each candidate: one JSON object per input line.
+    Check(CheckArgs),
+    /// Print the canonical form of each line (an empty line where there is none).
+    Canon(CanonArgs),
+    /// Print the URL pattern of each line (an empty line where there is none).
+    Pattern(PatternArgs),
+}
+
+/// Input files and the line cap.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// Input files, one candidate a line; `-` or nothing reads stdin.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Bytes kept of one input line; longer lines are rejected as `too_long`.
+    #[arg(long, env = "CRAWLSIEVE_MAX_LINE_BYTES", default_value_t = 1 << 20)]
+    pub max_line_bytes: usize,
+}
+
+/// Validator and canonicalization settings.
+#[derive(Debug, Args)]
+pub struct RuleArgs {
+    /// Threshold profile.
+    #[arg(long, env = "CRAWLSIEVE_PROFILE", value_enum, default_value_t = Profile::Standard)]
+    pub profile: Profile,
+    /// Override the profile's maximum candidate length (bytes).
+    #[arg(long, env = "CRAWLSIEVE_MAX_LEN")]
+    pub max_len: Option<usize>,
+    /// Override the profile's maximum share of needless %XX escapes (0–1].
+    #[arg(long, env = "CRAWLSIEVE_ENCODING_RATIO")]
+    pub encoding_ratio: Option<f64>,
+    /// Base URL that relative candidates are resolved against.
+    #[arg(long, env = "CRAWLSIEVE_BASE")]
+    pub base: Option<Url>,
+    /// Extra query parameters to drop (repeatable; `name` or `prefix*`).
+    #[arg(long = "strip-param", env = "CRAWLSIEVE_STRIP_PARAMS", value_delimiter = ',')]
+    pub strip_params: Vec<String>,
+    /// Keep tracking parameters (utm_*, gclid, ...) and session ids.
+    #[arg(long, env = "CRAWLSIEVE_KEEP_TRACKING")]
+    pub keep_tracking: bool,
+    /// Keep query parameters in their original order.
+    #[arg(long, env = "CRAWLSIEVE_NO_SORT_QUERY")]
+    pub no_sort_query: bool,
+}
+
+impl RuleArgs {
+    fn validator(&self) -> Result<Validator> {
+        let mut cfg = ValidatorConfig::from_profile(self.profile);
+        if let Some(n) = self.max_len {
+            cfg.max_len = n;
+        }
+        if let Some(r) = self.encoding_ratio {
+            cfg.encoding_ratio = r;
+        }
+        Validator::new(cfg).map_err(|e| anyhow::anyhow!("invalid validator settings: {e}"))
+    }
+
+    fn canonicalizer(&self) -> Canonicalizer {
+        let mut cfg = CanonConfig::default();
+        if self.keep_tracking {
+            cfg.strip_params.clear();
+            cfg.session_params.clear();
+        }
+        cfg.strip_params.extend(self.strip_params.iter().cloned());
+        cfg.sort_query = !self.no_sort_query;
+        Canonicalizer::new(&cfg)
+    }
+
+    fn sieve(&self) -> Result<Sieve> {
+        Ok(Sieve::new(self.validator()?, self.canonicalizer(), self.base.clone()))
+    }
+}
+
+/// Output destination.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Write to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", env = "CRAWLSIEVE_OUTPUT", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `dedup` output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One new canonical URL a line.
+    Plain,
+    /// One JSON object per input line: input, verdict, reason, canonical.
+    Jsonl,
+}
+
+/// `crawlsieve dedup`.
+#[derive(Debug, Args)]
+pub struct DedupArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Output format.
+    #[arg(long, env = "CRAWLSIEVE_FORMAT", value_enum, default_value_t = Format::Plain)]
+    pub format: Format,
+    /// Keep the filter in FILE across runs (loaded if present, saved after the output is flushed).
+    #[arg(long, env = "CRAWLSIEVE_STATE", value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Expected number of distinct URLs (sizes a new filter).
+    #[arg(long, env = "CRAWLSIEVE_CAPACITY", default_value_t = 10_000_000)]
+    pub capacity: u64,
+    /// Target false-positive rate at capacity (sizes a new filter).
+    #[arg(long, env = "CRAWLSIEVE_FP_RATE", default_value_t = 1e-4)]
+    pub fp_rate: f64,
+    /// No summary on stderr.
+    #[arg(short, long, env = "CRAWLSIEVE_QUIET")]
+    pub quiet: bool,
+}
+
+/// `crawlsieve check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `crawlsieve canon`.
+#[derive(Debug, Args)]
+pub struct CanonArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `crawlsieve pattern`.
+#[derive(Debug, Args)]
+pub struct PatternArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Prefix each pattern with this HTTP method (`GET`, `POST`, ...).
+    #[arg(long, env = "CRAWLSIEVE_METHOD")]
+    pub method: Option<String>,
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Dedup(a) => dedup(a),
+        Command::Check(a) => check(a),
+        Command::Canon(a) => canon(a),
+        Command::Pattern(a) => pattern_cmd(a),
+    }
+}
+
+// ---- input and output plumbing ------------------------------------------------------------------
+
+/// Iterate over every line of every input, in order.
+fn for_each_line(input: &InputArgs, progress: Option<&Progress>, mut f: impl FnMut(&Line) -> Result<()>) -> Result<()> {
+    let stdin_only = input.files.is_empty();
+    let sources: Vec<Option<&Path>> =
+        if stdin_only { vec![None] } else { input.files.iter().map(|p| (p.as_os_str() != "-").then_some(p.as_path())).collect() };
+    let mut line = Line::default();
+    for src in sources {
+        let reader: Box<dyn BufRead> = match src {
+            None => Box::new(BufReader::with_capacity(1 << 16, io::stdin().lock())),
+            Some(p) => Box::new(BufReader::with_capacity(1 << 16, File::open(p).with_context(|| format!("cannot open {}", p.display()))?)),
+        };
+        let mut r = LineReader::new(reader, input.max_line_bytes);
+        while r.read_line(&mut line).with_context(|| format!("reading {}", src.map_or("stdin".into(), |p| p.display().to_string())))? {
+            f(&line)?;
+            if let Some(p) = progress {
+                p.tick(line.bytes.len() as u64 + 1);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn open_output(o: &OutputArgs) -> Result<Box<dyn Write>> {
+    Ok(match &o.output {
+        Some(p) => Box::new(BufWriter::with_capacity(1 << 16, File::create(p).with_context(|| format!("cannot create {}", p.display()))?)),
+        None => Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock())),
+    })
+}
+
+/// `{"input": ..., "verdict": ..., "reason": ..., "canonical": ...}` + newline.
+fn write_json_line(w: &mut dyn Write, input: &[u8], verdict: &str, reason: Option<Reason>, canonical: Option<&str>) -> io::Result<()> {
+    w.write_all(b"{\"input\":")?;
+    serde_json::to_writer(&mut *w, &String::from_utf8_lossy(input))?;
+    w.write_all(b",\"verdict\":\"")?;
+    w.write_all(verdict.as_bytes())?;
+    w.write_all(b"\",\"reason\":")?;
+    match reason {
+        Some(r) => write!(w, "\"{}\"", r.code())?,
+        None => w.write_all(b"null")?,
+    }
+    w.write_all(b",\"canonical\":")?;
+    match canonical {
+        Some(c) => serde_json::to_writer(&mut *w, c)?,
+        None => w.write_all(b"null")?,
+    }
+    w.write_all(b"}\n")
+}
+
+/// A progress bar on stderr, only when it is a terminal and the input is large.
+struct Progress {
+    bar: indicatif::ProgressBar,
+    pending: std::cell::Cell<u64>,
+}
+
+impl Progress {
+    fn maybe(input: &InputArgs, quiet: bool) -> Option<Progress> {
+        if quiet || !io::stderr().is_terminal() {
+            return None;
+        }
+        let total: Option<u64> = if input.files.is_empty() || input.files.iter().any(|p| p.as_os_str() == "-") {
+            None
+        } else {
+            Some(input.files.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum())
+        };
+        let bar = match total {
+            Some(t) if t >= 8 << 20 => indicatif::ProgressBar::new(t).with_style(
+                indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}").ok()?,
+            ),
+            Some(_) => return None,
+            None => indicatif::ProgressBar::new_spinner()
+                .with_style(indicatif::ProgressStyle::with_template("{spinner} {bytes} read, {bytes_per_sec}").ok()?),
+        };
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr_with_hz(4));
+        Some(Progress { bar, pending: std::cell::Cell::new(0) })
+    }
+
+    fn tick(&self, bytes: u64) {
+        let p = self.pending.get() + bytes;
+        if p >= 1 << 20 {
+            self.bar.inc(p);
+            self.pending.set(0);
+        } else {
+            self.pending.set(p);
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+// ---- subcommands --------------------------------------------------------------------------------
+
+/// Counts for the `dedup` summary.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Lines read.
+    pub lines: u64,
+    /// New URLs emitted.
+    pub new: u64,
+    /// Canonical duplicates.
+    pub duplicates: u64,
+    /// Rejections, indexed by [`Reason::index`].
+    pub rejected: [u64; Reason::ALL.len()],
+}
+
+impl Summary {
+    fn print(&self, secs: f64, w: &mut dyn Write) -> io::Result<()> {
+        let rejected: u64 = self.rejected.iter().sum();
+        writeln!(
+            w,
+            "crawlsieve dedup: {} lines, {} new, {} duplicate, {} rejected in {:.2} s ({:.0} lines/s)",
+            self.lines,
+            self.new,
+            self.duplicates,
+            rejected,
+            secs,
+            self.lines as f64 / secs.max(1e-9)
+        )?;
+        let mut by: Vec<(Reason, u64)> = Reason::ALL.iter().map(|r| (*r, self.rejected[r.index()])).filter(|x| x.1 > 0).collect();
+        by.sort_by(|a, b| b.1.cmp(&a.1));
+        for (r, n) in by {
+            writeln!(w, "  rejected {:<22} {n}", r.code())?;
+        }
+        Ok(())
+    }
+}
+
+fn load_or_create(a: &DedupArgs) -> Result<BloomFilter> {
+    if let Some(p) = &a.state {
+        if p.exists() {
+            return snapshot::load(p).with_context(|| format!("cannot load the state file {}", p.display()));
+        }
+    }
+    Ok(BloomFilter::new(BloomParams::new(a.capacity, a.fp_rate)?)?)
+}
+
+fn dedup(a: DedupArgs) -> Result<()> {
+    let mut sieve = a.rules.sieve()?;
+    let filter = load_or_create(&a)?;
+    let mut out = open_output(&a.output)?;
+    let started = Instant::now();
+    let mut sum = Summary::default();
+    let progress = Progress::maybe(&a.input, a.quiet);
+    for_each_line(&a.input, progress.as_ref(), |line| {
+        sum.lines += 1;
+        let v = sieve.process(&line.bytes, line.truncated, &filter);
+        match v {
+            Verdict::Keep => sum.new += 1,
+            Verdict::Duplicate => sum.duplicates += 1,
+            Verdict::Reject(r) => sum.rejected[r.index()] += 1,
+        }
+        match a.format {
+            Format::Plain => {
+                if v == Verdict::Keep {
+                    out.write_all(sieve.canonical().as_bytes())?;
+                    out.write_all(b"\n")?;
+                }
+            }
+            Format::Jsonl => {
+                let canonical = (v.reason().is_none()).then(|| sieve.canonical());
+                write_json_line(&mut *out, &line.bytes, v.as_str(), v.reason(), canonical)?;
+            }
+        }
+        Ok(())
+    })?;
+    // Deliver, then remember: the state is saved only once every new URL was written out.
+    out.flush().context("writing the output")?;
+    drop(out);
+    drop(progress);
+    if let Some(p) = &a.state {
+        snapshot::save(&filter, p).with_context(|| format!("cannot save the state file {}", p.display()))?;
+    }
+    if !a.quiet {
+        let stats = filter.stats();
+        let mut err = io::stderr().lock();
+        sum.print(started.elapsed().as_secs_f64(), &mut err)?;
+        writeln!(
+            err,
+            "  filter: {} items / capacity {}, fill {:.3}, estimated FP {:.2e} (target {:.0e}), {} bytes",
+            stats.items, stats.capacity, stats.fill_ratio, stats.estimated_fp, stats.target_fp, stats.bytes
+        )?;
+        if stats.items > stats.capacity {
+            writeln!(err, "  warning: the filter is past its capacity; use a larger --capacity for a new state file")?;
+        }
+    }
+    Ok(())
+}
+
+fn check(a: CheckArgs) -> Result<()> {
+    let mut sieve = a.rules.sieve()?;
+    let mut out = open_output(&a.output)?;
+    for_each_line(&a.input, None, |line| {
+        match sieve.classify(&line.bytes, line.truncated) {
+            Ok(c) => write_json_line(&mut *out, &line.bytes, "keep", None, Some(c))?,
+            Err(r) => write_json_line(&mut *out, &line.bytes, "reject", Some(r), None)?,
+        }
+        Ok(())
+    })?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Canonical form of a raw line, or `None` where it cannot be a URL (invalid UTF-8, control
+/// characters, empty, over-long, unparsable, non-fetchable scheme). Junk rules do not apply here.
+fn canon_line(canon: &Canonicalizer, base: Option<&Url>, line: &Line, buf: &mut String) -> bool {
+    if line.truncated {
+        return false;
+    }
+    let Ok(s) = std::str::from_utf8(&line.bytes) else { return false };
+    let s = s.trim();
+    if s.is_empty() || s.bytes().any(|b| b < 0x20 && b != b'\t' || b == 0x7f) {
+        return false;
+    }
+    canon.canonicalize_into(s, base, buf).map_err(|e| canon_reason(&e)).is_ok()
+}
+
+fn canon(a: CanonArgs) -> Result<()> {
+    let canon = a.rules.canonicalizer();
+    let mut out = open_output(&a.output)?;
+    let mut buf = String::new();
+    for_each_line(&a.input, None, |line| {
+        if canon_line(&canon, a.rules.base.as_ref(), line, &mut buf) {
+            out.write_all(buf.as_bytes())?;
+        }
+        out.write_all(b"\n")?;
+        Ok(())
+    })?;
+    out.flush()?;
+    Ok(())
+}
+
+fn pattern_cmd(a: PatternArgs) -> Result<()> {
+    if let Some(m) = &a.method {
+        if m.is_empty() || !m.bytes().all(|b| b.is_ascii_alphabetic()) {
+            bail!("--method must be an HTTP method name, got {m:?}");
+        }
+    }
+    let canon = a.rules.canonicalizer();
+    let mut out = open_output(&a.output)?;
+    let mut buf = String::new();
+    for_each_line(&a.input, None, |line| {
+        if canon_line(&canon, a.rules.base.as_ref(), line, &mut buf) {
+            let p = match &a.method {
+                Some(m) => pattern::pattern_with_method(m, &buf),
+                None => pattern::pattern(&buf),
+            };
+            out.write_all(p.as_bytes())?;
+        }
+        out.write_all(b"\n")?;
+        Ok(())
+    })?;
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! Line input with a bound: a megabyte-long or endless line never takes unbounded memory, and
+//! bytes are passed on as read (invalid UTF-8 is the validator's business, not a read error).
+
+use std::io::{self, BufRead};
+
+/// One line as read.
+#[derive(Debug, Default)]
+pub struct Line {
+    /// The bytes, without the line terminator (`\n` or `\r\n`), at most the reader's cap.
+    pub bytes: Vec<u8>,
+    /// The line was longer than the cap; the rest was skipped.
+    pub truncated: bool,
+}
+
+/// Reads `\n`-terminated lines, keeping at most `cap` bytes of each.
+pub struct LineReader<R> {
+    inner: R,
+    cap: usize,
+}
+
+impl<R: BufRead> LineReader<R> {
+    /// A reader keeping at most `cap` bytes per line.
+    pub fn new(inner: R, cap: usize) -> Self {
+        LineReader { inner, cap: cap.max(1) }
+    }
+
+    /// Read the next line into `line` (reused); `Ok(false)` at end of input.
+    pub fn read_line(&mut self, line: &mut Line) -> io::Result<bool> {
+        line.bytes.clear();
+        line.truncated = false;
+        let mut any = false;
+        loop {
+            let buf = match self.inner.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                break;
+            }
+            any = true;
+            let (chunk, done) = match memchr::memchr(b'\n', buf) {
+                Some(i) => (&buf[..i], Some(i + 1)),
+                None => (buf, None),
+            };
+            let room = self.cap - line.bytes.len().min(self.cap);
+            if chunk.len() > room {
+                line.truncated = true;
+            }
+            line.bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            let used = done.unwrap_or(buf.len());
+            self.inner.consume(used);
+            if done.is_some() {
+                break;
+            }
+        }
+        if line.bytes.last() == Some(&b'\r') && !line.truncated {
+            line.bytes.pop();
+        }
+        Ok(any)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], cap: usize) -> Vec<(Vec<u8>, bool)> {
+        let mut r = LineReader::new(io::BufReader::with_capacity(7, input), cap);
+        let mut l = Line::default();
+        let mut out = Vec::new();
+        while r.read_line(&mut l).unwrap() {
+            out.push((l.bytes.clone(), l.truncated));
+        }
+        out
+    }
+
+    #[test]
+    fn splits_and_caps() {
+        let got = lines(b"a\r\n\nbcdefghijkl\nlast", 5);
+        assert_eq!(
+            got,
+            vec![(b"a".to_vec(), false), (vec![], false), (b"bcdef".to_vec(), true), (b"last".to_vec(), false)]
+        );
+        assert!(lines(b"", 5).is_empty());
+        assert_eq!(lines(b"\xff\x00x\n", 10), vec![(b"\xff\x00x".to_vec(), false)]);
+    }
+}

@@ -1,0 +1,17 @@
+//! crawlsieve — the stage between a crawler's link extractor and its fetchers.
+//!
+//! A map of the crate, one line a module:
+//!
+//! * [`url`] — URL candidates: the junk validator with its reason codes, canonicalization, and URL
+//!   patterns. Pure functions, no I/O.
+//! * [`bloom`] — Bloom filter sizing, the lock-free in-process filter, and snapshot files.
+//! * [`sieve`] — the gate's core step: validate → canonicalize → check-and-set, shared by every
+//!   front end (embedded `dedup`, and later the Kafka gate and the HTTP API).
+//! * [`input`] — bounded line reading (a megabyte line never becomes a problem).
+//! * [`cli`] — the `crawlsieve` command line (`dedup`, `check`, `canon`, `pattern`).
+
+pub mod bloom;
+pub mod cli;
+pub mod input;
+pub mod sieve;
+pub mod url;

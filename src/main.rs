@@ -1,0 +1,17 @@
+//! The `crawlsieve` binary: parse the command line, run, map errors to exit codes
+//! (0 ok, 1 runtime error, 2 usage error — clap's own).
+
+use clap::Parser;
+
+fn main() {
+    let cli = crawlsieve::cli::Cli::parse();
+    if let Err(e) = crawlsieve::cli::run(cli) {
+        // A closed stdout (`| head`) is not an error worth a message, but it still fails the
+        // run: what was not written was not delivered, so no state was saved.
+        if e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) {
+            std::process::exit(1);
+        }
+        eprintln!("crawlsieve: error: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,425 @@
+//! Canonicalization: one string per resource, so that the Bloom filter sees equivalent URLs as one.
+//!
+//! The policy, in order (every step is safe: it never merges two URLs a server may answer
+//! differently, so it never loses a page):
+//!
+//! 1. **Parse** with the WHATWG URL standard (the `url` crate, as browsers do): ASCII whitespace
+//!    trimmed, tabs/newlines removed, `\` as `/`, scheme and host lower-cased, IDN hosts to
+//!    punycode, IPv4/IPv6 hosts normalized, default ports (`:80`, `:443`) dropped, empty path `/`,
+//!    dot segments (`/a/./b/../c`, also `%2E%2E`) resolved, characters that must be escaped escaped.
+//! 2. **Relative candidates** are resolved against `base` (`--base`, or the event's source URL).
+//!    Protocol-relative `//host/x` without a base takes `https:`. `host:8080/x` (what a browser would
+//!    treat as scheme `host:`) is read as `http://host:8080/x`, the scheme of `base` if any.
+//!    Without a base, a relative candidate is kept relative: only steps 3–5 apply, and `../` stays.
+//! 3. **Percent-encoding**: hex digits upper-cased (`%c3%a9` → `%C3%A9`), escapes of unreserved
+//!    characters decoded (`%7E` → `~`, `%2D` → `-`, `%41` → `A`); reserved ones stay (`%2F` ≠ `/`).
+//!    In the query, `%20` becomes `+` (both are a space in `application/x-www-form-urlencoded`).
+//! 4. **Query**: empty parameters (`?&a=1`, `a=1&&b=2`) and an empty `?` dropped; tracking
+//!    parameters dropped (`utm_*`, `gclid`, `fbclid`, ...: [`CanonConfig::strip_params`]); session
+//!    ids dropped when the value looks like a session token (`sid`, `PHPSESSID`, ... with a value of
+//!    16+ token characters: `?sid=12` may be a section id and stays); the rest **stably** sorted by
+//!    name, so repeated names keep their relative order (`a=2&a=1` ≠ `a=1&a=2`).
+//! 5. **Fragment** dropped; `;jsessionid=...` path parameters dropped.
+//!
+//! Deliberately *not* done, because each can merge different pages: lower-casing the path,
+//! removing a trailing slash or `index.html`, dropping `www.`, merging `http` and `https`,
+//! removing a trailing dot from the host, decoding `+` in the path. Deliberate differences from
+//! w3lib's `canonicalize_url` (tested in `tests/canon_suites.rs`): w3lib keeps default ports
+//! (`:80`), sorts repeated names by value, and keeps tracking parameters.
+
+use url::Url;
+
+use super::validate::scheme_of;
+
+/// The canonicalization policy knobs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CanonConfig {
+    /// Query parameter names dropped everywhere (ASCII case-insensitive). An entry ending in `*`
+    /// is a prefix (`utm_*`).
+    pub strip_params: Vec<String>,
+    /// Parameter names dropped when their value looks like a session token (16+ characters of
+    /// `[A-Za-z0-9_-]`).
+    pub session_params: Vec<String>,
+    /// Sort query parameters by name (stable).
+    pub sort_query: bool,
+}
+
+/// Tracking parameters that never change what a page shows.
+pub const DEFAULT_STRIP_PARAMS: &[&str] = &[
+    "utm_*", "gclid", "gclsrc", "gbraid", "wbraid", "dclid", "fbclid", "msclkid", "yclid", "twclid",
+    "ttclid", "igshid", "li_fat_id", "mc_cid", "mc_eid", "_hsenc", "_hsmi", "__hstc", "__hssc", "__hsfp",
+    "_ga", "_gl", "spm", "scm", "mkt_tok", "vero_id", "oly_anon_id", "oly_enc_id", "rb_clickid", "s_cid",
+];
+
+/// Session parameters, dropped only with a token-like value.
+pub const DEFAULT_SESSION_PARAMS: &[&str] =
+    &["sid", "sessionid", "session_id", "phpsessid", "jsessionid", "aspsessionid", "cfid", "cftoken"];
+
+impl Default for CanonConfig {
+    fn default() -> Self {
+        CanonConfig {
+            strip_params: DEFAULT_STRIP_PARAMS.iter().map(|s| s.to_string()).collect(),
+            session_params: DEFAULT_SESSION_PARAMS.iter().map(|s| s.to_string()).collect(),
+            sort_query: true,
+        }
+    }
+}
+
+/// Why a candidate has no canonical form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CanonError {
+    /// The WHATWG parser rejected it (bad host, bad port, ...).
+    #[error("not a valid URL: {0}")]
+    Parse(#[from] url::ParseError),
+    /// It parsed, but to a scheme no fetcher loads.
+    #[error("scheme {0:?} is not fetchable")]
+    Scheme(String),
+}
+
+/// A canonical URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Canonical {
+    /// The canonical string.
+    pub url: String,
+    /// `false` for a relative candidate canonicalized without a base.
+    pub absolute: bool,
+}
+
+/// Canonicalizes candidates under one [`CanonConfig`]. `Send + Sync`.
+#[derive(Debug, Clone)]
+pub struct Canonicalizer {
+    strip_exact: Vec<String>,
+    strip_prefix: Vec<String>,
+    session: Vec<String>,
+    sort_query: bool,
+}
+
+impl Default for Canonicalizer {
+    fn default() -> Self {
+        Canonicalizer::new(&CanonConfig::default())
+    }
+}
+
+const fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+const fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
+
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    Path,
+    Query,
+}
+
+fn push_escape(out: &mut String, b: u8) {
+    out.push('%');
+    out.push(HEX_UPPER[(b >> 4) as usize] as char);
+    out.push(HEX_UPPER[(b & 15) as usize] as char);
+}
+
+/// Step 3 on one component. Also escapes what the WHATWG parser would have escaped, so that a
+/// relative candidate (which never went through the parser) comes out the same way.
+fn normalize_escapes(src: &str, part: Part, out: &mut String) {
+    let b = src.as_bytes();
+    let mut i = 0;
+    // Fast path: copy runs of plain bytes in one go.
+    while i < b.len() {
+        let start = i;
+        while i < b.len() && !needs_work(b[i], part) {
+            i += 1;
+        }
+        out.push_str(&src[start..i]);
+        if i >= b.len() {
+            break;
+        }
+        let c = b[i];
+        if c == b'%' {
+            if let (Some(h), Some(l)) = (b.get(i + 1).and_then(|&x| hex(x)), b.get(i + 2).and_then(|&x| hex(x))) {
+                let v = h * 16 + l;
+                if is_unreserved(v) {
+                    out.push(v as char);
+                } else if part == Part::Query && v == b' ' {
+                    out.push('+');
+                } else {
+                    push_escape(out, v);
+                }
+                i += 3;
+                continue;
+            }
+            out.push('%');
+        } else if c == b'\\' && part == Part::Path {
+            out.push('/');
+        } else if c == b' ' && part == Part::Query {
+            out.push('+');
+        } else {
+            push_escape(out, c);
+        }
+        i += 1;
+    }
+}
+
+const fn needs_work(c: u8, part: Part) -> bool {
+    match c {
+        b'%' | b' ' | b'"' | b'<' | b'>' | b'`' | 0..=0x1f | 0x7f..=0xff => true,
+        b'{' | b'}' | b'\\' => matches!(part, Part::Path),
+        _ => false,
+    }
+}
+
+fn token_like(v: &str) -> bool {
+    v.len() >= 16 && v.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+}
+
+impl Canonicalizer {
+    /// A canonicalizer for `cfg`.
+    pub fn new(cfg: &CanonConfig) -> Self {
+        let mut strip_exact = Vec::new();
+        let mut strip_prefix = Vec::new();
+        for p in &cfg.strip_params {
+            let p = p.to_ascii_lowercase();
+            match p.strip_suffix('*') {
+                Some(pre) => strip_prefix.push(pre.to_owned()),
+                None => strip_exact.push(p),
+            }
+        }
+        Canonicalizer {
+            strip_exact,
+            strip_prefix,
+            session: cfg.session_params.iter().map(|s| s.to_ascii_lowercase()).collect(),
+            sort_query: cfg.sort_query,
+        }
+    }
+
+    fn drops_param(&self, name: &str, value: &str) -> bool {
+        if name.is_empty() && value.is_empty() {
+            return true;
+        }
+        let lower_eq = |w: &String| w.len() == name.len() && w.as_bytes().eq_ignore_ascii_case(name.as_bytes());
+        if self.strip_exact.iter().any(lower_eq) {
+            return true;
+        }
+        if self.strip_prefix.iter().any(|p| name.len() >= p.len() && name.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes())) {
+            return true;
+        }
+        self.session.iter().any(lower_eq) && token_like(value)
+    }
+
+    /// Step 4 on a raw query (without `?`); appends `?query` to `out` unless nothing remains.
+    fn push_query(&self, q: &str, out: &mut String) {
+        let mut norm = String::with_capacity(q.len());
+        // (name range, whole-pair range) in `norm`.
+        let mut pairs: Vec<(usize, usize, usize)> = Vec::new();
+        for raw in q.split('&') {
+            if raw.is_empty() {
+                continue;
+            }
+            let start = norm.len();
+            normalize_escapes(raw, Part::Query, &mut norm);
+            let pair = &norm[start..];
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            if self.drops_param(name, value) {
+                norm.truncate(start);
+                continue;
+            }
+            pairs.push((start, start + name.len(), norm.len()));
+        }
+        if pairs.is_empty() {
+            return;
+        }
+        if self.sort_query {
+            pairs.sort_by(|a, b| norm[a.0..a.1].cmp(&norm[b.0..b.1]));
+        }
+        out.push('?');
+        for (i, &(s, _, e)) in pairs.iter().enumerate() {
+            if i > 0 {
+                out.push('&');
+            }
+            out.push_str(&norm[s..e]);
+        }
+    }
+
+    /// Step 3 and 5 on a path: escapes, and `;jsessionid=...` parameters removed.
+    fn push_path(&self, path: &str, out: &mut String) {
+        let start = out.len();
+        normalize_escapes(path, Part::Path, out);
+        // Remove `;jsessionid=...` up to the next `/` (rare: only search when present).
+        if out[start..].contains(';') {
+            let mut kept = String::with_capacity(out.len() - start);
+            for (i, seg) in out[start..].split('/').enumerate() {
+                if i > 0 {
+                    kept.push('/');
+                }
+                let cut = seg.find(';').filter(|&c| seg[c + 1..].to_ascii_lowercase().starts_with("jsessionid="));
+                kept.push_str(cut.map_or(seg, |c| &seg[..c]));
+            }
+            out.truncate(start);
+            out.push_str(&kept);
+        }
+    }
+
+    /// Canonicalize `input`, resolving a relative candidate against `base`.
+    pub fn canonicalize(&self, input: &str, base: Option<&Url>) -> Result<Canonical, CanonError> {
+        let mut out = String::with_capacity(input.len() + 8);
+        let absolute = self.canonicalize_into(input, base, &mut out)?;
+        Ok(Canonical { url: out, absolute })
+    }
+
+    /// As [`Canonicalizer::canonicalize`], writing into a reused buffer (cleared first).
+    /// Returns whether the result is absolute.
+    pub fn canonicalize_into(&self, input: &str, base: Option<&Url>, out: &mut String) -> Result<bool, CanonError> {
+        out.clear();
+        let s = input.trim_matches(|c: char| c <= ' ');
+        let bytes = s.as_bytes();
+        let parsed = if scheme_of(bytes).is_some() {
+            Url::parse(s)?
+        } else if bytes.starts_with(b"//") || bytes.starts_with(b"\\\\") {
+            match base {
+                Some(b) => b.join(s)?,
+                None => Url::parse(&format!("https:{s}"))?,
+            }
+        } else if is_host_port(bytes) {
+            let scheme = base.map_or("http", |b| b.scheme());
+            Url::parse(&format!("{scheme}://{s}"))?
+        } else if let Some(b) = base {
+            b.join(s)?
+        } else {
+            self.relative(s, out);
+            return Ok(false);
+        };
+        self.serialize(&parsed, out)?;
+        Ok(true)
+    }
+
+    /// Canonical form of a parsed absolute URL.
+    pub fn serialize(&self, u: &Url, out: &mut String) -> Result<(), CanonError> {
+        let scheme = u.scheme();
+        if scheme != "http" && scheme != "https" {
+            return Err(CanonError::Scheme(scheme.to_owned()));
+        }
+        let Some(host) = u.host_str() else {
+            return Err(CanonError::Parse(url::ParseError::EmptyHost));
+        };
+        out.push_str(scheme);
+        out.push_str("://");
+        if !u.username().is_empty() || u.password().is_some() {
+            out.push_str(u.username());
+            if let Some(p) = u.password() {
+                out.push(':');
+                out.push_str(p);
+            }
+            out.push('@');
+        }
+        out.push_str(host);
+        if let Some(port) = u.port() {
+            out.push(':');
+            out.push_str(itoa::Buffer::new().format(port));
+        }
+        self.push_path(u.path(), out);
+        if let Some(q) = u.query() {
+            self.push_query(q, out);
+        }
+        Ok(())
+    }
+
+    /// A relative candidate without a base: fragment dropped, escapes and query normalized.
+    fn relative(&self, s: &str, out: &mut String) {
+        let s = s.split_once('#').map_or(s, |(a, _)| a);
+        let s: std::borrow::Cow<str> = if s.contains(['\t', '\n', '\r']) { s.replace(['\t', '\n', '\r'], "").into() } else { s.into() };
+        let (path, query) = match s.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (&*s, None),
+        };
+        self.push_path(path, out);
+        if let Some(q) = query {
+            self.push_query(q, out);
+        }
+    }
+}
+
+/// `host.tld:8080/x`, `localhost:3000`: a host and port written without a scheme.
+fn is_host_port(b: &[u8]) -> bool {
+    let Some(colon) = memchr::memchr(b':', b) else { return false };
+    if colon == 0 || !b[..colon].iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-')) {
+        return false;
+    }
+    let rest = &b[colon + 1..];
+    let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    digits > 0 && (digits == rest.len() || matches!(rest[digits], b'/' | b'?' | b'#'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(s: &str) -> String {
+        Canonicalizer::default().canonicalize(s, None).unwrap().url
+    }
+
+    fn cb(s: &str, base: &str) -> String {
+        let base = Url::parse(base).unwrap();
+        Canonicalizer::default().canonicalize(s, Some(&base)).unwrap().url
+    }
+
+    #[test]
+    fn policy_steps() {
+        assert_eq!(c("HTTP://Example.COM:80/a/./b/../c#frag"), "http://example.com/a/c");
+        assert_eq!(c("https://example.com:443"), "https://example.com/");
+        assert_eq!(c("http://example.com/%7euser/%2Dx/%c3%a9"), "http://example.com/~user/-x/%C3%A9");
+        assert_eq!(c("http://example.com/a%2Fb"), "http://example.com/a%2Fb");
+        assert_eq!(c("http://www.bücher.de/"), "http://www.xn--bcher-kva.de/");
+        assert_eq!(c("http://example.com/?b=2&a=1&utm_source=x&gclid=abc"), "http://example.com/?a=1&b=2");
+        assert_eq!(c("http://example.com/?a=2&b=1&a=1"), "http://example.com/?a=2&a=1&b=1");
+        assert_eq!(c("http://example.com/p?"), "http://example.com/p");
+        assert_eq!(c("http://example.com/p?&&a=1&"), "http://example.com/p?a=1");
+        assert_eq!(c("http://example.com/s?q=a%20b"), "http://example.com/s?q=a+b");
+        assert_eq!(c("http://example.com/s?q=a+b"), "http://example.com/s?q=a+b");
+        assert_eq!(c("http://example.com/x;jsessionid=ABCDEF0123/y"), "http://example.com/x/y");
+        assert_eq!(c("http://example.com/x?sid=0123456789abcdef0"), "http://example.com/x");
+        assert_eq!(c("http://example.com/x?sid=12"), "http://example.com/x?sid=12");
+        // Never merged.
+        assert_ne!(c("http://example.com/About"), c("http://example.com/about"));
+        assert_ne!(c("http://example.com/a/"), c("http://example.com/a"));
+        assert_ne!(c("http://example.com/"), c("https://example.com/"));
+        assert_ne!(c("http://www.example.com/"), c("http://example.com/"));
+    }
+
+    #[test]
+    fn relative_candidates() {
+        assert_eq!(cb("../x.html#top", "http://h.com/a/b/c.html"), "http://h.com/a/x.html");
+        assert_eq!(cb("//cdn.host/lib.js", "http://h.com/"), "http://cdn.host/lib.js");
+        assert_eq!(c("//cdn.host/lib.js"), "https://cdn.host/lib.js");
+        assert_eq!(c("localhost:8080/api"), "http://localhost:8080/api");
+        assert_eq!(cb("api.host.com:8443/v1", "https://h.com/"), "https://api.host.com:8443/v1");
+        assert_eq!(cb("?page=2", "http://h.com/list?page=1"), "http://h.com/list?page=2");
+        let r = Canonicalizer::default().canonicalize("../a b/%7e.html?b=1&a=2#x", None).unwrap();
+        assert!(!r.absolute);
+        assert_eq!(r.url, "../a%20b/~.html?a=2&b=1");
+    }
+
+    #[test]
+    fn errors_are_values() {
+        let k = Canonicalizer::default();
+        assert!(matches!(k.canonicalize("http://[::1", None), Err(CanonError::Parse(_))));
+        assert!(matches!(k.canonicalize("http://exa mple.com/", None), Err(CanonError::Parse(_))));
+        assert!(matches!(k.canonicalize("ftp://example.com/", None), Err(CanonError::Scheme(_))));
+    }
+
+    #[test]
+    fn idempotent_on_examples() {
+        for s in ["HTTP://Example.COM:80/a/./b/../c#frag", "http://example.com/s?q=a%20b&z=%7e", "../a b/%7e.html?b=1&a=2#x"] {
+            let once = c(s);
+            assert_eq!(c(&once), once);
+        }
+    }
+}

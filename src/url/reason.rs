@@ -1,0 +1,177 @@
+//! Reason codes: the stable, machine-readable answer to "why was this candidate not emitted?".
+//!
+//! The snake_case strings returned by [`Reason::code`] are a public contract: they appear in
+//! `crawlsieve check` output, in rejected-URL events and as metric label values. Add new codes at
+//! the end; never rename or reuse one.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Why a candidate was rejected. Every variant maps to one stable code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    /// Empty or whitespace-only line.
+    Empty,
+    /// Longer than the profile's `max_len` bytes (or than the reader's line cap).
+    TooLong,
+    /// The line is not valid UTF-8.
+    InvalidUtf8,
+    /// NUL or another control character (other than tab) inside the candidate.
+    ControlChars,
+    /// An explicit scheme that no fetcher can load (`javascript:`, `data:`, `mailto:`, ...).
+    NonFetchableScheme,
+    /// Only punctuation, no letter or digit (`#`, `?`, `?%2A=`); `/`, `./`, `../` excepted.
+    PureSymbols,
+    /// A CSS colour (`#BFBFBF`, `#fff`, `rgb(...)`).
+    ColorValue,
+    /// A same-document reference (`#section`): never a new page once fragments are dropped.
+    FragmentOnly,
+    /// Starts with punctuation that only a JavaScript fragment starts with (`),`, `,r=`, `!==`).
+    JsFragment,
+    /// An HTML tag (`<div>`, `</a>`, `<!DOCTYPE`, `&lt;b&gt;`).
+    HtmlTag,
+    /// A comment marker (`/*`, `*/`, `<!--`, `-->`, `// text`).
+    CommentMarker,
+    /// Template or placeholder syntax (`{{x}}`, `<%= x %>`, `${x}`, `/posts/{id}`, `/users/:id`).
+    TemplateSyntax,
+    /// JavaScript code (`function(`, `=>`, `===`, `var x =`, `new Date()`, `e.target.value`).
+    JsCode,
+    /// A JavaScript value leaked into a path (`/undefined`, `/null`, `/[object Object]`, `/NaN`).
+    JsArtifact,
+    /// A lone JavaScript keyword or well-known global (`return`, `true`, `prototype`).
+    JsKeyword,
+    /// A lone CSS property name or keyword value (`display`, `background-color`, `none`).
+    CssKeyword,
+    /// A CSS length or percentage (`12px`, `1.5em`, `100%`).
+    CssValue,
+    /// A bare number (`123`, `-0.5`, `1e3`).
+    BareNumber,
+    /// The path is a MIME type (`/application/json`, `/AJAX/text/xml`, `font/woff2`).
+    MimeType,
+    /// Too large a share of the candidate is percent-encoded ASCII (`%20%20%20...`).
+    EncodingRatio,
+    /// Two or more `%` signs that start no valid `%XX` escape (`%m/%d/%Y`, `%Math.abs%`).
+    BadPercentEncoding,
+    /// Raw whitespace inside the candidate (strict profile only).
+    Whitespace,
+    /// Passed the junk rules but cannot be parsed as a URL (bad host, bad port, ...).
+    InvalidUrl,
+    /// Its URL pattern was verified to serve near-identical pages (render-stage feedback).
+    PatternSimilar,
+}
+
+impl Reason {
+    /// Every reason, in code order; used for summaries and metric label sets.
+    pub const ALL: [Reason; 24] = [
+        Reason::Empty,
+        Reason::TooLong,
+        Reason::InvalidUtf8,
+        Reason::ControlChars,
+        Reason::NonFetchableScheme,
+        Reason::PureSymbols,
+        Reason::ColorValue,
+        Reason::FragmentOnly,
+        Reason::JsFragment,
+        Reason::HtmlTag,
+        Reason::CommentMarker,
+        Reason::TemplateSyntax,
+        Reason::JsCode,
+        Reason::JsArtifact,
+        Reason::JsKeyword,
+        Reason::CssKeyword,
+        Reason::CssValue,
+        Reason::BareNumber,
+        Reason::MimeType,
+        Reason::EncodingRatio,
+        Reason::BadPercentEncoding,
+        Reason::Whitespace,
+        Reason::InvalidUrl,
+        Reason::PatternSimilar,
+    ];
+
+    /// The stable machine-readable code.
+    pub const fn code(self) -> &'static str {
+        match self {
+            Reason::Empty => "empty",
+            Reason::TooLong => "too_long",
+            Reason::InvalidUtf8 => "invalid_utf8",
+            Reason::ControlChars => "control_chars",
+            Reason::NonFetchableScheme => "non_fetchable_scheme",
+            Reason::PureSymbols => "pure_symbols",
+            Reason::ColorValue => "color_value",
+            Reason::FragmentOnly => "fragment_only",
+            Reason::JsFragment => "js_fragment",
+            Reason::HtmlTag => "html_tag",
+            Reason::CommentMarker => "comment_marker",
+            Reason::TemplateSyntax => "template_syntax",
+            Reason::JsCode => "js_code",
+            Reason::JsArtifact => "js_artifact",
+            Reason::JsKeyword => "js_keyword",
+            Reason::CssKeyword => "css_keyword",
+            Reason::CssValue => "css_value",
+            Reason::BareNumber => "bare_number",
+            Reason::MimeType => "mime_type",
+            Reason::EncodingRatio => "encoding_ratio",
+            Reason::BadPercentEncoding => "bad_percent_encoding",
+            Reason::Whitespace => "whitespace",
+            Reason::InvalidUrl => "invalid_url",
+            Reason::PatternSimilar => "pattern_similar",
+        }
+    }
+
+    /// Dense index into [`Reason::ALL`], for per-reason counters without hashing.
+    pub fn index(self) -> usize {
+        Reason::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// Error for [`Reason::from_str`].
+#[derive(Debug, thiserror::Error)]
+#[error("unknown reason code {0:?}")]
+pub struct UnknownReason(pub String);
+
+impl FromStr for Reason {
+    type Err = UnknownReason;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Reason::ALL
+            .iter()
+            .copied()
+            .find(|r| r.code() == s)
+            .ok_or_else(|| UnknownReason(s.to_owned()))
+    }
+}
+
+impl serde::Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.code())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Reason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_round_trip() {
+        let mut seen = std::collections::HashSet::new();
+        for (i, r) in Reason::ALL.iter().enumerate() {
+            assert!(seen.insert(r.code()), "duplicate code {}", r.code());
+            assert_eq!(r.code().parse::<Reason>().unwrap(), *r);
+            assert_eq!(r.index(), i);
+        }
+        assert!("nope".parse::<Reason>().is_err());
+    }
+}
