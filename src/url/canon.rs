@@ -139,7 +139,10 @@ fn normalize_escapes(src: &str, part: Part, out: &mut String) {
         while i < b.len() && !needs_work(b[i], part) {
             i += 1;
         }
-        out.push_str(&src[start..i]);
+        // Only ASCII bytes are skipped above, so both ends of a non-empty run are char boundaries.
+        if i > start {
+            out.push_str(&src[start..i]);
+        }
         if i >= b.len() {
             break;
         }
@@ -405,6 +408,13 @@ mod tests {
         let r = Canonicalizer::default().canonicalize("../a b/%7e.html?b=1&a=2#x", None).unwrap();
         assert!(!r.absolute);
         assert_eq!(r.url, "../a%20b/~.html?a=2&b=1");
+    }
+
+    #[test]
+    fn regression_non_ascii_relative_with_tab_does_not_panic() {
+        // From the real candidate corpus: a relative path with raw non-ASCII and a tab.
+        let r = Canonicalizer::default().canonicalize("/\u{ef}\tA\u{f0}", None).unwrap();
+        assert_eq!(r.url, "/%C3%AFA%C3%B0");
     }
 
     #[test]

@@ -58,11 +58,13 @@ pub enum Reason {
     InvalidUrl,
     /// Its URL pattern was verified to serve near-identical pages (render-stage feedback).
     PatternSimilar,
+    /// The whole candidate is one long base64 blob (inlined data, search indexes).
+    EncodedBlob,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 24] = [
+    pub const ALL: [Reason; 25] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -87,6 +89,7 @@ impl Reason {
         Reason::Whitespace,
         Reason::InvalidUrl,
         Reason::PatternSimilar,
+        Reason::EncodedBlob,
     ];
 
     /// The stable machine-readable code.
@@ -116,6 +119,7 @@ impl Reason {
             Reason::Whitespace => "whitespace",
             Reason::InvalidUrl => "invalid_url",
             Reason::PatternSimilar => "pattern_similar",
+            Reason::EncodedBlob => "encoded_blob",
         }
     }
 

@@ -133,7 +133,7 @@ const fn is_js_leading(b: u8) -> bool {
     matches!(
         b,
         b')' | b',' | b';' | b'}' | b']' | b'!' | b'+' | b'=' | b'|' | b'&' | b'*' | b'^' | b'(' | b'{' | b':'
-            | b'\'' | b'"' | b'`' | b'>' | b'\\'
+            | b'\'' | b'"' | b'`' | b'>' | b'\\' | b'$'
     )
 }
 
@@ -333,13 +333,13 @@ impl Validator {
     /// On success returns the trimmed candidate.
     pub fn check_bytes<'a>(&self, raw: &'a [u8]) -> Result<&'a str, Reason> {
         let s = std::str::from_utf8(raw).map_err(|_| Reason::InvalidUtf8)?;
-        let t = trim(s);
+        let t = clean(s);
         self.check_trimmed(t).map(|()| t)
     }
 
     /// Check one candidate. `Ok(())` means "not certainly junk": pass it on.
     pub fn check(&self, raw: &str) -> Result<(), Reason> {
-        self.check_trimmed(trim(raw))
+        self.check_trimmed(clean(raw))
     }
 
     fn check_trimmed(&self, s: &str) -> Result<(), Reason> {
@@ -369,28 +369,41 @@ impl Validator {
         if starts_with_ignore_case(b, b"rgb(") || starts_with_ignore_case(b, b"rgba(") || starts_with_ignore_case(b, b"hsl(") || starts_with_ignore_case(b, b"hsla(") {
             return Err(Reason::ColorValue);
         }
-        if sc.has_code_punct {
-            if let Some(r) = template_syntax(b) {
-                return Err(r);
-            }
-            if html_tag(b) {
-                return Err(Reason::HtmlTag);
-            }
-        }
-        if let Some(r) = comment_marker(b) {
-            return Err(r);
+        if starts_with_css_function(b) {
+            return Err(Reason::CssValue);
         }
         if is_js_leading(b[0]) {
-            return Err(Reason::JsFragment);
+            // `{{x}}` and `${x}` start like code but are templates: name them as such.
+            return Err(template_syntax(b).unwrap_or(Reason::JsFragment));
         }
-        if path_placeholder(b) {
+        // A query and a fragment may legitimately hold code-like text (playground links,
+        // `?search=Vec<T>`): when the part before them is a clean path, only unmistakable code
+        // markers count there.
+        let head_end = memchr::memchr2(b'?', b'#', b).unwrap_or(b.len());
+        let (head, tail) = b.split_at(head_end);
+        let split = scheme.is_some() || !head.is_empty() && !head.iter().any(|&c| is_code_byte(c));
+        let ruled = if split { head } else { b };
+        if path_placeholder(ruled) {
             return Err(Reason::TemplateSyntax);
+        }
+        if sc.has_code_punct {
+            if let Some(r) = code_rules(ruled, scheme.is_some()) {
+                return Err(r);
+            }
+            if split {
+                if let Some(r) = strong_code_markers(tail) {
+                    return Err(r);
+                }
+            }
+        }
+        if let Some(r) = comment_marker(ruled) {
+            return Err(r);
         }
         if scheme.is_none() && js_dotted_chain(b) {
             return Err(Reason::JsCode);
         }
-        if sc.has_code_punct && js_code(b, sc.first_slash) {
-            return Err(Reason::JsCode);
+        if scheme.is_none() && encoded_blob(b) {
+            return Err(Reason::EncodedBlob);
         }
         if js_artifact(b, scheme.is_some()) {
             return Err(Reason::JsArtifact);
@@ -403,6 +416,9 @@ impl Validator {
         }
         if let Some(r) = number_like(b) {
             return Err(r);
+        }
+        if number_list(b) {
+            return Err(Reason::BareNumber);
         }
         if mime_path(b, scheme.is_some()) {
             return Err(Reason::MimeType);
@@ -424,6 +440,83 @@ impl Validator {
 /// whitespace are kept, so that they are reported).
 fn trim(s: &str) -> &str {
     s.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0c'))
+}
+
+/// What the validator and the canonicalizer look at: [`trim`]med, then extraction residue removed
+/// — trailing backslashes (JS string escapes) and single quotes; and, for an absolute URL, anything
+/// from the first `"`, `<`, `>` or backtick on (`http://h/x.js"></script>` → `http://h/x.js`).
+/// A relative candidate is not cut: `/api/" + id` must stay recognisable as code.
+pub fn clean(s: &str) -> &str {
+    let mut t = trim(s);
+    if scheme_of(t.as_bytes()).is_some() && t.contains("://") {
+        if let Some(cut) = t.find(['"', '<', '>', '`']) {
+            t = trim(&t[..cut]);
+        }
+    }
+    t.trim_end_matches(['\\', '\''])
+}
+
+/// Bytes that mark a candidate's head (before `?`/`#`) as possible code rather than a path.
+const fn is_code_byte(c: u8) -> bool {
+    matches!(c, b'(' | b')' | b'{' | b'}' | b'<' | b'>' | b'\'' | b'"' | b';' | b'$' | b'!' | b'|' | b'*' | b'`' | b'[' | b']' | b'\\' | b' ' | b',' | b'+' | b'=')
+}
+
+/// The rules for code punctuation, applied to the head of a URL or to a whole fragment of code.
+fn code_rules(b: &[u8], absolute: bool) -> Option<Reason> {
+    if let Some(r) = template_syntax(b) {
+        return Some(r);
+    }
+    if html_tag(b) {
+        return Some(Reason::HtmlTag);
+    }
+    let first_slash = if absolute { Some(0) } else { memchr::memchr(b'/', b) };
+    js_code(b, first_slash).then_some(Reason::JsCode)
+}
+
+/// In a query or fragment, only what no real URL carries raw: arrows, strict equality,
+/// declarations (raw spaces), template delimiters, script tags.
+fn strong_code_markers(b: &[u8]) -> Option<Reason> {
+    for pat in [&b"{{"[..], b"}}", b"${", b"<%", b"%>", b"{%", b"%}"] {
+        if find(b, pat).is_some() {
+            return Some(Reason::TemplateSyntax);
+        }
+    }
+    let lower_has = |p: &[u8]| b.windows(p.len()).any(|w| w.eq_ignore_ascii_case(p));
+    if lower_has(b"<script") || lower_has(b"</script") || find(b, b"<!--").is_some() {
+        return Some(Reason::HtmlTag);
+    }
+    // Not `function(`: a playground link's code may call a variable named `function`.
+    if find(b, b"=>").is_some() || find(b, b"===").is_some() || find(b, b"!==").is_some() || declaration(b) {
+        return Some(Reason::JsCode);
+    }
+    None
+}
+
+/// `translate(-.3px)`, `cubic-bezier(`, `calc(`, `var(--x)`, `url(/a.png)`: CSS functions.
+fn starts_with_css_function(b: &[u8]) -> bool {
+    const F: &[&[u8]] = &[
+        b"translate(", b"translatex(", b"translatey(", b"translate3d(", b"rotate(", b"scale(", b"matrix(",
+        b"matrix3d(", b"skew(", b"cubic-bezier(", b"calc(", b"var(", b"url(", b"linear-gradient(",
+        b"radial-gradient(", b"steps(", b"attr(",
+    ];
+    F.iter().any(|f| starts_with_ignore_case(b, f))
+}
+
+/// A whole relative candidate that is one long base64 blob (inlined fonts, search indexes).
+fn encoded_blob(b: &[u8]) -> bool {
+    b.len() >= 48
+        && !matches!(b[0], b'/' | b'.')
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'_' | b'-'))
+        && b.iter().any(u8::is_ascii_uppercase)
+        && b.iter().any(u8::is_ascii_lowercase)
+        && b.iter().any(u8::is_ascii_digit)
+        // Real slugs and paths are split by separators; a blob runs on.
+        && b.split(|c| matches!(c, b'/' | b'-' | b'_')).any(|run| run.len() >= 40)
+}
+
+/// `0.76,0,0.24,1`: a comma-separated list of numbers (cubic-bezier arguments, coordinates).
+fn number_list(b: &[u8]) -> bool {
+    b.contains(&b',') && b.split(|&c| c == b',').all(|p| !p.is_empty() && number_like(p) == Some(Reason::BareNumber))
 }
 
 fn starts_with_ignore_case(b: &[u8], p: &[u8]) -> bool {
@@ -474,6 +567,15 @@ fn template_syntax(b: &[u8]) -> Option<Reason> {
         if find(b, pat).is_some() {
             return Some(Reason::TemplateSyntax);
         }
+    }
+    // `$1` regex back-references in replacement templates (`/embed/video/$1`, `[url=$1]`).
+    let mut i = 0;
+    while let Some(off) = memchr::memchr(b'$', &b[i..]) {
+        let p = i + off;
+        if b.get(p + 1).is_some_and(u8::is_ascii_digit) && (p == 0 || matches!(b[p - 1], b'/' | b'=' | b']' | b'>' | b' ')) {
+            return Some(Reason::TemplateSyntax);
+        }
+        i = p + 1;
     }
     // `{name}` with an identifier-ish body (OpenAPI, .NET, Python format placeholders).
     let mut i = 0;
@@ -540,26 +642,40 @@ fn comment_marker(b: &[u8]) -> Option<Reason> {
     None
 }
 
-/// Parse a leading `ident(.ident)*`; returns the identifiers and where the chain ended.
-fn ident_chain(b: &[u8]) -> (Vec<&[u8]>, usize) {
-    let mut parts = Vec::new();
+/// A leading `ident(.ident)*`: how many identifiers, the first and the last, the shortest after
+/// the first, and where the chain ended.
+struct Chain<'a> {
+    count: usize,
+    first: &'a [u8],
+    last: &'a [u8],
+    min_tail_len: usize,
+    end: usize,
+}
+
+fn ident_chain(b: &[u8]) -> Chain<'_> {
+    let mut c = Chain { count: 0, first: &[], last: &[], min_tail_len: usize::MAX, end: 0 };
     let mut i = 0;
-    loop {
-        if i >= b.len() || !is_ident_start(b[i]) {
-            break;
-        }
+    while i < b.len() && is_ident_start(b[i]) {
         let start = i;
         while i < b.len() && is_ident(b[i]) {
             i += 1;
         }
-        parts.push(&b[start..i]);
+        let part = &b[start..i];
+        if c.count == 0 {
+            c.first = part;
+        } else {
+            c.min_tail_len = c.min_tail_len.min(part.len());
+        }
+        c.last = part;
+        c.count += 1;
+        c.end = i;
         if i + 1 < b.len() && b[i] == b'.' && is_ident_start(b[i + 1]) {
             i += 1;
         } else {
             break;
         }
     }
-    (parts, i)
+    c
 }
 
 /// A member-access chain that starts at a JS receiver: `window.location.href`, `this.props.url`,
@@ -568,23 +684,23 @@ fn js_dotted_chain(b: &[u8]) -> bool {
     if !is_ident_start(b[0]) {
         return false;
     }
-    let (parts, end) = ident_chain(b);
-    if parts.len() < 2 {
+    let c = ident_chain(b);
+    if c.count < 2 {
         return false;
     }
     // The chain must be the whole candidate, or be followed by a call or index.
-    if end < b.len() && !matches!(b[end], b'(' | b'[') {
+    if c.end < b.len() && !matches!(b[c.end], b'(' | b'[') {
         return false;
     }
-    let first = std::str::from_utf8(parts[0]).unwrap_or("");
-    let last = std::str::from_utf8(parts[parts.len() - 1]).unwrap_or("");
+    let first = std::str::from_utf8(c.first).unwrap_or("");
+    let last = std::str::from_utf8(c.last).unwrap_or("");
     let last_is_name = NAME_ENDINGS.iter().any(|e| e.eq_ignore_ascii_case(last));
     if JS_RECEIVERS.contains(&first) {
-        return parts.len() >= 3 || end < b.len() || !last_is_name;
+        return c.count >= 3 || c.end < b.len() || !last_is_name;
     }
     // Minified receivers (`e.target.value`, `t.data.id`): one letter, three or more links, and a
-    // camelCase or JS-looking tail rather than a host name.
-    first.len() == 1 && parts.len() >= 3 && !last_is_name && parts.iter().skip(1).all(|p| p.len() > 1)
+    // JS-looking tail rather than a host or file name.
+    first.len() == 1 && c.count >= 3 && !last_is_name && c.min_tail_len > 1
 }
 
 /// Known global functions whose call is code wherever it appears without a path before it.
@@ -598,22 +714,8 @@ fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
     if find(b, b"=>").is_some() || find(b, b"===").is_some() || find(b, b"!==").is_some() {
         return true;
     }
-    // `function(` / `function name(`
-    let mut i = 0;
-    while let Some(off) = find(&b[i..], b"function") {
-        let p = i + off;
-        let boundary = p == 0 || !is_ident(b[p - 1]);
-        let mut j = p + 8;
-        while j < b.len() && b[j] == b' ' {
-            j += 1;
-        }
-        while j < b.len() && is_ident(b[j]) {
-            j += 1;
-        }
-        if boundary && b.get(j) == Some(&b'(') {
-            return true;
-        }
-        i = p + 8;
+    if function_call(b) {
+        return true;
     }
     // Declarations and operators that need a word boundary.
     if declaration(b) || new_call(b) {
@@ -641,9 +743,12 @@ fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
     // Statement and call punctuation that URLs do not contain.
     for pat in [&b"){"[..], b"}(", b";}", b"};", b");", b"')", b"\")", b"('", b"(\"", b"'+", b"+'", b"\"+", b"+\"", b"](", b")."] {
         if let Some(p) = find(b, pat) {
-            // `).` only counts before an identifier: `).then(`, not `(1).html`.
-            if pat == b")." && !b.get(p + 2).is_some_and(|&c| is_ident_start(c)) {
-                continue;
+            // `).` only counts before a call: `).then(`, not `(v=vs.85).aspx`.
+            if pat == b")." {
+                let c = ident_chain(&b[p + 2..]);
+                if c.count == 0 || b.get(p + 2 + c.end) != Some(&b'(') {
+                    continue;
+                }
             }
             return true;
         }
@@ -688,6 +793,27 @@ fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
     false
 }
 
+/// `function(` / `function name(` with a word boundary.
+fn function_call(b: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(off) = find(&b[i..], b"function") {
+        let p = i + off;
+        let boundary = p == 0 || !is_ident(b[p - 1]);
+        let mut j = p + 8;
+        let spaces = b[j..].iter().take_while(|c| **c == b' ').count();
+        j += spaces;
+        // `function_with_x(` is an identifier; `function foo(` needs the space.
+        if spaces > 0 {
+            j += b[j..].iter().take_while(|c| is_ident(**c)).count();
+        }
+        if boundary && b.get(j) == Some(&b'(') {
+            return true;
+        }
+        i = p + 8;
+    }
+    false
+}
+
 /// `var x =`, `let y = 1;`, `const z=` with word boundaries.
 fn declaration(b: &[u8]) -> bool {
     for kw in [&b"var"[..], b"let", b"const"] {
@@ -727,16 +853,16 @@ fn new_call(b: &[u8]) -> bool {
         if p > 0 && is_ident(b[p - 1]) {
             continue;
         }
-        let (parts, end) = ident_chain(&b[p + 4..]);
-        if !parts.is_empty() && b.get(p + 4 + end) == Some(&b'(') {
+        let c = ident_chain(&b[p + 4..]);
+        if c.count > 0 && b.get(p + 4 + c.end) == Some(&b'(') {
             return true;
         }
     }
     false
 }
 
-/// A path segment that is a JS value printed into a URL: `undefined`, `null`, `NaN`,
-/// `[object Object]` (raw or percent-encoded).
+/// A path segment that is a JS value printed into a URL: `undefined`, `null`, `[object Object]`
+/// (raw or percent-encoded). `NaN` and `Null` are not: both are real Wikipedia articles.
 fn js_artifact(b: &[u8], absolute: bool) -> bool {
     // Only the path: skip `scheme://host` of absolute URLs, stop at query or fragment.
     let mut path = b;
@@ -751,7 +877,7 @@ fn js_artifact(b: &[u8], absolute: bool) -> bool {
     }
     let end = memchr::memchr2(b'?', b'#', path).unwrap_or(path.len());
     path[..end].split(|&c| c == b'/').any(|seg| {
-        matches!(seg, b"undefined" | b"null" | b"NaN" | b"[object Object]" | b"[object%20Object]" | b"%5Bobject%20Object%5D")
+        matches!(seg, b"undefined" | b"null" | b"[object Object]" | b"[object%20Object]" | b"%5Bobject%20Object%5D")
     })
 }
 
@@ -885,6 +1011,15 @@ mod tests {
             "/text/editor",
             "/application_list",
             "/video/123?autoplay=1",
+            // From the real corpus: code in a query is the page's content, not junk.
+            "https://play.rust-lang.org/?code=%23!%5Ballow(unused)%5D%0Afn+main()+%7B%0A++++assert_eq!(i8::BITS,+8);%0A%7D&edition=2024",
+            "../../std/vec/struct.Vec.html?search=option<T>%2C+(fnonce+(T)+->+bool)+->+option<T>&filter-crate=std",
+            "https://en.wikipedia.org/wiki/NaN#Floating_point",
+            "https://play.rust-lang.org/?code=fn+main()+%7B%0A++++let+mut+function_with_closure(1);%0A%7D",
+            "https://play.rust-lang.org/?code=fn+main()+%7B%0A++++assert_eq!(function(),+0);%0A%7D&edition=2024",
+            "https://msdn.microsoft.com/en-us/library/aa364428(v=vs.85).aspx",
+            "https://intel.com/intrinsics-guide/index.html#text=_mm512_cvt_roundph_epu16",
+            "/reset/Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eHF1dXhxdXV4cXV1eA",
         ] {
             pass(s);
         }
@@ -963,6 +1098,26 @@ mod tests {
         reject("image/svg+xml", Reason::MimeType);
         reject("http://example.com/%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20", Reason::EncodingRatio);
         reject("%m/%d/%Y", Reason::BadPercentEncoding);
+        reject("AQEAOjAAAAEAAAAAAA0AEAAAAEikSaSUuZW5w7zEvOK/47+uyK/IV8pYytHV0tUBAQA6MAAAAQ==", Reason::EncodedBlob);
+        reject("www.dailymotion.com/embed/video/$1", Reason::TemplateSyntax);
+        reject("[url=$1]$2[/url]", Reason::TemplateSyntax);
+        reject("translate(-.301)", Reason::CssValue);
+        reject("0.76,0,0.24,1", Reason::BareNumber);
+        reject("$attrs.class", Reason::JsFragment);
+        reject("?(d.value=!1,a.value=!1):a.value=!0,n(", Reason::JsCode);
+        reject("http://example.com/a?x={{y}}", Reason::TemplateSyntax);
+        reject("/a?next=<script>alert(1)</script>", Reason::HtmlTag);
+    }
+
+    #[test]
+    fn extraction_residue_is_trimmed() {
+        assert_eq!(clean("http://static.example.com/jQuery.js\"></script>"), "http://static.example.com/jQuery.js");
+        assert_eq!(clean("http://localhost:8080'"), "http://localhost:8080");
+        assert_eq!(clean("../../alloc/trait.Allocator.html\\\\"), "../../alloc/trait.Allocator.html");
+        assert_eq!(clean(" /a "), "/a");
+        // Relative code is not cut into something that looks like a path.
+        assert_eq!(clean("/api/\" + id"), "/api/\" + id");
+        pass("http://static.example.com/jQuery.js\"></script>");
     }
 
     #[test]
