@@ -404,7 +404,7 @@ fn canon_line(canon: &Canonicalizer, base: Option<&Url>, line: &Line, buf: &mut 
         return false;
     }
     let Ok(s) = std::str::from_utf8(&line.bytes) else { return false };
-    let s = s.trim();
+    let s = crate::url::validate::clean(s);
     if s.is_empty() || s.bytes().any(|b| b < 0x20 && b != b'\t' || b == 0x7f) {
         return false;
     }

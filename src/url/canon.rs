@@ -284,18 +284,18 @@ impl Canonicalizer {
         out.clear();
         let s = input.trim_matches(|c: char| c <= ' ');
         let bytes = s.as_bytes();
-        let parsed = if scheme_of(bytes).is_some() {
-            Url::parse(s)?
-        } else if bytes.starts_with(b"//") || bytes.starts_with(b"\\\\") {
-            match base {
-                Some(b) => b.join(s)?,
-                None => Url::parse(&format!("https:{s}"))?,
-            }
-        } else if is_host_port(bytes) {
+        let has_scheme = scheme_of(bytes).is_some();
+        let parsed = if !has_scheme && is_host_port(bytes) {
             let scheme = base.map_or("http", |b| b.scheme());
             Url::parse(&format!("{scheme}://{s}"))?
         } else if let Some(b) = base {
+            // `join` also handles absolute inputs, and `http:foo` against an http base as the
+            // standard says (relative).
             b.join(s)?
+        } else if has_scheme {
+            Url::parse(s)?
+        } else if bytes.starts_with(b"//") || bytes.starts_with(b"\\\\") {
+            Url::parse(&format!("https:{s}"))?
         } else {
             self.relative(s, out);
             return Ok(false);

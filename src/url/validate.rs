@@ -443,17 +443,18 @@ fn trim(s: &str) -> &str {
 }
 
 /// What the validator and the canonicalizer look at: [`trim`]med, then extraction residue removed
-/// — trailing backslashes (JS string escapes) and single quotes; and, for an absolute URL, anything
-/// from the first `"`, `<`, `>` or backtick on (`http://h/x.js"></script>` → `http://h/x.js`).
+/// — trailing backslashes (JS string escapes), single quotes and `>` (`<https://x/issue/1>`); and,
+/// for an absolute URL, anything from the first `"`, `<` or backtick on
+/// (`http://h/x.js"></script>` → `http://h/x.js`).
 /// A relative candidate is not cut: `/api/" + id` must stay recognisable as code.
 pub fn clean(s: &str) -> &str {
     let mut t = trim(s);
     if scheme_of(t.as_bytes()).is_some() && t.contains("://") {
-        if let Some(cut) = t.find(['"', '<', '>', '`']) {
+        if let Some(cut) = t.find(['"', '<', '`']) {
             t = trim(&t[..cut]);
         }
     }
-    t.trim_end_matches(['\\', '\''])
+    t.trim_end_matches(['\\', '\'', '>'])
 }
 
 /// Bytes that mark a candidate's head (before `?`/`#`) as possible code rather than a path.
@@ -1113,6 +1114,7 @@ mod tests {
     fn extraction_residue_is_trimmed() {
         assert_eq!(clean("http://static.example.com/jQuery.js\"></script>"), "http://static.example.com/jQuery.js");
         assert_eq!(clean("http://localhost:8080'"), "http://localhost:8080");
+        assert_eq!(clean("https://github.com/rust-lang/rust/issues/74840>"), "https://github.com/rust-lang/rust/issues/74840");
         assert_eq!(clean("../../alloc/trait.Allocator.html\\\\"), "../../alloc/trait.Allocator.html");
         assert_eq!(clean(" /a "), "/a");
         // Relative code is not cut into something that looks like a path.

@@ -1,0 +1,149 @@
+//! The `crawlsieve` binary end to end: output contracts, state across runs, bad input.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin_pipe = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin_pipe.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(o.status.success(), "failed: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+const SAMPLE: &str = "http://Example.com:80/a?utm_source=x&b=2&a=1#top
+javascript:void(0)
+http://example.com/a?a=1&b=2
+/relative/page.html
+function() { return true; }
+#section
+https://example.com/%7Euser
+";
+
+#[test]
+fn dedup_plain_emits_each_new_url_once() {
+    let out = stdout(&run(&["dedup", "--base", "https://example.com/dir/", "-q"], SAMPLE.as_bytes()));
+    assert_eq!(out, "http://example.com/a?a=1&b=2\nhttps://example.com/relative/page.html\nhttps://example.com/~user\n");
+}
+
+#[test]
+fn dedup_jsonl_follows_the_output_contract() {
+    let out = stdout(&run(&["dedup", "--format", "jsonl", "-q"], SAMPLE.as_bytes()));
+    let rows: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), SAMPLE.lines().count(), "one object per input line");
+    for (row, input) in rows.iter().zip(SAMPLE.lines()) {
+        assert_eq!(row["input"], input, "input order kept");
+        let keys: Vec<&String> = row.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 4, "{row}");
+    }
+    let verdicts: Vec<&str> = rows.iter().map(|r| r["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, ["keep", "reject", "duplicate", "keep", "reject", "reject", "keep"]);
+    assert_eq!(rows[1]["reason"], "non_fetchable_scheme");
+    assert_eq!(rows[4]["reason"], "js_code");
+    assert_eq!(rows[5]["reason"], "fragment_only");
+    assert_eq!(rows[2]["canonical"], "http://example.com/a?a=1&b=2");
+    assert!(rows[1]["canonical"].is_null() && rows[0]["reason"].is_null());
+    // Without a base, a relative candidate stays relative.
+    assert_eq!(rows[3]["canonical"], "/relative/page.html");
+}
+
+#[test]
+fn state_file_makes_a_second_run_emit_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("seen.bloom");
+    let s = state.to_str().unwrap();
+    let first = stdout(&run(&["dedup", "--state", s, "--capacity", "1000", "-q"], SAMPLE.as_bytes()));
+    assert_eq!(first.lines().count(), 3);
+    assert!(state.exists());
+    let second = stdout(&run(&["dedup", "--state", s, "-q"], SAMPLE.as_bytes()));
+    assert_eq!(second, "", "a second run over the same input emits nothing");
+    let third = stdout(&run(&["dedup", "--state", s, "-q"], b"http://example.com/new\n"));
+    assert_eq!(third, "http://example.com/new\n");
+    // A damaged state file is a clear error, not a silent fresh start.
+    let mut bytes = std::fs::read(&state).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0xff;
+    std::fs::write(&state, bytes).unwrap();
+    let bad = run(&["dedup", "--state", s, "-q"], SAMPLE.as_bytes());
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("checksum"), "{}", String::from_utf8_lossy(&bad.stderr));
+}
+
+#[test]
+fn summary_reports_counts_per_reason() {
+    let o = run(&["dedup"], SAMPLE.as_bytes());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success());
+    assert!(err.contains("7 lines, 3 new, 1 duplicate, 3 rejected"), "{err}");
+    assert!(err.contains("rejected js_code") && err.contains("lines/s"), "{err}");
+}
+
+#[test]
+fn bad_input_gets_reason_codes_and_never_hurts_other_lines() {
+    let mut input = Vec::new();
+    input.extend_from_slice(b"http://example.com/before\n");
+    input.extend_from_slice(b"\xff\xfe\xfd/not-utf8\n");
+    input.extend_from_slice(b"/nul\x00byte\n");
+    input.extend_from_slice(b"/bell\x07char\n");
+    input.extend_from_slice(b"\n");
+    input.extend_from_slice(b"http://example.com/");
+    input.extend(std::iter::repeat(b'a').take(3 << 20)); // a 3 MiB line
+    input.extend_from_slice(b"\n");
+    input.extend_from_slice(b"http://example.com/after\r\n");
+    let out = stdout(&run(&["check"], &input));
+    let rows: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let reasons: Vec<&str> = rows.iter().map(|r| r["reason"].as_str().unwrap_or("-")).collect();
+    assert_eq!(reasons, ["-", "invalid_utf8", "control_chars", "control_chars", "empty", "too_long", "-"]);
+    assert_eq!(rows[6]["canonical"], "http://example.com/after");
+    assert!(rows[5]["input"].as_str().unwrap().len() <= 1 << 20, "echo bounded by --max-line-bytes");
+}
+
+#[test]
+fn canon_prints_one_line_per_input_and_empty_where_none() {
+    let out = stdout(&run(&["canon"], b"HTTP://EXAMPLE.com/a/../b?z=1&a=2#f\njavascript:alert(1)\n\xff\nhttp://[::1\n//cdn.host/x.js\n"));
+    assert_eq!(out, "http://example.com/b?a=2&z=1\n\n\n\nhttps://cdn.host/x.js\n");
+}
+
+#[test]
+fn pattern_prints_templates() {
+    let out = stdout(&run(&["pattern"], b"http://example.com/user/123?b=1&a=2\nhttp://example.com/about\n\xff\n"));
+    assert_eq!(out, "http://example.com/user/{num}?a=&b=\nhttp://example.com/about\n\n");
+    let out = stdout(&run(&["pattern", "--method", "post"], b"http://example.com/api/7\n"));
+    assert_eq!(out, "POST http://example.com/api/{num}\n");
+}
+
+#[test]
+fn bad_settings_are_clear_errors() {
+    let o = run(&["dedup", "--encoding-ratio", "7"], b"");
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("encoding_ratio"));
+    let o = run(&["dedup", "--fp-rate", "0"], b"");
+    assert!(!o.status.success());
+    let o = run(&["dedup", "/no/such/file"], b"");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/no/such/file"));
+}
+
+#[test]
+fn profile_env_var_is_honoured() {
+    let long = format!("http://example.com/{}\n", "a".repeat(600));
+    let strict = Command::new(env!("CARGO_BIN_EXE_crawlsieve")).args(["check"]).env("CRAWLSIEVE_PROFILE", "strict").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut s = strict;
+    s.stdin.take().unwrap().write_all(long.as_bytes()).unwrap();
+    let out = String::from_utf8(s.wait_with_output().unwrap().stdout).unwrap();
+    assert!(out.contains("too_long"), "{out}");
+}

@@ -1,0 +1,74 @@
+//! Property tests: invariants that must hold for any input.
+
+use crawlsieve::bloom::{fingerprint, BloomFilter};
+use crawlsieve::url::{pattern, Canonicalizer, Validator};
+use proptest::prelude::*;
+use url::Url;
+
+/// URL-ish strings: schemes, hosts, paths with escapes, queries, fragments, junk characters.
+fn urlish() -> impl Strategy<Value = String> {
+    let scheme = prop_oneof![Just(""), Just("http://"), Just("HTTPS://"), Just("//"), Just("javascript:")];
+    let host = prop_oneof![Just("Example.COM"), Just("bücher.de"), Just("[::1]"), Just("h.com:80"), Just("a.b.c:8443"), Just("")];
+    let seg = "[a-zA-Z0-9._~%-]{0,8}|%[0-9a-fA-F]{2}|\\.\\.|\\.|[ (){}<>'\"$;!|*`\\[\\]\\\\]{1,3}|[\\u{80}-\\u{10ffff}]{1,2}";
+    let path = prop::collection::vec(seg, 0..5).prop_map(|v| v.join("/"));
+    let query = prop::collection::vec("[a-zA-Z_]{0,5}(=[a-zA-Z0-9%+ ]{0,6})?", 0..4).prop_map(|v| if v.is_empty() { String::new() } else { format!("?{}", v.join("&")) });
+    let frag = prop_oneof![Just(""), Just("#x"), Just("#")];
+    (scheme, host, path, query, frag).prop_map(|(s, h, p, q, f)| format!("{s}{h}/{p}{q}{f}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn canonicalization_is_idempotent(s in urlish()) {
+        let k = Canonicalizer::default();
+        if let Ok(c) = k.canonicalize(&s, None) {
+            let again = k.canonicalize(&c.url, None).expect("a canonical URL canonicalizes");
+            prop_assert_eq!(&again.url, &c.url);
+        }
+        let base = Url::parse("https://base.example/dir/page.html").unwrap();
+        if let Ok(c) = k.canonicalize(&s, Some(&base)) {
+            prop_assert!(c.absolute);
+            prop_assert_eq!(k.canonicalize(&c.url, Some(&base)).unwrap().url, c.url.clone());
+            prop_assert_eq!(k.canonicalize(&c.url, None).unwrap().url, c.url);
+        }
+    }
+
+    #[test]
+    fn nothing_panics_on_arbitrary_bytes(b in prop::collection::vec(any::<u8>(), 0..300)) {
+        let v = Validator::default();
+        let _ = v.check_bytes(&b);
+        if let Ok(s) = std::str::from_utf8(&b) {
+            if let Ok(c) = Canonicalizer::default().canonicalize(s, None) {
+                let _ = pattern(&c.url);
+            }
+            let _ = pattern(s);
+        }
+    }
+
+    #[test]
+    fn nothing_panics_on_urlish_strings(s in urlish()) {
+        let _ = Validator::default().check(&s);
+        let _ = pattern(&s);
+    }
+
+    #[test]
+    fn pattern_is_stable_under_canonicalization(s in urlish()) {
+        // The pattern of a canonical URL is a fixed point: patterning it again changes nothing.
+        if let Ok(c) = Canonicalizer::default().canonicalize(&s, None) {
+            let p = pattern(&c.url);
+            prop_assert_eq!(pattern(&p), p);
+        }
+    }
+
+    #[test]
+    fn bloom_never_forgets(keys in prop::collection::vec(any::<u64>(), 1..2000)) {
+        let f = BloomFilter::with_capacity(2000, 0.01).unwrap();
+        for k in &keys {
+            f.insert(fingerprint(&k.to_le_bytes()));
+        }
+        for k in &keys {
+            prop_assert!(f.contains(fingerprint(&k.to_le_bytes())));
+        }
+    }
+}
