@@ -12,7 +12,7 @@ use url::Url;
 
 use crate::bloom::{snapshot, BloomFilter, BloomParams};
 use crate::input::{Line, LineReader};
-use crate::sieve::{canon_reason, Sieve, Verdict};
+use crate::sieve::{canon_reason, BatchResult, Sieve, Verdict};
 use crate::url::{pattern, CanonConfig, Canonicalizer, Profile, Reason, Validator, ValidatorConfig};
 
 /// crawlsieve: reject junk URL candidates, canonicalize, and drop what was seen before.
@@ -192,22 +192,66 @@ pub fn run(cli: Cli) -> Result<()> {
 
 // ---- input and output plumbing ------------------------------------------------------------------
 
+/// The inputs in order: `None` is stdin.
+fn sources(input: &InputArgs) -> Vec<Option<&Path>> {
+    if input.files.is_empty() {
+        vec![None]
+    } else {
+        input.files.iter().map(|p| (p.as_os_str() != "-").then_some(p.as_path())).collect()
+    }
+}
+
+fn source_name(src: Option<&Path>) -> String {
+    src.map_or("stdin".into(), |p| p.display().to_string())
+}
+
+fn open_source(src: Option<&Path>) -> Result<Box<dyn BufRead>> {
+    Ok(match src {
+        None => Box::new(BufReader::with_capacity(1 << 16, io::stdin().lock())),
+        Some(p) => Box::new(BufReader::with_capacity(1 << 16, File::open(p).with_context(|| format!("cannot open {}", p.display()))?)),
+    })
+}
+
 /// Iterate over every line of every input, in order.
 fn for_each_line(input: &InputArgs, progress: Option<&Progress>, mut f: impl FnMut(&Line) -> Result<()>) -> Result<()> {
-    let stdin_only = input.files.is_empty();
-    let sources: Vec<Option<&Path>> =
-        if stdin_only { vec![None] } else { input.files.iter().map(|p| (p.as_os_str() != "-").then_some(p.as_path())).collect() };
     let mut line = Line::default();
-    for src in sources {
-        let reader: Box<dyn BufRead> = match src {
-            None => Box::new(BufReader::with_capacity(1 << 16, io::stdin().lock())),
-            Some(p) => Box::new(BufReader::with_capacity(1 << 16, File::open(p).with_context(|| format!("cannot open {}", p.display()))?)),
-        };
-        let mut r = LineReader::new(reader, input.max_line_bytes);
-        while r.read_line(&mut line).with_context(|| format!("reading {}", src.map_or("stdin".into(), |p| p.display().to_string())))? {
+    for src in sources(input) {
+        let mut r = LineReader::new(open_source(src)?, input.max_line_bytes);
+        while r.read_line(&mut line).with_context(|| format!("reading {}", source_name(src)))? {
             f(&line)?;
             if let Some(p) = progress {
                 p.tick(line.bytes.len() as u64 + 1);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Lines a `dedup` batch holds: enough to overlap the filter's cache misses, small enough to
+/// stay in L2 with their canonical forms.
+const BATCH_LINES: usize = 512;
+
+/// Iterate over the input in batches of up to [`BATCH_LINES`] lines, in order. Lines are read
+/// straight into reused slots.
+fn for_each_batch(input: &InputArgs, progress: Option<&Progress>, mut f: impl FnMut(&[Line]) -> Result<()>) -> Result<()> {
+    let mut batch: Vec<Line> = (0..BATCH_LINES).map(|_| Line::default()).collect();
+    let mut filled = 0;
+    for src in sources(input) {
+        let mut r = LineReader::new(open_source(src)?, input.max_line_bytes);
+        loop {
+            let more = r.read_line(&mut batch[filled]).with_context(|| format!("reading {}", source_name(src)))?;
+            if more {
+                if let Some(p) = progress {
+                    p.tick(batch[filled].bytes.len() as u64 + 1);
+                }
+                filled += 1;
+            }
+            if filled == BATCH_LINES || (!more && filled > 0) {
+                f(&batch[..filled])?;
+                filled = 0;
+            }
+            if !more {
+                break;
             }
         }
     }
@@ -338,24 +382,25 @@ fn dedup(a: DedupArgs) -> Result<()> {
     let started = Instant::now();
     let mut sum = Summary::default();
     let progress = Progress::maybe(&a.input, a.quiet);
-    for_each_line(&a.input, progress.as_ref(), |line| {
-        sum.lines += 1;
-        let v = sieve.process(&line.bytes, line.truncated, &filter);
-        match v {
-            Verdict::Keep => sum.new += 1,
-            Verdict::Duplicate => sum.duplicates += 1,
-            Verdict::Reject(r) => sum.rejected[r.index()] += 1,
-        }
-        match a.format {
-            Format::Plain => {
-                if v == Verdict::Keep {
-                    out.write_all(sieve.canonical().as_bytes())?;
-                    out.write_all(b"\n")?;
-                }
+    let mut res = BatchResult::default();
+    for_each_batch(&a.input, progress.as_ref(), |lines| {
+        sieve.process_batch(lines.iter().map(|l| (&l.bytes[..], l.truncated)), &filter, &mut res);
+        for (i, line) in lines.iter().enumerate() {
+            let v = res.verdict(i);
+            sum.lines += 1;
+            match v {
+                Verdict::Keep => sum.new += 1,
+                Verdict::Duplicate => sum.duplicates += 1,
+                Verdict::Reject(r) => sum.rejected[r.index()] += 1,
             }
-            Format::Jsonl => {
-                let canonical = (v.reason().is_none()).then(|| sieve.canonical());
-                write_json_line(&mut *out, &line.bytes, v.as_str(), v.reason(), canonical)?;
+            match a.format {
+                Format::Plain => {
+                    if let (Verdict::Keep, Some(c)) = (v, res.canonical(i)) {
+                        out.write_all(c.as_bytes())?;
+                        out.write_all(b"\n")?;
+                    }
+                }
+                Format::Jsonl => write_json_line(&mut *out, &line.bytes, v.as_str(), v.reason(), res.canonical(i))?,
             }
         }
         Ok(())

@@ -92,6 +92,82 @@ impl Sieve {
     pub fn canonical(&self) -> &str {
         &self.buf
     }
+
+    /// Process a batch in order: classify every line, then check-and-set all fingerprints in one
+    /// pass with prefetching (the filter's cache misses overlap instead of queueing). Verdicts
+    /// are the same as calling [`Sieve::process`] on each line in turn.
+    pub fn process_batch<'a, I>(&mut self, lines: I, filter: &BloomFilter, out: &mut BatchResult)
+    where
+        I: IntoIterator<Item = (&'a [u8], bool)>,
+    {
+        out.clear();
+        for (line, truncated) in lines {
+            match self.classify(line, truncated) {
+                Ok(c) => {
+                    let start = out.arena.len();
+                    out.arena.push_str(c);
+                    out.fps.push(fingerprint(c.as_bytes()));
+                    out.pending.push(out.verdicts.len());
+                    out.spans.push((start, out.arena.len()));
+                    out.verdicts.push(Verdict::Duplicate); // decided below
+                }
+                Err(r) => {
+                    out.spans.push((0, 0));
+                    out.verdicts.push(Verdict::Reject(r));
+                }
+            }
+        }
+        filter.insert_batch(&out.fps, &mut out.news);
+        for (&i, &new) in out.pending.iter().zip(&out.news) {
+            if new {
+                out.verdicts[i] = Verdict::Keep;
+            }
+        }
+    }
+}
+
+/// Verdicts and canonical URLs of one [`Sieve::process_batch`] call; reuse it across batches.
+#[derive(Debug, Default)]
+pub struct BatchResult {
+    verdicts: Vec<Verdict>,
+    spans: Vec<(usize, usize)>,
+    arena: String,
+    fps: Vec<u128>,
+    pending: Vec<usize>,
+    news: Vec<bool>,
+}
+
+impl BatchResult {
+    fn clear(&mut self) {
+        self.verdicts.clear();
+        self.spans.clear();
+        self.arena.clear();
+        self.fps.clear();
+        self.pending.clear();
+    }
+
+    /// Number of lines in the batch.
+    pub fn len(&self) -> usize {
+        self.verdicts.len()
+    }
+
+    /// Whether the batch was empty.
+    pub fn is_empty(&self) -> bool {
+        self.verdicts.is_empty()
+    }
+
+    /// The verdict of line `i`.
+    pub fn verdict(&self, i: usize) -> Verdict {
+        self.verdicts[i]
+    }
+
+    /// The canonical URL of line `i` (kept or duplicate).
+    pub fn canonical(&self, i: usize) -> Option<&str> {
+        match self.verdicts[i] {
+            Verdict::Reject(_) => None,
+            _ => Some(&self.arena[self.spans[i].0..self.spans[i].1]),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -109,5 +185,30 @@ mod tests {
         assert_eq!(s.process(b"http://exa mple.com/", false, &f), Verdict::Reject(Reason::InvalidUrl));
         assert_eq!(s.process(b"/a", true, &f), Verdict::Reject(Reason::TooLong));
         assert_eq!(s.process(b"\xff", false, &f), Verdict::Reject(Reason::InvalidUtf8));
+    }
+
+    #[test]
+    fn batch_matches_one_by_one() {
+        let lines: Vec<&[u8]> = vec![b"/a", b"#x", b"/b", b"/a", b"http://h.com/a/a?utm_source=1", b"\xff", b"/c"];
+        let base = Url::parse("http://h.com/a/").ok();
+        let (f1, f2) = (BloomFilter::with_capacity(100, 0.001).unwrap(), BloomFilter::with_capacity(100, 0.001).unwrap());
+        let mut one = Sieve::new(Validator::default(), Canonicalizer::default(), base.clone());
+        let mut batch = Sieve::new(Validator::default(), Canonicalizer::default(), base);
+        let mut res = BatchResult::default();
+        // Two batches, so that state carries over between them.
+        batch.process_batch(lines[..3].iter().map(|l| (*l, false)), &f2, &mut res);
+        let mut got: Vec<(Verdict, Option<String>)> = (0..res.len()).map(|i| (res.verdict(i), res.canonical(i).map(str::to_owned))).collect();
+        batch.process_batch(lines[3..].iter().map(|l| (*l, false)), &f2, &mut res);
+        got.extend((0..res.len()).map(|i| (res.verdict(i), res.canonical(i).map(str::to_owned))));
+        let want: Vec<(Verdict, Option<String>)> = lines
+            .iter()
+            .map(|l| {
+                let v = one.process(l, false, &f1);
+                (v, v.reason().is_none().then(|| one.canonical().to_owned()))
+            })
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(got[3].0, Verdict::Duplicate);
+        assert_eq!(got[4], (Verdict::Duplicate, Some("http://h.com/a/a".to_owned())));
     }
 }

@@ -172,11 +172,22 @@ impl BloomFilter {
         self.items.load(Ordering::Relaxed)
     }
 
+    /// The hash of group `j`: double hashing h1 + j·h2, finalized.
     #[inline]
-    fn group(&self, fp: u128, j: u32) -> Group {
+    fn group_hash(fp: u128, j: u32) -> u64 {
         let h1 = fp as u64;
         let h2 = ((fp >> 64) as u64) | 1;
-        let x = mix64(h1.wrapping_add((j as u64).wrapping_mul(h2)));
+        mix64(h1.wrapping_add((j as u64).wrapping_mul(h2)))
+    }
+
+    #[inline]
+    fn block_of(&self, fp: u128, j: u32) -> usize {
+        ((Self::group_hash(fp, j) as u128 * self.params.blocks as u128) >> 64) as usize
+    }
+
+    #[inline]
+    fn group(&self, fp: u128, j: u32) -> Group {
+        let x = Self::group_hash(fp, j);
         let block = ((x as u128 * self.params.blocks as u128) >> 64) as usize;
         // Bits of this group: k spread evenly over the groups (13 → 4,3,3,3).
         let g = math::groups(self.params.k);
@@ -199,24 +210,33 @@ impl BloomFilter {
     }
 
     /// Check-and-set: sets the key's bits and returns `true` if the key was new (some bit was 0).
+    ///
+    /// One pass reads every word the key touches and notes the missing bits; only a new key then
+    /// writes, with a plain atomic OR of what was missing (no compare-and-swap loop). A key is
+    /// reported seen only if all its bits were set when read, so it is never lost; two threads
+    /// inserting the same new key at once may both report it new.
     #[inline]
     pub fn insert(&self, fp: u128) -> bool {
-        // Most keys in a crawl are repeats: a read-only pass first avoids dirtying cache lines.
-        if self.contains(fp) {
-            return false;
-        }
-        let mut new = false;
+        let mut missing = [(0usize, 0u64); math::MAX_K as usize];
+        let mut n = 0;
         for j in 0..math::groups(self.params.k) {
             let g = self.group(fp, j);
             for &(w, m) in &g.bits[..g.n] {
-                let prev = self.words[g.base + w as usize].fetch_or(m, Ordering::Relaxed);
-                new |= prev & m != m;
+                let idx = g.base + w as usize;
+                if self.words[idx].load(Ordering::Relaxed) & m != m {
+                    missing[n] = (idx, m);
+                    n += 1;
+                }
             }
         }
-        if new {
-            self.items.fetch_add(1, Ordering::Relaxed);
+        if n == 0 {
+            return false;
         }
-        new
+        for &(idx, m) in &missing[..n] {
+            self.words[idx].fetch_or(m, Ordering::Relaxed);
+        }
+        self.items.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     /// Check-and-set of the key's bytes (fingerprinted here).
@@ -245,8 +265,7 @@ impl BloomFilter {
     fn prefetch(&self, fp: u128) {
         #[cfg(target_arch = "x86_64")]
         for j in 0..math::groups(self.params.k) {
-            let g = self.group(fp, j);
-            let p = self.words[g.base..].as_ptr() as *const i8;
+            let p = self.words[self.block_of(fp, j) * 8..].as_ptr() as *const i8;
             // SAFETY: prefetch is a hint; `p` points into our allocation.
             unsafe { std::arch::x86_64::_mm_prefetch(p, std::arch::x86_64::_MM_HINT_T0) };
         }

@@ -148,10 +148,52 @@ struct Scan {
     suspicious_escape_bytes: usize,
     /// `%` not followed by two hex digits.
     bad_escapes: usize,
-    /// Any byte of `(){}<>'"$;!|*\`[]` or `&` followed by `&` etc. (gates the slower rules).
+    /// Any byte of `(){}<>'"$;!|*`[]\` or a space, or `=>`, `==`, `&&` (gates the slower rules).
     has_code_punct: bool,
     first_slash: Option<usize>,
+    /// A `:` occurs (gates the `/:id` placeholder rule).
+    has_colon: bool,
 }
+
+// Byte classes of the scan table.
+const C_ALNUM: u8 = 1;
+const C_CONTROL: u8 = 2;
+const C_SPACE: u8 = 4;
+const C_CODE: u8 = 8;
+const C_SPECIAL: u8 = 16; // `%`, `=`, `&`: need a look at the neighbours
+const C_COLON: u8 = 32;
+const C_SLASH: u8 = 64;
+
+const fn class_table() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = if b.is_ascii_alphanumeric() || b >= 0x80 {
+            C_ALNUM
+        } else if b == b' ' {
+            C_SPACE | C_CODE
+        } else if b == b'\t' {
+            C_SPACE | C_CODE
+        } else if b == b':' {
+            C_COLON
+        } else if b == b'/' {
+            C_SLASH
+        } else if b < 0x20 || b == 0x7f {
+            C_CONTROL
+        } else if matches!(b, b'(' | b')' | b'{' | b'}' | b'<' | b'>' | b'\'' | b'"' | b'$' | b';' | b'!' | b'|' | b'*' | b'`' | b'[' | b']' | b'\\') {
+            C_CODE
+        } else if matches!(b, b'%' | b'=' | b'&') {
+            C_SPECIAL
+        } else {
+            0
+        };
+        i += 1;
+    }
+    t
+}
+
+static CLASS: [u8; 256] = class_table();
 
 /// ASCII characters whose `%XX` escape is legitimate in a real URL: delimiters of a nested URL
 /// or query value, and `%` itself.
@@ -161,82 +203,78 @@ const fn legit_escaped_ascii(v: u8) -> bool {
 
 fn scan(s: &[u8]) -> Scan {
     let mut sc = Scan::default();
+    let mut classes = 0u8;
     let mut i = 0;
     while i < s.len() {
         let b = s[i];
-        match b {
-            b'%' => {
-                if let (Some(h), Some(l)) = (s.get(i + 1).and_then(|&c| hex_val(c)), s.get(i + 2).and_then(|&c| hex_val(c))) {
-                    let v = h * 16 + l;
-                    if v < 0x80 {
-                        if v.is_ascii_alphanumeric() {
-                            sc.has_alnum = true;
-                        }
-                        if !legit_escaped_ascii(v) {
-                            sc.suspicious_escape_bytes += 3;
-                        }
-                        i += 3;
-                    } else {
-                        // A run of high-byte escapes: fine if it decodes to UTF-8 text.
-                        let start = i;
-                        let mut buf = [0u8; 64];
-                        let mut n = 0;
-                        while i + 2 < s.len() && s[i] == b'%' {
-                            match (hex_val(s[i + 1]), hex_val(s[i + 2])) {
-                                (Some(h), Some(l)) if h >= 8 => {
-                                    if n < buf.len() {
-                                        buf[n] = h * 16 + l;
-                                    }
-                                    n += 1;
-                                    i += 3;
-                                }
-                                _ => break,
-                            }
-                        }
-                        if n <= buf.len() && std::str::from_utf8(&buf[..n]).is_ok() {
-                            sc.has_alnum = true;
-                        } else if n > buf.len() {
-                            sc.has_alnum = true; // long encoded text: trust it
-                        } else {
-                            sc.suspicious_escape_bytes += i - start;
-                        }
+        let c = CLASS[b as usize];
+        classes |= c;
+        if c & C_SPECIAL != 0 {
+            match b {
+                b'%' => {
+                    if let (Some(h), Some(l)) = (s.get(i + 1).and_then(|&c| hex_val(c)), s.get(i + 2).and_then(|&c| hex_val(c))) {
+                        i = scan_escape(s, i, h * 16 + l, &mut sc);
+                        continue;
                     }
-                    continue;
+                    sc.bad_escapes += 1;
                 }
-                sc.bad_escapes += 1;
-            }
-            b'/' => {
-                if sc.first_slash.is_none() {
-                    sc.first_slash = Some(i);
+                b'=' => {
+                    if matches!(s.get(i + 1), Some(b'>' | b'=')) {
+                        sc.has_code_punct = true;
+                    }
                 }
-            }
-            b' ' => {
-                sc.has_space = true;
-                sc.has_code_punct = true;
-            }
-            b'\t' => sc.has_space = true,
-            0..=0x1f | 0x7f => sc.has_control = true,
-            b'(' | b')' | b'{' | b'}' | b'<' | b'>' | b'\'' | b'"' | b'$' | b';' | b'!' | b'|' | b'*' | b'`' | b'['
-            | b']' | b'\\' => sc.has_code_punct = true,
-            b'=' => {
-                if s.get(i + 1) == Some(&b'>') || s.get(i + 1) == Some(&b'=') {
-                    sc.has_code_punct = true;
-                }
-            }
-            b'&' => {
-                if s.get(i + 1) == Some(&b'&') {
-                    sc.has_code_punct = true;
-                }
-            }
-            _ => {
-                if b.is_ascii_alphanumeric() || b >= 0x80 {
-                    sc.has_alnum = true;
+                _ => {
+                    if s.get(i + 1) == Some(&b'&') {
+                        sc.has_code_punct = true;
+                    }
                 }
             }
         }
         i += 1;
     }
+    sc.has_alnum |= classes & C_ALNUM != 0;
+    sc.has_control = classes & C_CONTROL != 0;
+    sc.has_space = classes & C_SPACE != 0;
+    sc.has_code_punct |= classes & C_CODE != 0;
+    sc.has_colon = classes & C_COLON != 0;
+    sc.first_slash = if classes & C_SLASH != 0 { memchr::memchr(b'/', s) } else { None };
     sc
+}
+
+/// One `%XX` escape (value `v`) at `i`, or a run of high-byte escapes; returns the next index.
+fn scan_escape(s: &[u8], i: usize, v: u8, sc: &mut Scan) -> usize {
+    if v < 0x80 {
+        if v.is_ascii_alphanumeric() {
+            sc.has_alnum = true;
+        }
+        if !legit_escaped_ascii(v) {
+            sc.suspicious_escape_bytes += 3;
+        }
+        return i + 3;
+    }
+    // A run of high-byte escapes: fine if it decodes to UTF-8 text.
+    let start = i;
+    let mut i = i;
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    while i + 2 < s.len() && s[i] == b'%' {
+        match (hex_val(s[i + 1]), hex_val(s[i + 2])) {
+            (Some(h), Some(l)) if h >= 8 => {
+                if n < buf.len() {
+                    buf[n] = h * 16 + l;
+                }
+                n += 1;
+                i += 3;
+            }
+            _ => break,
+        }
+    }
+    if n > buf.len() || std::str::from_utf8(&buf[..n]).is_ok() {
+        sc.has_alnum = true; // encoded text (long runs are trusted)
+    } else {
+        sc.suspicious_escape_bytes += i - start;
+    }
+    i
 }
 
 // ---- word lists ---------------------------------------------------------------------------------
@@ -305,11 +343,23 @@ const MIME_SUBTYPES: &[&str] = &[
 ];
 
 fn eq_ignore_case_any(s: &[u8], list: &[&str]) -> bool {
-    list.iter().any(|w| w.as_bytes().eq_ignore_ascii_case(s))
+    list.iter().any(|w| w.len() == s.len() && w.as_bytes().eq_ignore_ascii_case(s))
 }
 
+/// Substring search for short needles in short haystacks: memchr on the first byte, then a
+/// compare. (`memmem::find` builds a searcher per call, which costs more than a URL's scan.)
+#[inline]
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    memchr::memmem::find(hay, needle)
+    let (&first, rest) = needle.split_first()?;
+    let mut i = 0;
+    while let Some(off) = memchr::memchr(first, &hay[i..]) {
+        let p = i + off;
+        if hay[p + 1..].starts_with(rest) {
+            return Some(p);
+        }
+        i = p + 1;
+    }
+    None
 }
 
 impl Validator {
@@ -383,7 +433,7 @@ impl Validator {
         let (head, tail) = b.split_at(head_end);
         let split = scheme.is_some() || !head.is_empty() && !head.iter().any(|&c| is_code_byte(c));
         let ruled = if split { head } else { b };
-        if path_placeholder(ruled) {
+        if sc.has_colon && path_placeholder(ruled) {
             return Err(Reason::TemplateSyntax);
         }
         if sc.has_code_punct {
@@ -396,8 +446,11 @@ impl Validator {
                 }
             }
         }
-        if let Some(r) = comment_marker(ruled) {
-            return Err(r);
+        // Every comment marker holds `*`, `<`, `>` or whitespace: all code punctuation.
+        if sc.has_code_punct {
+            if let Some(r) = comment_marker(ruled) {
+                return Err(r);
+            }
         }
         if scheme.is_none() && js_dotted_chain(b) {
             return Err(Reason::JsCode);
@@ -405,14 +458,17 @@ impl Validator {
         if scheme.is_none() && encoded_blob(b) {
             return Err(Reason::EncodedBlob);
         }
-        if js_artifact(b, scheme.is_some()) {
+        if sc.first_slash.is_some() && js_artifact(b, scheme.is_some()) {
             return Err(Reason::JsArtifact);
         }
-        if JS_KEYWORDS.iter().any(|w| w.as_bytes() == b) {
-            return Err(Reason::JsKeyword);
-        }
-        if eq_ignore_case_any(b, CSS_KEYWORDS) {
-            return Err(Reason::CssKeyword);
+        // Keywords are short and have no `/`, `.` or `:`; most URLs skip the word lists.
+        if b.len() <= 24 && sc.first_slash.is_none() && scheme.is_none() && memchr::memchr2(b'.', b':', b).is_none() {
+            if JS_KEYWORDS.iter().any(|w| w.as_bytes() == b) {
+                return Err(Reason::JsKeyword);
+            }
+            if eq_ignore_case_any(b, CSS_KEYWORDS) {
+                return Err(Reason::CssKeyword);
+            }
         }
         if let Some(r) = number_like(b) {
             return Err(r);
@@ -420,7 +476,7 @@ impl Validator {
         if number_list(b) {
             return Err(Reason::BareNumber);
         }
-        if mime_path(b, scheme.is_some()) {
+        if sc.first_slash.is_some() && mime_path(b, scheme.is_some()) {
             return Err(Reason::MimeType);
         }
         if sc.bad_escapes >= 2 {
@@ -449,9 +505,11 @@ fn trim(s: &str) -> &str {
 /// A relative candidate is not cut: `/api/" + id` must stay recognisable as code.
 pub fn clean(s: &str) -> &str {
     let mut t = trim(s);
-    if scheme_of(t.as_bytes()).is_some() && t.contains("://") {
-        if let Some(cut) = t.find(['"', '<', '`']) {
-            t = trim(&t[..cut]);
+    if let Some(sch) = scheme_of(t.as_bytes()) {
+        if t.as_bytes()[sch.len() + 1..].starts_with(b"//") {
+            if let Some(cut) = memchr::memchr3(b'"', b'<', b'`', t.as_bytes()) {
+                t = trim(&t[..cut]);
+            }
         }
     }
     t.trim_end_matches(['\\', '\'', '>'])
@@ -548,14 +606,18 @@ pub(crate) fn scheme_of(b: &[u8]) -> Option<&[u8]> {
 
 /// `/`, `./`, `../`, `.`, `..`, `../../` ...: real relative references without a letter.
 fn is_dot_slash_path(b: &[u8]) -> bool {
-    let mut segs = b.split(|&c| c == b'/');
-    let first = segs.next().unwrap_or_default();
-    if !matches!(first, b"" | b"." | b"..") {
+    let mut segs = b.split(|&c| c == b'/').peekable();
+    if !matches!(segs.next(), Some(b"" | b"." | b"..")) {
         return false;
     }
-    let rest: Vec<&[u8]> = segs.collect();
-    // Only a trailing empty segment may be empty after the first (no `//`, no `/?`).
-    rest.iter().enumerate().all(|(i, s)| matches!(*s, b"." | b"..") || (s.is_empty() && i == rest.len() - 1))
+    // After the first, only `.`/`..` segments, and an empty one only at the end (no `//`, `/?`).
+    while let Some(seg) = segs.next() {
+        let last = segs.peek().is_none();
+        if !(matches!(seg, b"." | b"..") || seg.is_empty() && last) {
+            return false;
+        }
+    }
+    true
 }
 
 fn is_hex_color(b: &[u8]) -> bool {
@@ -593,15 +655,7 @@ fn template_syntax(b: &[u8]) -> Option<Reason> {
 
 /// `/users/:id`: a path segment that starts with `:` and an identifier (Express/Rails routes).
 fn path_placeholder(b: &[u8]) -> bool {
-    let mut i = 0;
-    while let Some(off) = find(&b[i..], b"/:") {
-        let p = i + off;
-        if b.get(p + 2).is_some_and(|&c| is_ident_start(c)) {
-            return true;
-        }
-        i = p + 2;
-    }
-    false
+    memchr::memchr_iter(b':', b).any(|p| p > 0 && b[p - 1] == b'/' && b.get(p + 1).is_some_and(|&c| is_ident_start(c)))
 }
 
 /// `<div`, `</a`, `<!DOCTYPE`, `<!--` (comment handled separately), `&lt;b`.
@@ -779,16 +833,17 @@ fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
         }
         i = p + 1;
     }
-    // A receiver after JS punctuation: `(document.head`, `;window.location`.
-    for r in JS_RECEIVERS {
-        let mut i = 0;
-        while let Some(off) = find(&b[i..], r.as_bytes()) {
-            let p = i + off;
-            let e = p + r.len();
-            if p > 0 && is_js_punct(b[p - 1]) && b.get(e) == Some(&b'.') && b.get(e + 1).is_some_and(|&c| is_ident_start(c)) {
+    // A receiver after JS punctuation: `(document.head`, `;window.location` (needs a `.`).
+    if memchr::memchr(b'.', b).is_none() {
+        return false;
+    }
+    for (p, &c) in b.iter().enumerate() {
+        if is_js_punct(c) {
+            let rest = &b[p + 1..];
+            let chain = ident_chain(rest);
+            if chain.count >= 2 && JS_RECEIVERS.iter().any(|r| r.as_bytes() == chain.first) {
                 return true;
             }
-            i = e;
         }
     }
     false
