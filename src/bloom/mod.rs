@@ -7,6 +7,7 @@
 pub mod math;
 mod local;
 pub mod snapshot;
+mod storage;
 
 pub use local::{fingerprint, BloomFilter, BloomParams, BloomStats};
 
@@ -22,4 +23,23 @@ pub enum BloomError {
     /// Reading or writing a snapshot failed.
     #[error("snapshot I/O: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// Batched check-and-set, through shared (`&BloomFilter`, atomic) or exclusive
+/// (`&mut BloomFilter`, plain) access: the sieve is generic over it.
+pub trait CheckAndSet {
+    /// `out[i]` = whether `fps[i]` was new; every key is set.
+    fn check_and_set_batch(&mut self, fps: &[u128], out: &mut Vec<bool>);
+}
+
+impl CheckAndSet for &BloomFilter {
+    fn check_and_set_batch(&mut self, fps: &[u128], out: &mut Vec<bool>) {
+        self.insert_batch(fps, out);
+    }
+}
+
+impl CheckAndSet for &mut BloomFilter {
+    fn check_and_set_batch(&mut self, fps: &[u128], out: &mut Vec<bool>) {
+        self.insert_batch_mut(fps, out);
+    }
 }

@@ -27,7 +27,8 @@ use std::sync::atomic::Ordering;
 
 use xxhash_rust::xxh3::Xxh3;
 
-use super::local::{words_from, BloomFilter, BloomParams};
+use super::local::{BloomFilter, BloomParams};
+use super::storage::Storage;
 use super::BloomError;
 
 const MAGIC: &[u8; 8] = b"CSBLOOM\0";
@@ -119,7 +120,8 @@ pub fn read_from<R: Read>(r: R) -> Result<BloomFilter, BloomError> {
     let n_words = usize::try_from(params.blocks * 8).map_err(|_| BloomError::Snapshot("filter too large for this machine".into()))?;
     let mut hasher = Xxh3::new();
     hasher.update(&h);
-    let mut words = vec![0u64; n_words].into_boxed_slice();
+    let mut storage = Storage::zeroed(n_words);
+    let words = storage.as_mut_u64();
     let mut buf = vec![0u8; 1 << 16];
     for chunk in words.chunks_mut(buf.len() / 8) {
         let bytes = &mut buf[..chunk.len() * 8];
@@ -138,7 +140,7 @@ pub fn read_from<R: Read>(r: R) -> Result<BloomFilter, BloomError> {
     if r.read(&mut extra)? != 0 {
         return Err(BloomError::Snapshot("trailing bytes after the checksum".into()));
     }
-    Ok(BloomFilter::from_parts(params, words_from(words), items))
+    Ok(BloomFilter::from_parts(params, storage, items))
 }
 
 fn truncated(e: std::io::Error, what: &str) -> BloomError {
