@@ -150,7 +150,7 @@ fn normalize_escapes(src: &str, part: Part, out: &mut String) {
         if c == b'%' {
             if let (Some(h), Some(l)) = (b.get(i + 1).and_then(|&x| hex(x)), b.get(i + 2).and_then(|&x| hex(x))) {
                 let v = h * 16 + l;
-                if is_unreserved(v) {
+                if is_unreserved(v) && !completes_escape(out, v) {
                     out.push(v as char);
                 } else if part == Part::Query && v == b' ' {
                     out.push('+');
@@ -169,6 +169,21 @@ fn normalize_escapes(src: &str, part: Part, out: &mut String) {
             push_escape(out, c);
         }
         i += 1;
+    }
+}
+
+/// Whether pushing the decoded hex digit `v` would complete a `%` or `%X` already at the end of
+/// `out` (from a lone `%` in the input) into a new escape: `%%30a` must not become `%0a`, or a
+/// second pass would change it again.
+fn completes_escape(out: &str, v: u8) -> bool {
+    if !v.is_ascii_hexdigit() {
+        return false;
+    }
+    let b = out.as_bytes();
+    match b {
+        [.., b'%'] => true,
+        [.., b'%', x] => x.is_ascii_hexdigit(),
+        _ => false,
     }
 }
 
@@ -415,6 +430,16 @@ mod tests {
         // From the real candidate corpus: a relative path with raw non-ASCII and a tab.
         let r = Canonicalizer::default().canonicalize("/\u{ef}\tA\u{f0}", None).unwrap();
         assert_eq!(r.url, "/%C3%AFA%C3%B0");
+    }
+
+    #[test]
+    fn regression_decoding_never_forms_a_new_escape() {
+        // Found by the idempotence property: `%%30a` decoded `%30` into `0`, forming `%0a`.
+        for s in ["Example.COM/%%30a", "/a%%341", "/x%4%31", "http://h.com/%%30a?q=%%30a"] {
+            let once = c(s);
+            assert_eq!(c(&once), once, "{s}");
+        }
+        assert_eq!(c("/a%%30a"), "/a%%30a");
     }
 
     #[test]
