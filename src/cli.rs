@@ -453,7 +453,7 @@ fn canon_line(canon: &Canonicalizer, base: Option<&Url>, line: &Line, buf: &mut 
     if s.is_empty() || s.bytes().any(|b| b < 0x20 && b != b'\t' || b == 0x7f) {
         return false;
     }
-    canon.canonicalize_into(s, base, buf).map_err(|e| canon_reason(&e)).is_ok()
+    canon.canonicalize_into(&s, base, buf).map_err(|e| canon_reason(&e)).is_ok()
 }
 
 fn canon(a: CanonArgs) -> Result<()> {

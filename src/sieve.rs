@@ -69,7 +69,7 @@ impl Sieve {
             return Err(Reason::TooLong);
         }
         let s = self.validator.check_bytes(line)?;
-        self.canon.canonicalize_into(s, self.base.as_ref(), &mut self.buf).map_err(|e| canon_reason(&e))?;
+        self.canon.canonicalize_into(&s, self.base.as_ref(), &mut self.buf).map_err(|e| canon_reason(&e))?;
         Ok(&self.buf)
     }
 

@@ -17,7 +17,7 @@ fn urlish() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
 
     #[test]
     fn canonicalization_is_idempotent(s in urlish()) {
@@ -50,6 +50,20 @@ proptest! {
     fn nothing_panics_on_urlish_strings(s in urlish()) {
         let _ = Validator::default().check(&s);
         let _ = pattern(&s);
+    }
+
+    #[test]
+    fn crawlsieve_never_rejects_its_own_output(s in urlish()) {
+        // A kept candidate's canonical form is itself kept, with the same canonical form.
+        let v = Validator::default();
+        let k = Canonicalizer::default();
+        let base = Url::parse("https://base.example/dir/page.html").unwrap();
+        if v.check(&s).is_ok() {
+            if let Ok(c) = k.canonicalize(&crawlsieve::url::validate::clean(&s), Some(&base)) {
+                prop_assert_eq!(v.check(&c.url), Ok(()), "canonical {} of {:?} rejected", c.url, s);
+                prop_assert_eq!(k.canonicalize(&c.url, Some(&base)).unwrap().url, c.url);
+            }
+        }
     }
 
     #[test]

@@ -60,9 +60,13 @@ fn whatwg_parsing_agrees() {
         }
         match row["expected"].as_str() {
             Some(href) if href.starts_with("http:") || href.starts_with("https:") => {
-                let want = k.canonicalize(href, None).unwrap().url;
-                assert_eq!(got.map(|c| c.url).as_deref(), Ok(want.as_str()), "input {input:?} base {:?}", row["base"]);
-                agree += 1;
+                // Both sides go through crawlsieve, so a host crawlsieve refuses (no letter or
+                // digit, e.g. `http://!$&'()*+,-.;=_`~/`) must be refused on both.
+                let want = k.canonicalize(href, None).map(|c| c.url);
+                assert_eq!(got.map(|c| c.url).ok(), want.clone().ok(), "input {input:?} base {:?}", row["base"]);
+                if want.is_ok() {
+                    agree += 1;
+                }
             }
             Some(_) => {} // other schemes: not fetchable, out of scope
             None => {
@@ -102,7 +106,7 @@ fn w3lib_canonicalize_url_agrees_except_where_documented() {
             continue; // other functions, or options (encodings, keep_fragments) we do not offer
         }
         let Some(input) = row["input"].as_str() else { continue }; // urlparse tuples
-        let ours = k.canonicalize(crawlsieve::url::validate::clean(input), None).ok().map(|c| c.url);
+        let ours = k.canonicalize(&crawlsieve::url::validate::clean(input), None).ok().map(|c| c.url);
         let theirs = row["expected"].as_str().map(str::to_owned);
         if ours == theirs {
             agree += 1;

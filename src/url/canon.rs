@@ -298,6 +298,14 @@ impl Canonicalizer {
     pub fn canonicalize_into(&self, input: &str, base: Option<&Url>, out: &mut String) -> Result<bool, CanonError> {
         out.clear();
         let s = input.trim_matches(|c: char| c <= ' ');
+        // Tabs and newlines go before anything is read (WHATWG), so `h\tttp:` is `http:`.
+        let owned;
+        let s = if memchr::memchr3(b'\t', b'\n', b'\r', s.as_bytes()).is_some() {
+            owned = s.replace(['\t', '\n', '\r'], "");
+            owned.as_str()
+        } else {
+            s
+        };
         let bytes = s.as_bytes();
         let has_scheme = scheme_of(bytes).is_some();
         let parsed = if !has_scheme && is_host_port(bytes) {
@@ -309,7 +317,8 @@ impl Canonicalizer {
             b.join(s)?
         } else if has_scheme {
             Url::parse(s)?
-        } else if bytes.starts_with(b"//") || bytes.starts_with(b"\\\\") {
+        } else if matches!(bytes, [b'/' | b'\\', b'/' | b'\\', ..]) {
+            // Protocol-relative; for http(s) a backslash is a slash, so `/\host` is one too.
             Url::parse(&format!("https:{s}"))?
         } else {
             self.relative(s, out);
@@ -328,6 +337,10 @@ impl Canonicalizer {
         let Some(host) = u.host_str() else {
             return Err(CanonError::Parse(url::ParseError::EmptyHost));
         };
+        // The parser accepts hosts like `*` or `-.`; no real host lacks a letter or digit.
+        if !host.bytes().any(|c| c.is_ascii_alphanumeric()) {
+            return Err(CanonError::Parse(url::ParseError::InvalidDomainCharacter));
+        }
         out.push_str(scheme);
         out.push_str("://");
         if !u.username().is_empty() || u.password().is_some() {
@@ -353,12 +366,18 @@ impl Canonicalizer {
     /// A relative candidate without a base: fragment dropped, escapes and query normalized.
     fn relative(&self, s: &str, out: &mut String) {
         let s = s.split_once('#').map_or(s, |(a, _)| a);
-        let s: std::borrow::Cow<str> = if s.contains(['\t', '\n', '\r']) { s.replace(['\t', '\n', '\r'], "").into() } else { s.into() };
         let (path, query) = match s.split_once('?') {
             Some((p, q)) => (p, Some(q)),
-            None => (&*s, None),
+            None => (s, None),
         };
         self.push_path(path, out);
+        // Decoding may have put a `:` into the first segment (`https%2Ehttp:` → `https.http:`),
+        // which would read as a scheme or host:port next time: mark it a path, as RFC 3986 §4.2
+        // says, with `./`.
+        let first_seg = out.split('/').next().unwrap_or("");
+        if first_seg.contains(':') {
+            out.insert_str(0, "./");
+        }
         if let Some(q) = query {
             self.push_query(q, out);
         }
@@ -443,11 +462,33 @@ mod tests {
     }
 
     #[test]
+    fn regression_backslash_protocol_relative() {
+        // Found by the idempotence property: `/\` became `//` and then an empty host.
+        let k = Canonicalizer::default();
+        assert!(k.canonicalize("/\\", None).is_err());
+        assert_eq!(c("/\\cdn.host/x.js"), "https://cdn.host/x.js");
+        assert_eq!(c("\\/cdn.host/x.js"), "https://cdn.host/x.js");
+    }
+
+    #[test]
+    fn regression_decoding_never_creates_a_scheme() {
+        // Found by cargo fuzz: `%2E` decoded into a scheme name, then `https.http:` was a scheme.
+        for s in ["https%2Ehttp://newh//ww.ru:443/item.ph765", "x%2Ecom:80/a", "a%2Db:c"] {
+            let once = c(s);
+            assert!(once.starts_with("./"), "{once}");
+            assert_eq!(c(&once), once, "{s}");
+        }
+    }
+
+    #[test]
     fn errors_are_values() {
         let k = Canonicalizer::default();
         assert!(matches!(k.canonicalize("http://[::1", None), Err(CanonError::Parse(_))));
         assert!(matches!(k.canonicalize("http://exa mple.com/", None), Err(CanonError::Parse(_))));
         assert!(matches!(k.canonicalize("ftp://example.com/", None), Err(CanonError::Scheme(_))));
+        // Regression (idempotence property): `http:///*` parsed to the host `*`.
+        assert!(k.canonicalize("http:///*", None).is_err());
+        assert!(k.canonicalize("http://-.-/", None).is_err());
     }
 
     #[test]

@@ -25,6 +25,8 @@
 //!   `/posts/{id}`, `e.target.value`, `this.props.url`, `new Date()`, MIME-type paths below any
 //!   prefix (`/AJAX/text/xml`, `/application/x-shockwave-flash`).
 
+use std::borrow::Cow;
+
 use super::reason::Reason;
 
 /// A named bundle of thresholds (`--profile`).
@@ -153,6 +155,8 @@ struct Scan {
     first_slash: Option<usize>,
     /// A `:` occurs (gates the `/:id` placeholder rule).
     has_colon: bool,
+    /// An escaped space or tab (`%20`, `%09`) occurs.
+    has_escaped_space: bool,
 }
 
 // Byte classes of the scan table.
@@ -195,10 +199,12 @@ const fn class_table() -> [u8; 256] {
 
 static CLASS: [u8; 256] = class_table();
 
-/// ASCII characters whose `%XX` escape is legitimate in a real URL: delimiters of a nested URL
-/// or query value, and `%` itself.
-const fn legit_escaped_ascii(v: u8) -> bool {
-    matches!(v, b'/' | b':' | b'?' | b'#' | b'&' | b'=' | b'+' | b'%' | b'@' | b',' | b';' | b'[' | b']' | b'!' | b'$' | b'\'' | b'(' | b')' | b'*')
+/// An escape of this ASCII character is needless or abnormal: unreserved characters never need
+/// escaping (canonicalization decodes them), controls never belong in a URL. Escapes of reserved
+/// delimiters and of characters that must be escaped (space, `"`, `<`, backtick, ...) are normal:
+/// the canonicalizer writes them itself, and its output must pass this validator.
+const fn needless_escape(v: u8) -> bool {
+    v.is_ascii_alphanumeric() || matches!(v, b'-' | b'.' | b'_' | b'~') || v < 0x20 || v == 0x7f
 }
 
 fn scan(s: &[u8]) -> Scan {
@@ -247,8 +253,11 @@ fn scan_escape(s: &[u8], i: usize, v: u8, sc: &mut Scan) -> usize {
         if v.is_ascii_alphanumeric() {
             sc.has_alnum = true;
         }
-        if !legit_escaped_ascii(v) {
+        if needless_escape(v) && v != b'\t' {
             sc.suspicious_escape_bytes += 3;
+        }
+        if v == b' ' || v == b'\t' {
+            sc.has_escaped_space = true;
         }
         return i + 3;
     }
@@ -381,15 +390,16 @@ impl Validator {
 
     /// Check raw bytes (a line as read): invalid UTF-8 is a reason, never a panic.
     /// On success returns the trimmed candidate.
-    pub fn check_bytes<'a>(&self, raw: &'a [u8]) -> Result<&'a str, Reason> {
+    pub fn check_bytes<'a>(&self, raw: &'a [u8]) -> Result<Cow<'a, str>, Reason> {
         let s = std::str::from_utf8(raw).map_err(|_| Reason::InvalidUtf8)?;
         let t = clean(s);
-        self.check_trimmed(t).map(|()| t)
+        self.check_trimmed(&t)?;
+        Ok(t)
     }
 
     /// Check one candidate. `Ok(())` means "not certainly junk": pass it on.
     pub fn check(&self, raw: &str) -> Result<(), Reason> {
-        self.check_trimmed(clean(raw))
+        self.check_trimmed(&clean(raw))
     }
 
     fn check_trimmed(&self, s: &str) -> Result<(), Reason> {
@@ -426,13 +436,26 @@ impl Validator {
             // `{{x}}` and `${x}` start like code but are templates: name them as such.
             return Err(template_syntax(b).unwrap_or(Reason::JsFragment));
         }
-        // A query and a fragment may legitimately hold code-like text (playground links,
-        // `?search=Vec<T>`): when the part before them is a clean path, only unmistakable code
-        // markers count there.
-        let head_end = memchr::memchr2(b'?', b'#', b).unwrap_or(b.len());
+        // The fragment never reaches a server and canonicalization drops it: judge what is
+        // fetched. (Fragment-only candidates were handled above.)
+        let mut b = &b[..memchr::memchr(b'#', b).unwrap_or(b.len())];
+        // Likewise an empty query (`x?`, `x?&&`).
+        if let Some(q) = memchr::memchr(b'?', b) {
+            if q > 0 && b[q + 1..].iter().all(|&c| c == b'&') {
+                b = &b[..q];
+            }
+        }
+        // A query may legitimately hold code-like text (playground links, `?search=Vec<T>`): when
+        // the part before it is a clean path, only unmistakable code markers count there.
+        let head_end = memchr::memchr(b'?', b).unwrap_or(b.len());
         let (head, tail) = b.split_at(head_end);
         let split = scheme.is_some() || !head.is_empty() && !head.iter().any(|&c| is_code_byte(c));
         let ruled = if split { head } else { b };
+        // A head ending in a call's open parenthesis: `createElement(` (judged on the head for
+        // relative and absolute candidates alike, so a candidate and its canonical form agree).
+        if ends_open_paren(head) || ends_open_paren(ruled) {
+            return Err(Reason::JsCode);
+        }
         if sc.has_colon && path_placeholder(ruled) {
             return Err(Reason::TemplateSyntax);
         }
@@ -482,7 +505,11 @@ impl Validator {
         if sc.bad_escapes >= 2 {
             return Err(Reason::BadPercentEncoding);
         }
-        if sc.suspicious_escape_bytes as f64 > self.cfg.encoding_ratio * b.len() as f64 {
+        let mut suspicious = sc.suspicious_escape_bytes;
+        if sc.has_space || sc.has_escaped_space {
+            suspicious += whitespace_run_bytes(b);
+        }
+        if suspicious as f64 > self.cfg.encoding_ratio * b.len() as f64 {
             return Err(Reason::EncodingRatio);
         }
         if self.cfg.reject_whitespace && sc.has_space {
@@ -498,12 +525,35 @@ fn trim(s: &str) -> &str {
     s.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0c'))
 }
 
-/// What the validator and the canonicalizer look at: [`trim`]med, then extraction residue removed
+/// What the validator and the canonicalizer look at: [`trim`]med, tabs and newlines removed (as
+/// the WHATWG parser does), then extraction residue removed
 /// — trailing backslashes (JS string escapes), single quotes and `>` (`<https://x/issue/1>`); and,
 /// for an absolute URL, anything from the first `"`, `<` or backtick on
 /// (`http://h/x.js"></script>` → `http://h/x.js`).
 /// A relative candidate is not cut: `/api/" + id` must stay recognisable as code.
-pub fn clean(s: &str) -> &str {
+pub fn clean(s: &str) -> Cow<'_, str> {
+    let b = s.as_bytes();
+    if memchr::memchr3(b'\t', b'\n', b'\r', b).is_none() && memchr::memchr(b'\\', b).is_none() {
+        return Cow::Borrowed(clean_stripped(s));
+    }
+    // The WHATWG parser removes ASCII tabs and newlines anywhere, before it reads the scheme:
+    // `java\tscript:` is `javascript:`.
+    let mut t: String = trim(s).chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+    // JSON-escaped slashes (`https:\/\/h\/a`, common in URLs lifted from JSON) are slashes.
+    if t.contains("\\/") {
+        t = t.replace("\\/", "/");
+    }
+    let mut t = clean_stripped(&t).to_owned();
+    // In the path a backslash is a slash to the parser (http and https are special schemes).
+    let head_end = t.find(['?', '#']).unwrap_or(t.len());
+    if t[..head_end].contains('\\') {
+        let head = t[..head_end].replace('\\', "/");
+        t.replace_range(..head_end, &head);
+    }
+    Cow::Owned(t)
+}
+
+fn clean_stripped(s: &str) -> &str {
     let mut t = trim(s);
     if let Some(sch) = scheme_of(t.as_bytes()) {
         if t.as_bytes()[sch.len() + 1..].starts_with(b"//") {
@@ -513,6 +563,16 @@ pub fn clean(s: &str) -> &str {
         }
     }
     t.trim_end_matches(['\\', '\'', '>'])
+}
+
+/// Ends in a call's open parenthesis, an empty trailing `?` or `&` aside (canonicalization
+/// drops those): `createElement(`.
+fn ends_open_paren(b: &[u8]) -> bool {
+    let mut end = b.len();
+    while end > 0 && matches!(b[end - 1], b'?' | b'&') {
+        end -= 1;
+    }
+    b[..end].ends_with(b"(")
 }
 
 /// Bytes that mark a candidate's head (before `?`/`#`) as possible code rather than a path.
@@ -527,6 +587,10 @@ fn code_rules(b: &[u8], absolute: bool) -> Option<Reason> {
     }
     if html_tag(b) {
         return Some(Reason::HtmlTag);
+    }
+    // A raw backtick is a template literal's delimiter; no href carries one.
+    if memchr::memchr(b'`', b).is_some() {
+        return Some(Reason::JsCode);
     }
     let first_slash = if absolute { Some(0) } else { memchr::memchr(b'/', b) };
     js_code(b, first_slash).then_some(Reason::JsCode)
@@ -618,6 +682,37 @@ fn is_dot_slash_path(b: &[u8]) -> bool {
         }
     }
     true
+}
+
+/// Bytes (3 per character, as escaped) in runs of three or more spaces or tabs, raw or escaped:
+/// `/%20%20%20%20` is padding, not a name. Raw and escaped count alike, so that a candidate and
+/// its canonical form (which escapes the spaces) get the same verdict.
+fn whitespace_run_bytes(b: &[u8]) -> usize {
+    let (mut total, mut run, mut i) = (0, 0, 0);
+    while i < b.len() {
+        let ws = if matches!(b[i], b' ' | b'\t') {
+            i += 1;
+            true
+        } else if b[i] == b'%' && matches!(&b[i + 1..], [b'2', b'0', ..] | [b'0', b'9', ..]) {
+            i += 3;
+            true
+        } else {
+            i += 1;
+            false
+        };
+        if ws {
+            run += 1;
+            continue;
+        }
+        if run >= 3 {
+            total += run * 3;
+        }
+        run = 0;
+    }
+    if run >= 3 {
+        total += run * 3;
+    }
+    total
 }
 
 fn is_hex_color(b: &[u8]) -> bool {
@@ -808,9 +903,7 @@ fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
             return true;
         }
     }
-    if b.ends_with(b"(") {
-        return true;
-    }
+
     // Method calls and receivers before the first `/` (after it, `St._Louis_(city)` is a path).
     let head = &b[..first_slash.unwrap_or(b.len())];
     let mut i = 0;
@@ -1166,8 +1259,28 @@ mod tests {
     }
 
     #[test]
+    fn regression_canonical_forms_of_kept_candidates_are_kept() {
+        // Found by cargo fuzz: escapes the canonicalizer writes itself (`%60`, `%20`) counted
+        // as needless, so a kept candidate's canonical form was rejected on a second look.
+        let k = crate::url::Canonicalizer::default();
+        for s in ["/a b c d e", "/my file (1).pdf", "/x\"y\"z", "/a|b^c{d", "/%E4%B8%AD b"] {
+            assert_eq!(v().check(s), Ok(()), "{s}");
+            let c = k.canonicalize(s, None).unwrap().url;
+            assert_eq!(v().check(&c), Ok(()), "{s} → {c}");
+        }
+        reject("h-foo````````d/x", Reason::JsCode);
+        reject("/a   b", Reason::EncodingRatio);
+        reject("/a%20%20%20b", Reason::EncodingRatio);
+        pass("/path%20with%20space");
+    }
+
+    #[test]
     fn extraction_residue_is_trimmed() {
         assert_eq!(clean("http://static.example.com/jQuery.js\"></script>"), "http://static.example.com/jQuery.js");
+        assert_eq!(clean("h\tt\ntp://h/a\tb"), "http://h/ab");
+        assert_eq!(clean("https:\\/\\/example.com\\/a\\/b?x=\\y"), "https://example.com/a/b?x=\\y");
+        assert_eq!(clean("/a\\b"), "/a/b");
+        reject("java\tscript:alert(1)", Reason::NonFetchableScheme);
         assert_eq!(clean("http://localhost:8080'"), "http://localhost:8080");
         assert_eq!(clean("https://github.com/rust-lang/rust/issues/74840>"), "https://github.com/rust-lang/rust/issues/74840");
         assert_eq!(clean("../../alloc/trait.Allocator.html\\\\"), "../../alloc/trait.Allocator.html");
@@ -1186,7 +1299,7 @@ mod tests {
         assert_eq!(Validator::with_profile(Profile::Strict).check(spaced), Err(Reason::Whitespace));
         assert_eq!(Validator::with_profile(Profile::Loose).check(spaced), Ok(()));
         // 10 needless escapes in 61 bytes: ratio 0.49.
-        let enc = "http://example.com/a%22b%22c%22d%22e%22f%22g%22h%22i%22j%22k";
+        let enc = "http://example.com/a%2Db%2Dc%2Dd%2De%2Df%2Dg%2Dh%2Di%2Dj%2Dk";
         assert_eq!(Validator::with_profile(Profile::Loose).check(enc), Ok(()));
         assert_eq!(Validator::with_profile(Profile::Standard).check(enc), Err(Reason::EncodingRatio));
     }
@@ -1205,9 +1318,9 @@ mod tests {
     fn bytes_never_panic() {
         let v = v();
         assert_eq!(v.check_bytes(b"\xff\xfe/a"), Err(Reason::InvalidUtf8));
-        assert_eq!(v.check_bytes(b"  /a/b  "), Ok("/a/b"));
+        assert_eq!(v.check_bytes(b"  /a/b  ").as_deref(), Ok("/a/b"));
         assert_eq!(v.check_bytes(b"%"), Err(Reason::PureSymbols));
         assert_eq!(v.check_bytes(b"%E4%B8"), Err(Reason::PureSymbols));
-        assert_eq!(v.check_bytes(b"a%"), Ok("a%"));
+        assert_eq!(v.check_bytes(b"a%").as_deref(), Ok("a%"));
     }
 }
