@@ -17,20 +17,30 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use crawlsieve::bloom::{fingerprint, BloomFilter};
 use crawlsieve::sieve::{BatchResult, Sieve};
 use crawlsieve::url::{Canonicalizer, Validator};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
 fn shared(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared")
+        .join(rel)
 }
 
 /// The real candidate corpus, decompressed with the `xz` tool.
 fn corpus() -> Vec<Vec<u8>> {
-    let out = Command::new("xz").arg("-dc").arg(shared("data/urls/candidates.txt.xz")).output().expect("xz -dc on the corpus (apt-get install xz-utils)");
+    let out = Command::new("xz")
+        .arg("-dc")
+        .arg(shared("data/urls/candidates.txt.xz"))
+        .output()
+        .expect("xz -dc on the corpus (apt-get install xz-utils)");
     assert!(out.status.success(), "xz failed");
-    out.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec).collect()
+    out.stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
 }
 
 /// Lines of gen_stream.py (deterministic).
@@ -40,7 +50,11 @@ fn stream(n: usize) -> Vec<Vec<u8>> {
         .args(["--n", &n.to_string(), "--seed", "42"])
         .output()
         .expect("python3 gen_stream.py");
-    out.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec).collect()
+    out.stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
 }
 
 /// Pseudo-random fingerprints (splitmix64), distinct from any URL's.
@@ -53,7 +67,9 @@ fn random_fps(n: usize, seed: u64) -> Vec<u128> {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     };
-    (0..n).map(|_| (u128::from(next()) << 64) | u128::from(next())).collect()
+    (0..n)
+        .map(|_| (u128::from(next()) << 64) | u128::from(next()))
+        .collect()
 }
 
 fn validator(c: &mut Criterion) {
@@ -76,7 +92,10 @@ fn validator(c: &mut Criterion) {
 
 fn canonicalize(c: &mut Criterion) {
     let lines = stream(100_000);
-    let strs: Vec<&str> = lines.iter().map(|l| std::str::from_utf8(l).unwrap()).collect();
+    let strs: Vec<&str> = lines
+        .iter()
+        .map(|l| std::str::from_utf8(l).unwrap())
+        .collect();
     let k = Canonicalizer::default();
     let mut g = c.benchmark_group("canonicalize");
     g.throughput(Throughput::Elements(strs.len() as u64));
@@ -119,7 +138,10 @@ fn bloom(c: &mut Criterion) {
     let mut g = c.benchmark_group("bloom");
     g.throughput(Throughput::Elements(BATCH as u64));
     g.sample_size(10);
-    for (name, n, p) in [("small_1M_p1e-2", 1_000_000u64, 1e-2), ("large_100M_p1e-4", 100_000_000, 1e-4)] {
+    for (name, n, p) in [
+        ("small_1M_p1e-2", 1_000_000u64, 1e-2),
+        ("large_100M_p1e-4", 100_000_000, 1e-4),
+    ] {
         // Built on first use only (a filtered run skips the 229 MiB fill), half full: a filter is
         // on average half full over its life.
         let filter: OnceLock<BloomFilter> = OnceLock::new();
@@ -204,7 +226,13 @@ fn bloom(c: &mut Criterion) {
     let mut g = c.benchmark_group("fingerprint");
     let urls = stream(10_000);
     g.throughput(Throughput::Elements(urls.len() as u64));
-    g.bench_function("xxh3_128", |b| b.iter(|| urls.iter().map(|u| fingerprint(u) as u64).fold(0u64, u64::wrapping_add)));
+    g.bench_function("xxh3_128", |b| {
+        b.iter(|| {
+            urls.iter()
+                .map(|u| fingerprint(u) as u64)
+                .fold(0u64, u64::wrapping_add)
+        })
+    });
     g.finish();
 }
 

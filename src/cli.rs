@@ -13,7 +13,9 @@ use url::Url;
 use crate::bloom::{snapshot, BloomFilter, BloomParams};
 use crate::input::{Line, LineReader};
 use crate::sieve::{canon_reason, BatchResult, Sieve, Verdict};
-use crate::url::{pattern, CanonConfig, Canonicalizer, Profile, Reason, Validator, ValidatorConfig};
+use crate::url::{
+    pattern, CanonConfig, Canonicalizer, Profile, Reason, Validator, ValidatorConfig,
+};
 
 /// crawlsieve: reject junk URL candidates, canonicalize, and drop what was seen before.
 #[derive(Debug, Parser)]
@@ -63,7 +65,11 @@ pub struct RuleArgs {
     #[arg(long, env = "CRAWLSIEVE_BASE")]
     pub base: Option<Url>,
     /// Extra query parameters to drop (repeatable; `name` or `prefix*`).
-    #[arg(long = "strip-param", env = "CRAWLSIEVE_STRIP_PARAMS", value_delimiter = ',')]
+    #[arg(
+        long = "strip-param",
+        env = "CRAWLSIEVE_STRIP_PARAMS",
+        value_delimiter = ','
+    )]
     pub strip_params: Vec<String>,
     /// Keep tracking parameters (utm_*, gclid, ...) and session ids.
     #[arg(long, env = "CRAWLSIEVE_KEEP_TRACKING")]
@@ -97,7 +103,11 @@ impl RuleArgs {
     }
 
     fn sieve(&self) -> Result<Sieve> {
-        Ok(Sieve::new(self.validator()?, self.canonicalizer(), self.base.clone()))
+        Ok(Sieve::new(
+            self.validator()?,
+            self.canonicalizer(),
+            self.base.clone(),
+        ))
     }
 }
 
@@ -105,7 +115,12 @@ impl RuleArgs {
 #[derive(Debug, Args)]
 pub struct OutputArgs {
     /// Write to FILE instead of stdout.
-    #[arg(short = 'o', long = "output", env = "CRAWLSIEVE_OUTPUT", value_name = "FILE")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        env = "CRAWLSIEVE_OUTPUT",
+        value_name = "FILE"
+    )]
     pub output: Option<PathBuf>,
 }
 
@@ -197,7 +212,11 @@ fn sources(input: &InputArgs) -> Vec<Option<&Path>> {
     if input.files.is_empty() {
         vec![None]
     } else {
-        input.files.iter().map(|p| (p.as_os_str() != "-").then_some(p.as_path())).collect()
+        input
+            .files
+            .iter()
+            .map(|p| (p.as_os_str() != "-").then_some(p.as_path()))
+            .collect()
     }
 }
 
@@ -208,16 +227,26 @@ fn source_name(src: Option<&Path>) -> String {
 fn open_source(src: Option<&Path>) -> Result<Box<dyn BufRead>> {
     Ok(match src {
         None => Box::new(BufReader::with_capacity(1 << 16, io::stdin().lock())),
-        Some(p) => Box::new(BufReader::with_capacity(1 << 16, File::open(p).with_context(|| format!("cannot open {}", p.display()))?)),
+        Some(p) => Box::new(BufReader::with_capacity(
+            1 << 16,
+            File::open(p).with_context(|| format!("cannot open {}", p.display()))?,
+        )),
     })
 }
 
 /// Iterate over every line of every input, in order.
-fn for_each_line(input: &InputArgs, progress: Option<&Progress>, mut f: impl FnMut(&Line) -> Result<()>) -> Result<()> {
+fn for_each_line(
+    input: &InputArgs,
+    progress: Option<&Progress>,
+    mut f: impl FnMut(&Line) -> Result<()>,
+) -> Result<()> {
     let mut line = Line::default();
     for src in sources(input) {
         let mut r = LineReader::new(open_source(src)?, input.max_line_bytes);
-        while r.read_line(&mut line).with_context(|| format!("reading {}", source_name(src)))? {
+        while r
+            .read_line(&mut line)
+            .with_context(|| format!("reading {}", source_name(src)))?
+        {
             f(&line)?;
             if let Some(p) = progress {
                 p.tick(line.bytes.len() as u64 + 1);
@@ -233,13 +262,19 @@ const BATCH_LINES: usize = 512;
 
 /// Iterate over the input in batches of up to [`BATCH_LINES`] lines, in order. Lines are read
 /// straight into reused slots.
-fn for_each_batch(input: &InputArgs, progress: Option<&Progress>, mut f: impl FnMut(&[Line]) -> Result<()>) -> Result<()> {
+fn for_each_batch(
+    input: &InputArgs,
+    progress: Option<&Progress>,
+    mut f: impl FnMut(&[Line]) -> Result<()>,
+) -> Result<()> {
     let mut batch: Vec<Line> = (0..BATCH_LINES).map(|_| Line::default()).collect();
     let mut filled = 0;
     for src in sources(input) {
         let mut r = LineReader::new(open_source(src)?, input.max_line_bytes);
         loop {
-            let more = r.read_line(&mut batch[filled]).with_context(|| format!("reading {}", source_name(src)))?;
+            let more = r
+                .read_line(&mut batch[filled])
+                .with_context(|| format!("reading {}", source_name(src)))?;
             if more {
                 if let Some(p) = progress {
                     p.tick(batch[filled].bytes.len() as u64 + 1);
@@ -260,13 +295,22 @@ fn for_each_batch(input: &InputArgs, progress: Option<&Progress>, mut f: impl Fn
 
 fn open_output(o: &OutputArgs) -> Result<Box<dyn Write>> {
     Ok(match &o.output {
-        Some(p) => Box::new(BufWriter::with_capacity(1 << 16, File::create(p).with_context(|| format!("cannot create {}", p.display()))?)),
+        Some(p) => Box::new(BufWriter::with_capacity(
+            1 << 16,
+            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
         None => Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock())),
     })
 }
 
 /// `{"input": ..., "verdict": ..., "reason": ..., "canonical": ...}` + newline.
-fn write_json_line(w: &mut dyn Write, input: &[u8], verdict: &str, reason: Option<Reason>, canonical: Option<&str>) -> io::Result<()> {
+fn write_json_line(
+    w: &mut dyn Write,
+    input: &[u8],
+    verdict: &str,
+    reason: Option<Reason>,
+    canonical: Option<&str>,
+) -> io::Result<()> {
     w.write_all(b"{\"input\":")?;
     serde_json::to_writer(&mut *w, &String::from_utf8_lossy(input))?;
     w.write_all(b",\"verdict\":\"")?;
@@ -295,21 +339,37 @@ impl Progress {
         if quiet || !io::stderr().is_terminal() {
             return None;
         }
-        let total: Option<u64> = if input.files.is_empty() || input.files.iter().any(|p| p.as_os_str() == "-") {
-            None
-        } else {
-            Some(input.files.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum())
-        };
+        let total: Option<u64> =
+            if input.files.is_empty() || input.files.iter().any(|p| p.as_os_str() == "-") {
+                None
+            } else {
+                Some(
+                    input
+                        .files
+                        .iter()
+                        .filter_map(|p| std::fs::metadata(p).ok())
+                        .map(|m| m.len())
+                        .sum(),
+                )
+            };
         let bar = match total {
             Some(t) if t >= 8 << 20 => indicatif::ProgressBar::new(t).with_style(
-                indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}").ok()?,
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+                )
+                .ok()?,
             ),
             Some(_) => return None,
-            None => indicatif::ProgressBar::new_spinner()
-                .with_style(indicatif::ProgressStyle::with_template("{spinner} {bytes} read, {bytes_per_sec}").ok()?),
+            None => indicatif::ProgressBar::new_spinner().with_style(
+                indicatif::ProgressStyle::with_template("{spinner} {bytes} read, {bytes_per_sec}")
+                    .ok()?,
+            ),
         };
         bar.set_draw_target(indicatif::ProgressDrawTarget::stderr_with_hz(4));
-        Some(Progress { bar, pending: std::cell::Cell::new(0) })
+        Some(Progress {
+            bar,
+            pending: std::cell::Cell::new(0),
+        })
     }
 
     fn tick(&self, bytes: u64) {
@@ -357,8 +417,12 @@ impl Summary {
             secs,
             self.lines as f64 / secs.max(1e-9)
         )?;
-        let mut by: Vec<(Reason, u64)> = Reason::ALL.iter().map(|r| (*r, self.rejected[r.index()])).filter(|x| x.1 > 0).collect();
-        by.sort_by(|a, b| b.1.cmp(&a.1));
+        let mut by: Vec<(Reason, u64)> = Reason::ALL
+            .iter()
+            .map(|r| (*r, self.rejected[r.index()]))
+            .filter(|x| x.1 > 0)
+            .collect();
+        by.sort_by_key(|x| std::cmp::Reverse(x.1));
         for (r, n) in by {
             writeln!(w, "  rejected {:<22} {n}", r.code())?;
         }
@@ -369,7 +433,8 @@ impl Summary {
 fn load_or_create(a: &DedupArgs) -> Result<BloomFilter> {
     if let Some(p) = &a.state {
         if p.exists() {
-            return snapshot::load(p).with_context(|| format!("cannot load the state file {}", p.display()));
+            return snapshot::load(p)
+                .with_context(|| format!("cannot load the state file {}", p.display()));
         }
     }
     Ok(BloomFilter::new(BloomParams::new(a.capacity, a.fp_rate)?)?)
@@ -384,7 +449,11 @@ fn dedup(a: DedupArgs) -> Result<()> {
     let progress = Progress::maybe(&a.input, a.quiet);
     let mut res = BatchResult::default();
     for_each_batch(&a.input, progress.as_ref(), |lines| {
-        sieve.process_batch(lines.iter().map(|l| (&l.bytes[..], l.truncated)), &mut filter, &mut res);
+        sieve.process_batch(
+            lines.iter().map(|l| (&l.bytes[..], l.truncated)),
+            &mut filter,
+            &mut res,
+        );
         for (i, line) in lines.iter().enumerate() {
             let v = res.verdict(i);
             sum.lines += 1;
@@ -400,7 +469,13 @@ fn dedup(a: DedupArgs) -> Result<()> {
                         out.write_all(b"\n")?;
                     }
                 }
-                Format::Jsonl => write_json_line(&mut *out, &line.bytes, v.as_str(), v.reason(), res.canonical(i))?,
+                Format::Jsonl => write_json_line(
+                    &mut *out,
+                    &line.bytes,
+                    v.as_str(),
+                    v.reason(),
+                    res.canonical(i),
+                )?,
             }
         }
         Ok(())
@@ -410,7 +485,8 @@ fn dedup(a: DedupArgs) -> Result<()> {
     drop(out);
     drop(progress);
     if let Some(p) = &a.state {
-        snapshot::save(&filter, p).with_context(|| format!("cannot save the state file {}", p.display()))?;
+        snapshot::save(&filter, p)
+            .with_context(|| format!("cannot save the state file {}", p.display()))?;
     }
     if !a.quiet {
         let stats = filter.stats();
@@ -448,12 +524,17 @@ fn canon_line(canon: &Canonicalizer, base: Option<&Url>, line: &Line, buf: &mut 
     if line.truncated {
         return false;
     }
-    let Ok(s) = std::str::from_utf8(&line.bytes) else { return false };
+    let Ok(s) = std::str::from_utf8(&line.bytes) else {
+        return false;
+    };
     let s = crate::url::validate::clean(s);
     if s.is_empty() || s.bytes().any(|b| b < 0x20 && b != b'\t' || b == 0x7f) {
         return false;
     }
-    canon.canonicalize_into(&s, base, buf).map_err(|e| canon_reason(&e)).is_ok()
+    canon
+        .canonicalize_into(&s, base, buf)
+        .map_err(|e| canon_reason(&e))
+        .is_ok()
 }
 
 fn canon(a: CanonArgs) -> Result<()> {

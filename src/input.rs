@@ -21,7 +21,10 @@ pub struct LineReader<R> {
 impl<R: BufRead> LineReader<R> {
     /// A reader keeping at most `cap` bytes per line.
     pub fn new(inner: R, cap: usize) -> Self {
-        LineReader { inner, cap: cap.max(1) }
+        LineReader {
+            inner,
+            cap: cap.max(1),
+        }
     }
 
     /// Read the next line into `line` (reused); `Ok(false)` at end of input.
@@ -47,7 +50,8 @@ impl<R: BufRead> LineReader<R> {
             if chunk.len() > room {
                 line.truncated = true;
             }
-            line.bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            line.bytes
+                .extend_from_slice(&chunk[..chunk.len().min(room)]);
             let used = done.unwrap_or(buf.len());
             self.inner.consume(used);
             if done.is_some() {
@@ -80,9 +84,17 @@ mod tests {
         let got = lines(b"a\r\n\nbcdefghijkl\nlast", 5);
         assert_eq!(
             got,
-            vec![(b"a".to_vec(), false), (vec![], false), (b"bcdef".to_vec(), true), (b"last".to_vec(), false)]
+            vec![
+                (b"a".to_vec(), false),
+                (vec![], false),
+                (b"bcdef".to_vec(), true),
+                (b"last".to_vec(), false)
+            ]
         );
         assert!(lines(b"", 5).is_empty());
-        assert_eq!(lines(b"\xff\x00x\n", 10), vec![(b"\xff\x00x".to_vec(), false)]);
+        assert_eq!(
+            lines(b"\xff\x00x\n", 10),
+            vec![(b"\xff\x00x".to_vec(), false)]
+        );
     }
 }

@@ -8,7 +8,10 @@ fn main() {
     if let Err(e) = crawlsieve::cli::run(cli) {
         // A closed stdout (`| head`) is not an error worth a message, but it still fails the
         // run: what was not written was not delivered, so no state was saved.
-        if e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) {
+        if e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        }) {
             std::process::exit(1);
         }
         eprintln!("crawlsieve: error: {e:#}");

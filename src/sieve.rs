@@ -60,7 +60,12 @@ pub struct Sieve {
 impl Sieve {
     /// A sieve from its parts.
     pub fn new(validator: Validator, canon: Canonicalizer, base: Option<Url>) -> Self {
-        Sieve { validator, canon, base, buf: String::with_capacity(256) }
+        Sieve {
+            validator,
+            canon,
+            base,
+            buf: String::with_capacity(256),
+        }
     }
 
     /// Validate and canonicalize. `Ok(canonical)` borrows the internal buffer.
@@ -69,7 +74,9 @@ impl Sieve {
             return Err(Reason::TooLong);
         }
         let s = self.validator.check_bytes(line)?;
-        self.canon.canonicalize_into(&s, self.base.as_ref(), &mut self.buf).map_err(|e| canon_reason(&e))?;
+        self.canon
+            .canonicalize_into(&s, self.base.as_ref(), &mut self.buf)
+            .map_err(|e| canon_reason(&e))?;
         Ok(&self.buf)
     }
 
@@ -178,27 +185,56 @@ mod tests {
     #[test]
     fn decides() {
         let f = BloomFilter::with_capacity(100, 0.001).unwrap();
-        let mut s = Sieve::new(Validator::default(), Canonicalizer::default(), Url::parse("http://h.com/a/").ok());
+        let mut s = Sieve::new(
+            Validator::default(),
+            Canonicalizer::default(),
+            Url::parse("http://h.com/a/").ok(),
+        );
         assert_eq!(s.process(b"x.html#top", false, &f), Verdict::Keep);
         assert_eq!(s.canonical(), "http://h.com/a/x.html");
-        assert_eq!(s.process(b"HTTP://H.COM:80/a/x.html?utm_source=z", false, &f), Verdict::Duplicate);
-        assert_eq!(s.process(b"javascript:void(0)", false, &f), Verdict::Reject(Reason::NonFetchableScheme));
-        assert_eq!(s.process(b"http://exa mple.com/", false, &f), Verdict::Reject(Reason::InvalidUrl));
+        assert_eq!(
+            s.process(b"HTTP://H.COM:80/a/x.html?utm_source=z", false, &f),
+            Verdict::Duplicate
+        );
+        assert_eq!(
+            s.process(b"javascript:void(0)", false, &f),
+            Verdict::Reject(Reason::NonFetchableScheme)
+        );
+        assert_eq!(
+            s.process(b"http://exa mple.com/", false, &f),
+            Verdict::Reject(Reason::InvalidUrl)
+        );
         assert_eq!(s.process(b"/a", true, &f), Verdict::Reject(Reason::TooLong));
-        assert_eq!(s.process(b"\xff", false, &f), Verdict::Reject(Reason::InvalidUtf8));
+        assert_eq!(
+            s.process(b"\xff", false, &f),
+            Verdict::Reject(Reason::InvalidUtf8)
+        );
     }
 
     #[test]
     fn batch_matches_one_by_one() {
-        let lines: Vec<&[u8]> = vec![b"/a", b"#x", b"/b", b"/a", b"http://h.com/a/a?utm_source=1", b"\xff", b"/c"];
+        let lines: Vec<&[u8]> = vec![
+            b"/a",
+            b"#x",
+            b"/b",
+            b"/a",
+            b"http://h.com/a/a?utm_source=1",
+            b"\xff",
+            b"/c",
+        ];
         let base = Url::parse("http://h.com/a/").ok();
-        let (f1, f2) = (BloomFilter::with_capacity(100, 0.001).unwrap(), BloomFilter::with_capacity(100, 0.001).unwrap());
+        let (f1, f2) = (
+            BloomFilter::with_capacity(100, 0.001).unwrap(),
+            BloomFilter::with_capacity(100, 0.001).unwrap(),
+        );
         let mut one = Sieve::new(Validator::default(), Canonicalizer::default(), base.clone());
         let mut batch = Sieve::new(Validator::default(), Canonicalizer::default(), base);
         let mut res = BatchResult::default();
         // Two batches, so that state carries over between them.
         batch.process_batch(lines[..3].iter().map(|l| (*l, false)), &f2, &mut res);
-        let mut got: Vec<(Verdict, Option<String>)> = (0..res.len()).map(|i| (res.verdict(i), res.canonical(i).map(str::to_owned))).collect();
+        let mut got: Vec<(Verdict, Option<String>)> = (0..res.len())
+            .map(|i| (res.verdict(i), res.canonical(i).map(str::to_owned)))
+            .collect();
         batch.process_batch(lines[3..].iter().map(|l| (*l, false)), &f2, &mut res);
         got.extend((0..res.len()).map(|i| (res.verdict(i), res.canonical(i).map(str::to_owned))));
         let want: Vec<(Verdict, Option<String>)> = lines

@@ -7,9 +7,17 @@ use crawlsieve::bloom::{fingerprint, BloomFilter};
 fn measured_fp(n: u64, p: f64, queries: u64) -> f64 {
     let f = BloomFilter::with_capacity(n, p).unwrap();
     for i in 0..n {
-        f.insert(fingerprint(format!("https://example.com/item/{i}").as_bytes()));
+        f.insert(fingerprint(
+            format!("https://example.com/item/{i}").as_bytes(),
+        ));
     }
-    let hits = (0..queries).filter(|i| f.contains(fingerprint(format!("https://other.example.org/x/{i}?q=1").as_bytes()))).count();
+    let hits = (0..queries)
+        .filter(|i| {
+            f.contains(fingerprint(
+                format!("https://other.example.org/x/{i}?q=1").as_bytes(),
+            ))
+        })
+        .count();
     hits as f64 / queries as f64
 }
 

@@ -22,7 +22,11 @@ fn run(args: &[&str], stdin: &[u8]) -> Output {
 }
 
 fn stdout(o: &Output) -> String {
-    assert!(o.status.success(), "failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8(o.stdout.clone()).unwrap()
 }
 
@@ -37,22 +41,49 @@ https://example.com/%7Euser
 
 #[test]
 fn dedup_plain_emits_each_new_url_once() {
-    let out = stdout(&run(&["dedup", "--base", "https://example.com/dir/", "-q"], SAMPLE.as_bytes()));
+    let out = stdout(&run(
+        &["dedup", "--base", "https://example.com/dir/", "-q"],
+        SAMPLE.as_bytes(),
+    ));
     assert_eq!(out, "http://example.com/a?a=1&b=2\nhttps://example.com/relative/page.html\nhttps://example.com/~user\n");
 }
 
 #[test]
 fn dedup_jsonl_follows_the_output_contract() {
-    let out = stdout(&run(&["dedup", "--format", "jsonl", "-q"], SAMPLE.as_bytes()));
-    let rows: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(rows.len(), SAMPLE.lines().count(), "one object per input line");
+    let out = stdout(&run(
+        &["dedup", "--format", "jsonl", "-q"],
+        SAMPLE.as_bytes(),
+    ));
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        rows.len(),
+        SAMPLE.lines().count(),
+        "one object per input line"
+    );
     for (row, input) in rows.iter().zip(SAMPLE.lines()) {
         assert_eq!(row["input"], input, "input order kept");
         let keys: Vec<&String> = row.as_object().unwrap().keys().collect();
         assert_eq!(keys.len(), 4, "{row}");
     }
-    let verdicts: Vec<&str> = rows.iter().map(|r| r["verdict"].as_str().unwrap()).collect();
-    assert_eq!(verdicts, ["keep", "reject", "duplicate", "keep", "reject", "reject", "keep"]);
+    let verdicts: Vec<&str> = rows
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            "keep",
+            "reject",
+            "duplicate",
+            "keep",
+            "reject",
+            "reject",
+            "keep"
+        ]
+    );
     assert_eq!(rows[1]["reason"], "non_fetchable_scheme");
     assert_eq!(rows[4]["reason"], "js_code");
     assert_eq!(rows[5]["reason"], "fragment_only");
@@ -67,12 +98,18 @@ fn state_file_makes_a_second_run_emit_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("seen.bloom");
     let s = state.to_str().unwrap();
-    let first = stdout(&run(&["dedup", "--state", s, "--capacity", "1000", "-q"], SAMPLE.as_bytes()));
+    let first = stdout(&run(
+        &["dedup", "--state", s, "--capacity", "1000", "-q"],
+        SAMPLE.as_bytes(),
+    ));
     assert_eq!(first.lines().count(), 3);
     assert!(state.exists());
     let second = stdout(&run(&["dedup", "--state", s, "-q"], SAMPLE.as_bytes()));
     assert_eq!(second, "", "a second run over the same input emits nothing");
-    let third = stdout(&run(&["dedup", "--state", s, "-q"], b"http://example.com/new\n"));
+    let third = stdout(&run(
+        &["dedup", "--state", s, "-q"],
+        b"http://example.com/new\n",
+    ));
     assert_eq!(third, "http://example.com/new\n");
     // A damaged state file is a clear error, not a silent fresh start.
     let mut bytes = std::fs::read(&state).unwrap();
@@ -81,7 +118,11 @@ fn state_file_makes_a_second_run_emit_nothing() {
     std::fs::write(&state, bytes).unwrap();
     let bad = run(&["dedup", "--state", s, "-q"], SAMPLE.as_bytes());
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("checksum"), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("checksum"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
 }
 
 #[test]
@@ -89,8 +130,14 @@ fn summary_reports_counts_per_reason() {
     let o = run(&["dedup"], SAMPLE.as_bytes());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success());
-    assert!(err.contains("7 lines, 3 new, 1 duplicate, 3 rejected"), "{err}");
-    assert!(err.contains("rejected js_code") && err.contains("lines/s"), "{err}");
+    assert!(
+        err.contains("7 lines, 3 new, 1 duplicate, 3 rejected"),
+        "{err}"
+    );
+    assert!(
+        err.contains("rejected js_code") && err.contains("lines/s"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -106,24 +153,56 @@ fn bad_input_gets_reason_codes_and_never_hurts_other_lines() {
     input.extend_from_slice(b"\n");
     input.extend_from_slice(b"http://example.com/after\r\n");
     let out = stdout(&run(&["check"], &input));
-    let rows: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let reasons: Vec<&str> = rows.iter().map(|r| r["reason"].as_str().unwrap_or("-")).collect();
-    assert_eq!(reasons, ["-", "invalid_utf8", "control_chars", "control_chars", "empty", "too_long", "-"]);
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let reasons: Vec<&str> = rows
+        .iter()
+        .map(|r| r["reason"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "-",
+            "invalid_utf8",
+            "control_chars",
+            "control_chars",
+            "empty",
+            "too_long",
+            "-"
+        ]
+    );
     assert_eq!(rows[6]["canonical"], "http://example.com/after");
-    assert!(rows[5]["input"].as_str().unwrap().len() <= 1 << 20, "echo bounded by --max-line-bytes");
+    assert!(
+        rows[5]["input"].as_str().unwrap().len() <= 1 << 20,
+        "echo bounded by --max-line-bytes"
+    );
 }
 
 #[test]
 fn canon_prints_one_line_per_input_and_empty_where_none() {
     let out = stdout(&run(&["canon"], b"HTTP://EXAMPLE.com/a/../b?z=1&a=2#f\njavascript:alert(1)\n\xff\nhttp://[::1\n//cdn.host/x.js\n"));
-    assert_eq!(out, "http://example.com/b?a=2&z=1\n\n\n\nhttps://cdn.host/x.js\n");
+    assert_eq!(
+        out,
+        "http://example.com/b?a=2&z=1\n\n\n\nhttps://cdn.host/x.js\n"
+    );
 }
 
 #[test]
 fn pattern_prints_templates() {
-    let out = stdout(&run(&["pattern"], b"http://example.com/user/123?b=1&a=2\nhttp://example.com/about\n\xff\n"));
-    assert_eq!(out, "http://example.com/user/{num}?a=&b=\nhttp://example.com/about\n\n");
-    let out = stdout(&run(&["pattern", "--method", "post"], b"http://example.com/api/7\n"));
+    let out = stdout(&run(
+        &["pattern"],
+        b"http://example.com/user/123?b=1&a=2\nhttp://example.com/about\n\xff\n",
+    ));
+    assert_eq!(
+        out,
+        "http://example.com/user/{num}?a=&b=\nhttp://example.com/about\n\n"
+    );
+    let out = stdout(&run(
+        &["pattern", "--method", "post"],
+        b"http://example.com/api/7\n",
+    ));
     assert_eq!(out, "POST http://example.com/api/{num}\n");
 }
 
@@ -141,7 +220,13 @@ fn bad_settings_are_clear_errors() {
 #[test]
 fn profile_env_var_is_honoured() {
     let long = format!("http://example.com/{}\n", "a".repeat(600));
-    let strict = Command::new(env!("CARGO_BIN_EXE_crawlsieve")).args(["check"]).env("CRAWLSIEVE_PROFILE", "strict").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let strict = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args(["check"])
+        .env("CRAWLSIEVE_PROFILE", "strict")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut s = strict;
     s.stdin.take().unwrap().write_all(long.as_bytes()).unwrap();
     let out = String::from_utf8(s.wait_with_output().unwrap().stdout).unwrap();

@@ -7,11 +7,31 @@ use url::Url;
 
 /// URL-ish strings: schemes, hosts, paths with escapes, queries, fragments, junk characters.
 fn urlish() -> impl Strategy<Value = String> {
-    let scheme = prop_oneof![Just(""), Just("http://"), Just("HTTPS://"), Just("//"), Just("javascript:")];
-    let host = prop_oneof![Just("Example.COM"), Just("bücher.de"), Just("[::1]"), Just("h.com:80"), Just("a.b.c:8443"), Just("")];
+    let scheme = prop_oneof![
+        Just(""),
+        Just("http://"),
+        Just("HTTPS://"),
+        Just("//"),
+        Just("javascript:")
+    ];
+    let host = prop_oneof![
+        Just("Example.COM"),
+        Just("bücher.de"),
+        Just("[::1]"),
+        Just("h.com:80"),
+        Just("a.b.c:8443"),
+        Just("")
+    ];
     let seg = "[a-zA-Z0-9._~%-]{0,8}|%[0-9a-fA-F]{2}|\\.\\.|\\.|[ (){}<>'\"$;!|*`\\[\\]\\\\]{1,3}|[\\u{80}-\\u{10ffff}]{1,2}";
     let path = prop::collection::vec(seg, 0..5).prop_map(|v| v.join("/"));
-    let query = prop::collection::vec("[a-zA-Z_]{0,5}(=[a-zA-Z0-9%+ ]{0,6})?", 0..4).prop_map(|v| if v.is_empty() { String::new() } else { format!("?{}", v.join("&")) });
+    let query =
+        prop::collection::vec("[a-zA-Z_]{0,5}(=[a-zA-Z0-9%+ ]{0,6})?", 0..4).prop_map(|v| {
+            if v.is_empty() {
+                String::new()
+            } else {
+                format!("?{}", v.join("&"))
+            }
+        });
     let frag = prop_oneof![Just(""), Just("#x"), Just("#")];
     (scheme, host, path, query, frag).prop_map(|(s, h, p, q, f)| format!("{s}{h}/{p}{q}{f}"))
 }

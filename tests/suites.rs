@@ -15,7 +15,11 @@ fn seed_validator_cases_all_agree() {
         let cols: Vec<&str> = line.split('\t').collect();
         let (input, expected, note) = (cols[0], cols[1], cols.get(2).copied().unwrap_or(""));
         // The TSV writes the 600-NUL case as a placeholder.
-        let input = if input.contains("<600 NUL bytes>") { format!("http://example.com/{}", "\0".repeat(600)) } else { input.to_string() };
+        let input = if input.contains("<600 NUL bytes>") {
+            format!("http://example.com/{}", "\0".repeat(600))
+        } else {
+            input.to_string()
+        };
         let got = v.check(&input);
         match expected {
             "pass" => assert_eq!(got, Ok(()), "{input:?} ({note}) must pass"),
@@ -53,8 +57,8 @@ fn whatwg_parsing_agrees() {
         let input = row["input"].as_str().unwrap();
         let base = row["base"].as_str().and_then(|b| Url::parse(b).ok());
         let got = k.canonicalize(input, base.as_ref()); // must not panic, whatever the row
-        // Compare against the current WPT snapshot only (flag present and false): the 2018
-        // snapshot's expectations predate later changes to the standard.
+                                                        // Compare against the current WPT snapshot only (flag present and false): the 2018
+                                                        // snapshot's expectations predate later changes to the standard.
         if row["rust_url_2_5_8_known_failure"] != serde_json::Value::Bool(false) {
             continue;
         }
@@ -63,7 +67,12 @@ fn whatwg_parsing_agrees() {
                 // Both sides go through crawlsieve, so a host crawlsieve refuses (no letter or
                 // digit, e.g. `http://!$&'()*+,-.;=_`~/`) must be refused on both.
                 let want = k.canonicalize(href, None).map(|c| c.url);
-                assert_eq!(got.map(|c| c.url).ok(), want.clone().ok(), "input {input:?} base {:?}", row["base"]);
+                assert_eq!(
+                    got.map(|c| c.url).ok(),
+                    want.clone().ok(),
+                    "input {input:?} base {:?}",
+                    row["base"]
+                );
                 if want.is_ok() {
                     agree += 1;
                 }
@@ -71,7 +80,11 @@ fn whatwg_parsing_agrees() {
             Some(_) => {} // other schemes: not fetchable, out of scope
             None => {
                 if base.is_some() || input.contains("://") {
-                    assert!(got.is_err(), "{input:?} (base {:?}) is invalid by WHATWG, got {got:?}", row["base"]);
+                    assert!(
+                        got.is_err(),
+                        "{input:?} (base {:?}) is invalid by WHATWG, got {got:?}",
+                        row["base"]
+                    );
                     failures += 1;
                 }
             }
@@ -102,17 +115,27 @@ fn w3lib_canonicalize_url_agrees_except_where_documented() {
     let k = Canonicalizer::default();
     let (mut agree, mut differ) = (0, 0);
     for row in common::jsonl("normalize/w3lib.jsonl") {
-        if row["function"] != "w3lib.url:canonicalize_url" || !row["kwargs"].as_object().unwrap().is_empty() {
+        if row["function"] != "w3lib.url:canonicalize_url"
+            || !row["kwargs"].as_object().unwrap().is_empty()
+        {
             continue; // other functions, or options (encodings, keep_fragments) we do not offer
         }
-        let Some(input) = row["input"].as_str() else { continue }; // urlparse tuples
-        let ours = k.canonicalize(&crawlsieve::url::validate::clean(input), None).ok().map(|c| c.url);
+        let Some(input) = row["input"].as_str() else {
+            continue;
+        }; // urlparse tuples
+        let ours = k
+            .canonicalize(&crawlsieve::url::validate::clean(input), None)
+            .ok()
+            .map(|c| c.url);
         let theirs = row["expected"].as_str().map(str::to_owned);
         if ours == theirs {
             agree += 1;
         } else {
             let why = W3LIB_DIFFERENCES.iter().find(|(i, _)| *i == input);
-            assert!(why.is_some(), "undocumented difference for {input:?}: w3lib {theirs:?}, crawlsieve {ours:?}");
+            assert!(
+                why.is_some(),
+                "undocumented difference for {input:?}: w3lib {theirs:?}, crawlsieve {ours:?}"
+            );
             differ += 1;
         }
     }

@@ -27,15 +27,26 @@ impl BloomParams {
             return Err(BloomError::Params("capacity must be at least 1".into()));
         }
         if !(fp_rate > 0.0 && fp_rate < 1.0) {
-            return Err(BloomError::Params(format!("fp_rate must be in (0, 1), got {fp_rate}")));
+            return Err(BloomError::Params(format!(
+                "fp_rate must be in (0, 1), got {fp_rate}"
+            )));
         }
-        let m = math::optimal_bits(capacity, fp_rate).ceil().max(BLOCK_BITS as f64);
+        let m = math::optimal_bits(capacity, fp_rate)
+            .ceil()
+            .max(BLOCK_BITS as f64);
         let blocks = (m / BLOCK_BITS as f64).ceil() as u64;
         if blocks > (1 << 40) {
-            return Err(BloomError::Params(format!("{capacity} items at p={fp_rate} needs more than 64 TiB")));
+            return Err(BloomError::Params(format!(
+                "{capacity} items at p={fp_rate} needs more than 64 TiB"
+            )));
         }
         let k = math::optimal_k(blocks * BLOCK_BITS, capacity);
-        Ok(BloomParams { capacity, fp_rate, blocks, k })
+        Ok(BloomParams {
+            capacity,
+            fp_rate,
+            blocks,
+            k,
+        })
     }
 
     /// m, the number of bits.
@@ -49,11 +60,20 @@ impl BloomParams {
     }
 
     pub(crate) fn check(&self) -> Result<(), BloomError> {
-        if self.blocks == 0 || self.blocks > (1 << 40) || self.k == 0 || self.k > math::MAX_K || self.capacity == 0 {
-            return Err(BloomError::Params(format!("inconsistent parameters {self:?}")));
+        if self.blocks == 0
+            || self.blocks > (1 << 40)
+            || self.k == 0
+            || self.k > math::MAX_K
+            || self.capacity == 0
+        {
+            return Err(BloomError::Params(format!(
+                "inconsistent parameters {self:?}"
+            )));
         }
         if !(self.fp_rate > 0.0 && self.fp_rate < 1.0) {
-            return Err(BloomError::Params(format!("fp_rate out of range in {self:?}")));
+            return Err(BloomError::Params(format!(
+                "fp_rate out of range in {self:?}"
+            )));
         }
         Ok(())
     }
@@ -115,18 +135,11 @@ pub struct BloomFilter {
 
 impl std::fmt::Debug for BloomFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BloomFilter").field("params", &self.params).field("items", &self.items).finish()
+        f.debug_struct("BloomFilter")
+            .field("params", &self.params)
+            .field("items", &self.items)
+            .finish()
     }
-}
-
-pub(crate) fn words_from(v: Box<[u64]>) -> Box<[AtomicU64]> {
-    const _: () = assert!(std::mem::size_of::<AtomicU64>() == std::mem::size_of::<u64>());
-    const _: () = assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>());
-    let len = v.len();
-    let ptr = Box::into_raw(v) as *mut AtomicU64;
-    // SAFETY: AtomicU64 has the same size, alignment (asserted above) and bit validity as u64,
-    // and the box is uniquely owned, so reinterpreting the allocation is sound.
-    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) }
 }
 
 /// Where one group of a key's bits lives: the block's first word, and a mask per word.
@@ -140,8 +153,13 @@ impl BloomFilter {
     /// An empty filter.
     pub fn new(params: BloomParams) -> Result<Self, BloomError> {
         params.check()?;
-        let words = usize::try_from(params.blocks * 8).map_err(|_| BloomError::Params("filter too large for this machine".into()))?;
-        Ok(BloomFilter { params, words: Storage::zeroed(words), items: AtomicU64::new(0) })
+        let words = usize::try_from(params.blocks * 8)
+            .map_err(|_| BloomError::Params("filter too large for this machine".into()))?;
+        Ok(BloomFilter {
+            params,
+            words: Storage::zeroed(words),
+            items: AtomicU64::new(0),
+        })
     }
 
     /// An empty filter sized for `capacity` items at `fp_rate`.
@@ -150,7 +168,11 @@ impl BloomFilter {
     }
 
     pub(crate) fn from_parts(params: BloomParams, words: Storage, items: u64) -> Self {
-        BloomFilter { params, words, items: AtomicU64::new(items) }
+        BloomFilter {
+            params,
+            words,
+            items: AtomicU64::new(items),
+        }
     }
 
     /// The parameters.
@@ -192,7 +214,11 @@ impl BloomFilter {
             let off = (x >> (9 * i)) & 511;
             *slot = ((off >> 6) as u8, 1u64 << (off & 63));
         }
-        Group { base: block * 8, bits, n }
+        Group {
+            base: block * 8,
+            bits,
+            n,
+        }
     }
 
     /// Whether every bit of the key is set ("maybe seen").
@@ -200,13 +226,20 @@ impl BloomFilter {
     pub fn contains(&self, fp: u128) -> bool {
         (0..math::groups(self.params.k)).all(|j| {
             let g = self.group(fp, j);
-            g.bits[..g.n].iter().all(|&(w, m)| self.words.words()[g.base + w as usize].load(Ordering::Relaxed) & m == m)
+            g.bits[..g.n].iter().all(|&(w, m)| {
+                self.words.words()[g.base + w as usize].load(Ordering::Relaxed) & m == m
+            })
         })
     }
 
     /// Notes the words where the key's bits are not all set: `(word index, mask)`.
     #[inline]
-    fn missing(&self, fp: u128, words: &[AtomicU64], out: &mut [(usize, u64); math::MAX_K as usize]) -> usize {
+    fn missing(
+        &self,
+        fp: u128,
+        words: &[AtomicU64],
+        out: &mut [(usize, u64); math::MAX_K as usize],
+    ) -> usize {
         let mut n = 0;
         for j in 0..math::groups(self.params.k) {
             let g = self.group(fp, j);
@@ -311,7 +344,12 @@ impl BloomFilter {
 
     /// Counts set bits (a full scan: O(m), meant for stats, not the hot path).
     pub fn stats(&self) -> BloomStats {
-        let ones: u64 = self.words.words().iter().map(|w| u64::from(w.load(Ordering::Relaxed).count_ones())).sum();
+        let ones: u64 = self
+            .words
+            .words()
+            .iter()
+            .map(|w| u64::from(w.load(Ordering::Relaxed).count_ones()))
+            .sum();
         let bits = self.params.bits();
         let fill = ones as f64 / bits as f64;
         BloomStats {
@@ -333,11 +371,19 @@ mod tests {
 
     #[test]
     fn sizing_follows_the_formula() {
-        for (n, p) in [(1_000u64, 0.01), (1_000_000, 1e-4), (100_000_000, 1e-4), (10, 0.5)] {
+        for (n, p) in [
+            (1_000u64, 0.01),
+            (1_000_000, 1e-4),
+            (100_000_000, 1e-4),
+            (10, 0.5),
+        ] {
             let params = BloomParams::new(n, p).unwrap();
             let formula = math::optimal_bits(n, p);
             let m = params.bits() as f64;
-            assert!(m >= formula && (m <= formula * 1.05 || m - formula < 512.0), "n={n} p={p}: {m} vs {formula}");
+            assert!(
+                m >= formula && (m <= formula * 1.05 || m - formula < 512.0),
+                "n={n} p={p}: {m} vs {formula}"
+            );
         }
         // 100 M URLs at 1e-4 in at most 250 MB.
         assert!(BloomParams::new(100_000_000, 1e-4).unwrap().bytes() <= 250_000_000);
@@ -365,7 +411,9 @@ mod tests {
     fn exclusive_path_matches_shared_path() {
         let a = BloomFilter::with_capacity(5000, 0.01).unwrap();
         let mut b = BloomFilter::with_capacity(5000, 0.01).unwrap();
-        let fps: Vec<u128> = (0..8000u32).map(|i| fingerprint(&(i % 3000).to_le_bytes())).collect();
+        let fps: Vec<u128> = (0..8000u32)
+            .map(|i| fingerprint(&(i % 3000).to_le_bytes()))
+            .collect();
         let (mut x, mut y) = (Vec::new(), Vec::new());
         a.insert_batch(&fps, &mut x);
         b.insert_batch_mut(&fps, &mut y);
@@ -382,7 +430,9 @@ mod tests {
     fn batch_matches_single() {
         let a = BloomFilter::with_capacity(1000, 0.01).unwrap();
         let b = BloomFilter::with_capacity(1000, 0.01).unwrap();
-        let fps: Vec<u128> = (0..2000u32).map(|i| fingerprint(&(i % 700).to_le_bytes())).collect();
+        let fps: Vec<u128> = (0..2000u32)
+            .map(|i| fingerprint(&(i % 700).to_le_bytes()))
+            .collect();
         let mut out = Vec::new();
         a.insert_batch(&fps, &mut out);
         let single: Vec<bool> = fps.iter().map(|&f| b.insert(f)).collect();
@@ -396,7 +446,11 @@ mod tests {
             let hs: Vec<_> = (0..4)
                 .map(|_| {
                     let f = f.clone();
-                    s.spawn(move || (0..100_000u32).filter(|i| f.insert_key(&i.to_le_bytes())).collect::<Vec<_>>())
+                    s.spawn(move || {
+                        (0..100_000u32)
+                            .filter(|i| f.insert_key(&i.to_le_bytes()))
+                            .collect::<Vec<_>>()
+                    })
                 })
                 .collect();
             hs.into_iter().map(|h| h.join().unwrap()).collect()

@@ -18,7 +18,9 @@ pub fn optimal_bits(n: u64, p: f64) -> f64 {
 
 /// Optimal number of hash functions for `m` bits and `n` items, at least 1.
 pub fn optimal_k(m: u64, n: u64) -> u32 {
-    (((m as f64) / (n as f64)) * LN_2).round().clamp(1.0, MAX_K as f64) as u32
+    (((m as f64) / (n as f64)) * LN_2)
+        .round()
+        .clamp(1.0, MAX_K as f64) as u32
 }
 
 /// Textbook false-positive rate of a filter of `m` bits with `k` functions after `n` insertions.
@@ -43,7 +45,10 @@ mod tests {
         assert_eq!(optimal_k(m as u64, 1_000_000), 7);
         let p = expected_fp(m as u64, 1_000_000, 7);
         assert!((p - 0.01).abs() < 0.0002, "{p}");
-        assert_eq!(optimal_k(optimal_bits(1, 1e-4) as u64 * 1_000_000, 1_000_000), 13);
+        assert_eq!(
+            optimal_k(optimal_bits(1, 1e-4) as u64 * 1_000_000, 1_000_000),
+            13
+        );
         assert_eq!(groups(13), 4);
         assert_eq!(groups(7), 2);
         assert_eq!(groups(1), 1);

@@ -4,8 +4,8 @@
 //! Every filter works on the 128-bit [`fingerprint`] of a canonical URL, so the layers above
 //! (the gate, the Redis filter, the exact-confirm store) hash a URL once.
 
-pub mod math;
 mod local;
+pub mod math;
 pub mod snapshot;
 mod storage;
 

@@ -100,24 +100,41 @@ pub fn read_from<R: Read>(r: R) -> Result<BloomFilter, BloomError> {
     let mut h = [0u8; HEADER];
     r.read_exact(&mut h).map_err(|e| truncated(e, "header"))?;
     if &h[0..8] != MAGIC {
-        return Err(BloomError::Snapshot("not a crawlsieve Bloom snapshot (bad magic)".into()));
+        return Err(BloomError::Snapshot(
+            "not a crawlsieve Bloom snapshot (bad magic)".into(),
+        ));
     }
     let version = u32_at(&h, 8);
     if version != VERSION {
-        return Err(BloomError::Snapshot(format!("snapshot format version {version}; this build reads version {VERSION}")));
+        return Err(BloomError::Snapshot(format!(
+            "snapshot format version {version}; this build reads version {VERSION}"
+        )));
     }
     let layout = u32_at(&h, 12);
     if layout != LAYOUT {
-        return Err(BloomError::Snapshot(format!("unknown filter layout {layout}")));
+        return Err(BloomError::Snapshot(format!(
+            "unknown filter layout {layout}"
+        )));
     }
-    let params = BloomParams { k: u32_at(&h, 16), blocks: u64_at(&h, 24), capacity: u64_at(&h, 32), fp_rate: f64::from_bits(u64_at(&h, 40)) };
-    params.check().map_err(|e| BloomError::Snapshot(format!("damaged header: {e}")))?;
+    let params = BloomParams {
+        k: u32_at(&h, 16),
+        blocks: u64_at(&h, 24),
+        capacity: u64_at(&h, 32),
+        fp_rate: f64::from_bits(u64_at(&h, 40)),
+    };
+    params
+        .check()
+        .map_err(|e| BloomError::Snapshot(format!("damaged header: {e}")))?;
     let items = u64_at(&h, 48);
     let payload = u64_at(&h, 56);
     if payload != params.blocks * 64 {
-        return Err(BloomError::Snapshot(format!("damaged header: payload {payload} bytes for {} blocks", params.blocks)));
+        return Err(BloomError::Snapshot(format!(
+            "damaged header: payload {payload} bytes for {} blocks",
+            params.blocks
+        )));
     }
-    let n_words = usize::try_from(params.blocks * 8).map_err(|_| BloomError::Snapshot("filter too large for this machine".into()))?;
+    let n_words = usize::try_from(params.blocks * 8)
+        .map_err(|_| BloomError::Snapshot("filter too large for this machine".into()))?;
     let mut hasher = Xxh3::new();
     hasher.update(&h);
     let mut storage = Storage::zeroed(n_words);
@@ -132,13 +149,18 @@ pub fn read_from<R: Read>(r: R) -> Result<BloomFilter, BloomError> {
         }
     }
     let mut sum = [0u8; 8];
-    r.read_exact(&mut sum).map_err(|e| truncated(e, "checksum"))?;
+    r.read_exact(&mut sum)
+        .map_err(|e| truncated(e, "checksum"))?;
     if u64::from_le_bytes(sum) != hasher.digest() {
-        return Err(BloomError::Snapshot("checksum mismatch: the snapshot is damaged".into()));
+        return Err(BloomError::Snapshot(
+            "checksum mismatch: the snapshot is damaged".into(),
+        ));
     }
     let mut extra = [0u8; 1];
     if r.read(&mut extra)? != 0 {
-        return Err(BloomError::Snapshot("trailing bytes after the checksum".into()));
+        return Err(BloomError::Snapshot(
+            "trailing bytes after the checksum".into(),
+        ));
     }
     Ok(BloomFilter::from_parts(params, storage, items))
 }
@@ -192,17 +214,58 @@ mod tests {
         let good = bytes_of(&filled());
         let cases: Vec<(&str, Vec<u8>)> = vec![
             ("empty", vec![]),
-            ("magic", { let mut b = good.clone(); b[0] ^= 1; b }),
-            ("version", { let mut b = good.clone(); b[8] = 9; b }),
-            ("layout", { let mut b = good.clone(); b[12] = 9; b }),
-            ("k", { let mut b = good.clone(); b[16..20].copy_from_slice(&0u32.to_le_bytes()); b }),
-            ("blocks", { let mut b = good.clone(); b[24] ^= 1; b }),
-            ("fp", { let mut b = good.clone(); b[40..48].copy_from_slice(&2.0f64.to_bits().to_le_bytes()); b }),
-            ("items", { let mut b = good.clone(); b[48] ^= 1; b }),
-            ("bit flip", { let mut b = good.clone(); b[HEADER + 100] ^= 0x10; b }),
-            ("checksum", { let mut b = good.clone(); let n = b.len(); b[n - 1] ^= 1; b }),
+            ("magic", {
+                let mut b = good.clone();
+                b[0] ^= 1;
+                b
+            }),
+            ("version", {
+                let mut b = good.clone();
+                b[8] = 9;
+                b
+            }),
+            ("layout", {
+                let mut b = good.clone();
+                b[12] = 9;
+                b
+            }),
+            ("k", {
+                let mut b = good.clone();
+                b[16..20].copy_from_slice(&0u32.to_le_bytes());
+                b
+            }),
+            ("blocks", {
+                let mut b = good.clone();
+                b[24] ^= 1;
+                b
+            }),
+            ("fp", {
+                let mut b = good.clone();
+                b[40..48].copy_from_slice(&2.0f64.to_bits().to_le_bytes());
+                b
+            }),
+            ("items", {
+                let mut b = good.clone();
+                b[48] ^= 1;
+                b
+            }),
+            ("bit flip", {
+                let mut b = good.clone();
+                b[HEADER + 100] ^= 0x10;
+                b
+            }),
+            ("checksum", {
+                let mut b = good.clone();
+                let n = b.len();
+                b[n - 1] ^= 1;
+                b
+            }),
             ("truncated", good[..good.len() - 9].to_vec()),
-            ("trailing", { let mut b = good.clone(); b.push(0); b }),
+            ("trailing", {
+                let mut b = good.clone();
+                b.push(0);
+                b
+            }),
         ];
         for (name, bytes) in cases {
             match read_from(&bytes[..]) {

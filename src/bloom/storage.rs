@@ -11,11 +11,21 @@ use std::sync::atomic::AtomicU64;
 const HUGE: usize = 2 << 20;
 const MAP_THRESHOLD: usize = 4 << 20;
 
-/// Zero-initialised atomic words.
+/// Zero-initialised atomic words, 64-byte aligned so that a 512-bit block is one cache line.
 pub(crate) enum Storage {
-    Heap(Box<[AtomicU64]>),
+    /// From the allocator, with this layout (`len == 0` uses a dangling, aligned pointer).
+    Heap {
+        words: *mut AtomicU64,
+        len: usize,
+        layout: std::alloc::Layout,
+    },
     #[cfg(unix)]
-    Mapped { base: *mut libc::c_void, map_len: usize, words: *mut AtomicU64, len: usize },
+    Mapped {
+        base: *mut libc::c_void,
+        map_len: usize,
+        words: *mut AtomicU64,
+        len: usize,
+    },
 }
 
 // SAFETY: the mapping is owned exclusively by this value and only accessed through atomics (or
@@ -32,7 +42,18 @@ impl Storage {
                 return s;
             }
         }
-        Storage::Heap(super::local::words_from(vec![0u64; len].into_boxed_slice()))
+        let layout = std::alloc::Layout::from_size_align(len.max(1) * 8, 64)
+            .expect("filter size fits a layout");
+        // SAFETY: the layout has a non-zero size; a null result is handled.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Storage::Heap {
+            words: ptr as *mut AtomicU64,
+            len,
+            layout,
+        }
     }
 
     #[cfg(unix)]
@@ -41,7 +62,14 @@ impl Storage {
         let map_len = bytes.checked_add(HUGE)?;
         // SAFETY: an anonymous private mapping with no address hint; checked for failure.
         let base = unsafe {
-            libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
         };
         if base == libc::MAP_FAILED {
             return None;
@@ -50,19 +78,25 @@ impl Storage {
         // SAFETY: `aligned..aligned + bytes` lies inside the mapping (we mapped HUGE extra bytes).
         // The advice is a hint; failure only means ordinary pages.
         unsafe { libc::madvise(aligned as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE) };
-        Some(Storage::Mapped { base, map_len, words: aligned as *mut AtomicU64, len })
+        Some(Storage::Mapped {
+            base,
+            map_len,
+            words: aligned as *mut AtomicU64,
+            len,
+        })
     }
 
     /// The words, shared.
     #[inline]
     pub(crate) fn words(&self) -> &[AtomicU64] {
-        match self {
-            Storage::Heap(b) => b,
-            // SAFETY: `words` points to `len` zero-initialised, 8-byte aligned words inside our
-            // live mapping; AtomicU64 is valid for any bit pattern.
+        let (words, len) = match self {
+            Storage::Heap { words, len, .. } => (*words, *len),
             #[cfg(unix)]
-            Storage::Mapped { words, len, .. } => unsafe { std::slice::from_raw_parts(*words, *len) },
-        }
+            Storage::Mapped { words, len, .. } => (*words, *len),
+        };
+        // SAFETY: `words` points to `len` zero-initialised, 64-byte aligned words in memory we
+        // own until drop; AtomicU64 is valid for any bit pattern.
+        unsafe { std::slice::from_raw_parts(words, len) }
     }
 
     /// The words as plain integers, for filling from a snapshot before the filter is shared.
@@ -76,10 +110,16 @@ impl Storage {
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        #[cfg(unix)]
-        if let Storage::Mapped { base, map_len, .. } = *self {
+        match *self {
+            // SAFETY: freeing exactly what `alloc_zeroed` gave us, with its layout, once.
+            Storage::Heap { words, layout, .. } => unsafe {
+                std::alloc::dealloc(words as *mut u8, layout)
+            },
             // SAFETY: unmapping exactly the mapping we created, once.
-            unsafe { libc::munmap(base, map_len) };
+            #[cfg(unix)]
+            Storage::Mapped { base, map_len, .. } => unsafe {
+                libc::munmap(base, map_len);
+            },
         }
     }
 }
@@ -91,7 +131,7 @@ mod tests {
 
     #[test]
     fn both_kinds_are_zeroed_writable_and_aligned() {
-        for len in [16usize, (MAP_THRESHOLD / 8) + 3] {
+        for len in [16usize, 1, 1000, (MAP_THRESHOLD / 8) + 3] {
             let mut s = Storage::zeroed(len);
             assert_eq!(s.words().len(), len);
             assert!(s.words().iter().all(|w| w.load(Ordering::Relaxed) == 0));

@@ -47,20 +47,58 @@ pub struct CanonConfig {
 
 /// Tracking parameters that never change what a page shows.
 pub const DEFAULT_STRIP_PARAMS: &[&str] = &[
-    "utm_*", "gclid", "gclsrc", "gbraid", "wbraid", "dclid", "fbclid", "msclkid", "yclid", "twclid",
-    "ttclid", "igshid", "li_fat_id", "mc_cid", "mc_eid", "_hsenc", "_hsmi", "__hstc", "__hssc", "__hsfp",
-    "_ga", "_gl", "spm", "scm", "mkt_tok", "vero_id", "oly_anon_id", "oly_enc_id", "rb_clickid", "s_cid",
+    "utm_*",
+    "gclid",
+    "gclsrc",
+    "gbraid",
+    "wbraid",
+    "dclid",
+    "fbclid",
+    "msclkid",
+    "yclid",
+    "twclid",
+    "ttclid",
+    "igshid",
+    "li_fat_id",
+    "mc_cid",
+    "mc_eid",
+    "_hsenc",
+    "_hsmi",
+    "__hstc",
+    "__hssc",
+    "__hsfp",
+    "_ga",
+    "_gl",
+    "spm",
+    "scm",
+    "mkt_tok",
+    "vero_id",
+    "oly_anon_id",
+    "oly_enc_id",
+    "rb_clickid",
+    "s_cid",
 ];
 
 /// Session parameters, dropped only with a token-like value.
-pub const DEFAULT_SESSION_PARAMS: &[&str] =
-    &["sid", "sessionid", "session_id", "phpsessid", "jsessionid", "aspsessionid", "cfid", "cftoken"];
+pub const DEFAULT_SESSION_PARAMS: &[&str] = &[
+    "sid",
+    "sessionid",
+    "session_id",
+    "phpsessid",
+    "jsessionid",
+    "aspsessionid",
+    "cfid",
+    "cftoken",
+];
 
 impl Default for CanonConfig {
     fn default() -> Self {
         CanonConfig {
             strip_params: DEFAULT_STRIP_PARAMS.iter().map(|s| s.to_string()).collect(),
-            session_params: DEFAULT_SESSION_PARAMS.iter().map(|s| s.to_string()).collect(),
+            session_params: DEFAULT_SESSION_PARAMS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             sort_query: true,
         }
     }
@@ -148,7 +186,10 @@ fn normalize_escapes(src: &str, part: Part, out: &mut String) {
         }
         let c = b[i];
         if c == b'%' {
-            if let (Some(h), Some(l)) = (b.get(i + 1).and_then(|&x| hex(x)), b.get(i + 2).and_then(|&x| hex(x))) {
+            if let (Some(h), Some(l)) = (
+                b.get(i + 1).and_then(|&x| hex(x)),
+                b.get(i + 2).and_then(|&x| hex(x)),
+            ) {
                 let v = h * 16 + l;
                 if is_unreserved(v) && !completes_escape(out, v) {
                     out.push(v as char);
@@ -196,7 +237,9 @@ const fn needs_work(c: u8, part: Part) -> bool {
 }
 
 fn token_like(v: &str) -> bool {
-    v.len() >= 16 && v.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+    v.len() >= 16
+        && v.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
 }
 
 impl Canonicalizer {
@@ -214,7 +257,11 @@ impl Canonicalizer {
         Canonicalizer {
             strip_exact,
             strip_prefix,
-            session: cfg.session_params.iter().map(|s| s.to_ascii_lowercase()).collect(),
+            session: cfg
+                .session_params
+                .iter()
+                .map(|s| s.to_ascii_lowercase())
+                .collect(),
             sort_query: cfg.sort_query,
         }
     }
@@ -223,11 +270,15 @@ impl Canonicalizer {
         if name.is_empty() && value.is_empty() {
             return true;
         }
-        let lower_eq = |w: &String| w.len() == name.len() && w.as_bytes().eq_ignore_ascii_case(name.as_bytes());
+        let lower_eq = |w: &String| {
+            w.len() == name.len() && w.as_bytes().eq_ignore_ascii_case(name.as_bytes())
+        };
         if self.strip_exact.iter().any(lower_eq) {
             return true;
         }
-        if self.strip_prefix.iter().any(|p| name.len() >= p.len() && name.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes())) {
+        if self.strip_prefix.iter().any(|p| {
+            name.len() >= p.len() && name.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes())
+        }) {
             return true;
         }
         self.session.iter().any(lower_eq) && token_like(value)
@@ -278,7 +329,9 @@ impl Canonicalizer {
                 if i > 0 {
                     kept.push('/');
                 }
-                let cut = seg.find(';').filter(|&c| seg[c + 1..].to_ascii_lowercase().starts_with("jsessionid="));
+                let cut = seg
+                    .find(';')
+                    .filter(|&c| seg[c + 1..].to_ascii_lowercase().starts_with("jsessionid="));
                 kept.push_str(cut.map_or(seg, |c| &seg[..c]));
             }
             out.truncate(start);
@@ -295,7 +348,12 @@ impl Canonicalizer {
 
     /// As [`Canonicalizer::canonicalize`], writing into a reused buffer (cleared first).
     /// Returns whether the result is absolute.
-    pub fn canonicalize_into(&self, input: &str, base: Option<&Url>, out: &mut String) -> Result<bool, CanonError> {
+    pub fn canonicalize_into(
+        &self,
+        input: &str,
+        base: Option<&Url>,
+        out: &mut String,
+    ) -> Result<bool, CanonError> {
         out.clear();
         let s = input.trim_matches(|c: char| c <= ' ');
         // Tabs and newlines go before anything is read (WHATWG), so `h\tttp:` is `http:`.
@@ -377,6 +435,10 @@ impl Canonicalizer {
         let first_seg = out.split('/').next().unwrap_or("");
         if first_seg.contains(':') {
             out.insert_str(0, "./");
+        } else if out.starts_with("//") {
+            // Removing `;jsessionid=...` can leave `//x`, which would read as a host: a path that
+            // starts with `//` is written `/.//x` (RFC 3986 §3.3).
+            out.insert_str(0, "/.");
         }
         if let Some(q) = query {
             self.push_query(q, out);
@@ -386,8 +448,14 @@ impl Canonicalizer {
 
 /// `host.tld:8080/x`, `localhost:3000`: a host and port written without a scheme.
 fn is_host_port(b: &[u8]) -> bool {
-    let Some(colon) = memchr::memchr(b':', b) else { return false };
-    if colon == 0 || !b[..colon].iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-')) {
+    let Some(colon) = memchr::memchr(b':', b) else {
+        return false;
+    };
+    if colon == 0
+        || !b[..colon]
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-'))
+    {
         return false;
     }
     let rest = &b[colon + 1..];
@@ -405,25 +473,55 @@ mod tests {
 
     fn cb(s: &str, base: &str) -> String {
         let base = Url::parse(base).unwrap();
-        Canonicalizer::default().canonicalize(s, Some(&base)).unwrap().url
+        Canonicalizer::default()
+            .canonicalize(s, Some(&base))
+            .unwrap()
+            .url
     }
 
     #[test]
     fn policy_steps() {
-        assert_eq!(c("HTTP://Example.COM:80/a/./b/../c#frag"), "http://example.com/a/c");
+        assert_eq!(
+            c("HTTP://Example.COM:80/a/./b/../c#frag"),
+            "http://example.com/a/c"
+        );
         assert_eq!(c("https://example.com:443"), "https://example.com/");
-        assert_eq!(c("http://example.com/%7euser/%2Dx/%c3%a9"), "http://example.com/~user/-x/%C3%A9");
+        assert_eq!(
+            c("http://example.com/%7euser/%2Dx/%c3%a9"),
+            "http://example.com/~user/-x/%C3%A9"
+        );
         assert_eq!(c("http://example.com/a%2Fb"), "http://example.com/a%2Fb");
         assert_eq!(c("http://www.bücher.de/"), "http://www.xn--bcher-kva.de/");
-        assert_eq!(c("http://example.com/?b=2&a=1&utm_source=x&gclid=abc"), "http://example.com/?a=1&b=2");
-        assert_eq!(c("http://example.com/?a=2&b=1&a=1"), "http://example.com/?a=2&a=1&b=1");
+        assert_eq!(
+            c("http://example.com/?b=2&a=1&utm_source=x&gclid=abc"),
+            "http://example.com/?a=1&b=2"
+        );
+        assert_eq!(
+            c("http://example.com/?a=2&b=1&a=1"),
+            "http://example.com/?a=2&a=1&b=1"
+        );
         assert_eq!(c("http://example.com/p?"), "http://example.com/p");
         assert_eq!(c("http://example.com/p?&&a=1&"), "http://example.com/p?a=1");
-        assert_eq!(c("http://example.com/s?q=a%20b"), "http://example.com/s?q=a+b");
-        assert_eq!(c("http://example.com/s?q=a+b"), "http://example.com/s?q=a+b");
-        assert_eq!(c("http://example.com/x;jsessionid=ABCDEF0123/y"), "http://example.com/x/y");
-        assert_eq!(c("http://example.com/x?sid=0123456789abcdef0"), "http://example.com/x");
-        assert_eq!(c("http://example.com/x?sid=12"), "http://example.com/x?sid=12");
+        assert_eq!(
+            c("http://example.com/s?q=a%20b"),
+            "http://example.com/s?q=a+b"
+        );
+        assert_eq!(
+            c("http://example.com/s?q=a+b"),
+            "http://example.com/s?q=a+b"
+        );
+        assert_eq!(
+            c("http://example.com/x;jsessionid=ABCDEF0123/y"),
+            "http://example.com/x/y"
+        );
+        assert_eq!(
+            c("http://example.com/x?sid=0123456789abcdef0"),
+            "http://example.com/x"
+        );
+        assert_eq!(
+            c("http://example.com/x?sid=12"),
+            "http://example.com/x?sid=12"
+        );
         // Never merged.
         assert_ne!(c("http://example.com/About"), c("http://example.com/about"));
         assert_ne!(c("http://example.com/a/"), c("http://example.com/a"));
@@ -433,13 +531,27 @@ mod tests {
 
     #[test]
     fn relative_candidates() {
-        assert_eq!(cb("../x.html#top", "http://h.com/a/b/c.html"), "http://h.com/a/x.html");
-        assert_eq!(cb("//cdn.host/lib.js", "http://h.com/"), "http://cdn.host/lib.js");
+        assert_eq!(
+            cb("../x.html#top", "http://h.com/a/b/c.html"),
+            "http://h.com/a/x.html"
+        );
+        assert_eq!(
+            cb("//cdn.host/lib.js", "http://h.com/"),
+            "http://cdn.host/lib.js"
+        );
         assert_eq!(c("//cdn.host/lib.js"), "https://cdn.host/lib.js");
         assert_eq!(c("localhost:8080/api"), "http://localhost:8080/api");
-        assert_eq!(cb("api.host.com:8443/v1", "https://h.com/"), "https://api.host.com:8443/v1");
-        assert_eq!(cb("?page=2", "http://h.com/list?page=1"), "http://h.com/list?page=2");
-        let r = Canonicalizer::default().canonicalize("../a b/%7e.html?b=1&a=2#x", None).unwrap();
+        assert_eq!(
+            cb("api.host.com:8443/v1", "https://h.com/"),
+            "https://api.host.com:8443/v1"
+        );
+        assert_eq!(
+            cb("?page=2", "http://h.com/list?page=1"),
+            "http://h.com/list?page=2"
+        );
+        let r = Canonicalizer::default()
+            .canonicalize("../a b/%7e.html?b=1&a=2#x", None)
+            .unwrap();
         assert!(!r.absolute);
         assert_eq!(r.url, "../a%20b/~.html?a=2&b=1");
     }
@@ -447,18 +559,34 @@ mod tests {
     #[test]
     fn regression_non_ascii_relative_with_tab_does_not_panic() {
         // From the real candidate corpus: a relative path with raw non-ASCII and a tab.
-        let r = Canonicalizer::default().canonicalize("/\u{ef}\tA\u{f0}", None).unwrap();
+        let r = Canonicalizer::default()
+            .canonicalize("/\u{ef}\tA\u{f0}", None)
+            .unwrap();
         assert_eq!(r.url, "/%C3%AFA%C3%B0");
     }
 
     #[test]
     fn regression_decoding_never_forms_a_new_escape() {
         // Found by the idempotence property: `%%30a` decoded `%30` into `0`, forming `%0a`.
-        for s in ["Example.COM/%%30a", "/a%%341", "/x%4%31", "http://h.com/%%30a?q=%%30a"] {
+        for s in [
+            "Example.COM/%%30a",
+            "/a%%341",
+            "/x%4%31",
+            "http://h.com/%%30a?q=%%30a",
+        ] {
             let once = c(s);
             assert_eq!(c(&once), once, "{s}");
         }
         assert_eq!(c("/a%%30a"), "/a%%30a");
+    }
+
+    #[test]
+    fn regression_session_removal_never_creates_a_host() {
+        // Found by cargo fuzz: the whole first segment was a session parameter.
+        let s = "\u{f};jsessionid=nshttps://m.estatebeb0ase.cc\u{34a}k/articl/26?sid=f92";
+        let once = c(s);
+        assert!(once.starts_with("/.//m.estatebeb0ase.cc"), "{once}");
+        assert_eq!(c(&once), once);
     }
 
     #[test]
@@ -473,7 +601,11 @@ mod tests {
     #[test]
     fn regression_decoding_never_creates_a_scheme() {
         // Found by cargo fuzz: `%2E` decoded into a scheme name, then `https.http:` was a scheme.
-        for s in ["https%2Ehttp://newh//ww.ru:443/item.ph765", "x%2Ecom:80/a", "a%2Db:c"] {
+        for s in [
+            "https%2Ehttp://newh//ww.ru:443/item.ph765",
+            "x%2Ecom:80/a",
+            "a%2Db:c",
+        ] {
             let once = c(s);
             assert!(once.starts_with("./"), "{once}");
             assert_eq!(c(&once), once, "{s}");
@@ -483,9 +615,18 @@ mod tests {
     #[test]
     fn errors_are_values() {
         let k = Canonicalizer::default();
-        assert!(matches!(k.canonicalize("http://[::1", None), Err(CanonError::Parse(_))));
-        assert!(matches!(k.canonicalize("http://exa mple.com/", None), Err(CanonError::Parse(_))));
-        assert!(matches!(k.canonicalize("ftp://example.com/", None), Err(CanonError::Scheme(_))));
+        assert!(matches!(
+            k.canonicalize("http://[::1", None),
+            Err(CanonError::Parse(_))
+        ));
+        assert!(matches!(
+            k.canonicalize("http://exa mple.com/", None),
+            Err(CanonError::Parse(_))
+        ));
+        assert!(matches!(
+            k.canonicalize("ftp://example.com/", None),
+            Err(CanonError::Scheme(_))
+        ));
         // Regression (idempotence property): `http:///*` parsed to the host `*`.
         assert!(k.canonicalize("http:///*", None).is_err());
         assert!(k.canonicalize("http://-.-/", None).is_err());
@@ -493,7 +634,11 @@ mod tests {
 
     #[test]
     fn idempotent_on_examples() {
-        for s in ["HTTP://Example.COM:80/a/./b/../c#frag", "http://example.com/s?q=a%20b&z=%7e", "../a b/%7e.html?b=1&a=2#x"] {
+        for s in [
+            "HTTP://Example.COM:80/a/./b/../c#frag",
+            "http://example.com/s?q=a%20b&z=%7e",
+            "../a b/%7e.html?b=1&a=2#x",
+        ] {
             let once = c(s);
             assert_eq!(c(&once), once);
         }

@@ -37,7 +37,9 @@ fn push_pattern(canonical: &str, out: &mut String) {
     let before_q = before_q.split_once('#').map_or(before_q, |(a, _)| a);
     // Keep `scheme://authority` literally.
     let path_start = match before_q.find("://") {
-        Some(p) => before_q[p + 3..].find('/').map_or(before_q.len(), |q| p + 3 + q),
+        Some(p) => before_q[p + 3..]
+            .find('/')
+            .map_or(before_q.len(), |q| p + 3 + q),
         None => 0,
     };
     out.push_str(&before_q[..path_start]);
@@ -48,7 +50,11 @@ fn push_pattern(canonical: &str, out: &mut String) {
         push_segment(seg, out);
     }
     if let Some(q) = query {
-        let mut names: Vec<&str> = q.split('&').filter(|p| !p.is_empty()).map(|p| p.split_once('=').map_or(p, |(n, _)| n)).collect();
+        let mut names: Vec<&str> = q
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split_once('=').map_or(p, |(n, _)| n))
+            .collect();
         names.sort_unstable();
         names.dedup();
         if !names.is_empty() {
@@ -71,14 +77,22 @@ fn is_digits(s: &str) -> bool {
 fn is_uuid(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { *c == b'-' } else { c.is_ascii_hexdigit() })
+        && b.iter().enumerate().all(|(i, c)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                *c == b'-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        })
 }
 
 fn is_date(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 10
         && (b[4] == b'-' && b[7] == b'-' || b[4] == b'_' && b[7] == b'_')
-        && [0, 1, 2, 3, 5, 6, 8, 9].iter().all(|&i| b[i].is_ascii_digit())
+        && [0, 1, 2, 3, 5, 6, 8, 9]
+            .iter()
+            .all(|&i| b[i].is_ascii_digit())
         && matches!(&s[..2], "19" | "20")
 }
 
@@ -130,14 +144,32 @@ mod tests {
     fn variables_and_literals() {
         assert_eq!(pattern("http://h.com/user/123"), "http://h.com/user/{num}");
         assert_eq!(pattern("http://h.com/v1/items"), "http://h.com/v1/items");
-        assert_ne!(pattern("http://h.com/v1/items"), pattern("http://h.com/v2/items"));
+        assert_ne!(
+            pattern("http://h.com/v1/items"),
+            pattern("http://h.com/v2/items")
+        );
         assert_eq!(pattern("http://h.com/about"), "http://h.com/about");
-        assert_eq!(pattern("http://h.com/static/js/app.3fa2c9d1e0.js"), "http://h.com/static/js/app.{hash}.js");
-        assert_eq!(pattern("http://h.com/forum/thread-12-3-1.html"), "http://h.com/forum/thread-{num}-{num}-{num}.html");
-        assert_eq!(pattern("http://h.com/news/2024-05-01/x"), "http://h.com/news/{date}/x");
-        assert_eq!(pattern("http://h.com:8080/a?b=1&a=2&b=3"), "http://h.com:8080/a?a=&b=");
+        assert_eq!(
+            pattern("http://h.com/static/js/app.3fa2c9d1e0.js"),
+            "http://h.com/static/js/app.{hash}.js"
+        );
+        assert_eq!(
+            pattern("http://h.com/forum/thread-12-3-1.html"),
+            "http://h.com/forum/thread-{num}-{num}-{num}.html"
+        );
+        assert_eq!(
+            pattern("http://h.com/news/2024-05-01/x"),
+            "http://h.com/news/{date}/x"
+        );
+        assert_eq!(
+            pattern("http://h.com:8080/a?b=1&a=2&b=3"),
+            "http://h.com:8080/a?a=&b="
+        );
         assert_eq!(pattern("http://h.com"), "http://h.com");
         assert_eq!(pattern("../list/7?p=2"), "../list/{num}?p=");
-        assert_eq!(pattern_with_method("post", "http://h.com/api/9"), "POST http://h.com/api/{num}");
+        assert_eq!(
+            pattern_with_method("post", "http://h.com/api/9"),
+            "POST http://h.com/api/{num}"
+        );
     }
 }

@@ -30,7 +30,17 @@ use std::borrow::Cow;
 use super::reason::Reason;
 
 /// A named bundle of thresholds (`--profile`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
     /// Maximum collection: long URLs allowed, encoding ratio 0.5.
@@ -86,7 +96,10 @@ impl ValidatorConfig {
             return Err("max_len must be at least 1".into());
         }
         if !(self.encoding_ratio > 0.0 && self.encoding_ratio <= 1.0) {
-            return Err(format!("encoding_ratio must be in (0, 1], got {}", self.encoding_ratio));
+            return Err(format!(
+                "encoding_ratio must be in (0, 1], got {}",
+                self.encoding_ratio
+            ));
         }
         if self.fetchable_schemes.is_empty() {
             return Err("fetchable_schemes must name at least one scheme".into());
@@ -96,15 +109,9 @@ impl ValidatorConfig {
 }
 
 /// The junk validator. Cheap to clone, `Send + Sync`, no interior state.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Validator {
     cfg: ValidatorConfig,
-}
-
-impl Default for Validator {
-    fn default() -> Self {
-        Validator { cfg: ValidatorConfig::default() }
-    }
 }
 
 // ---- byte classes -------------------------------------------------------------------------------
@@ -126,7 +133,23 @@ const fn hex_val(b: u8) -> Option<u8> {
 
 /// Bytes after which a JS receiver (`window.`) or call is code, not a path: JS punctuation.
 const fn is_js_punct(b: u8) -> bool {
-    matches!(b, b'(' | b')' | b'{' | b'}' | b';' | b',' | b'=' | b'!' | b'&' | b'|' | b'+' | b' ' | b'?' | b':' | b'[')
+    matches!(
+        b,
+        b'(' | b')'
+            | b'{'
+            | b'}'
+            | b';'
+            | b','
+            | b'='
+            | b'!'
+            | b'&'
+            | b'|'
+            | b'+'
+            | b' '
+            | b'?'
+            | b':'
+            | b'['
+    )
 }
 
 /// Leading bytes that no URL reference starts with but JavaScript fragments cut out between
@@ -134,8 +157,26 @@ const fn is_js_punct(b: u8) -> bool {
 const fn is_js_leading(b: u8) -> bool {
     matches!(
         b,
-        b')' | b',' | b';' | b'}' | b']' | b'!' | b'+' | b'=' | b'|' | b'&' | b'*' | b'^' | b'(' | b'{' | b':'
-            | b'\'' | b'"' | b'`' | b'>' | b'\\' | b'$'
+        b')' | b','
+            | b';'
+            | b'}'
+            | b']'
+            | b'!'
+            | b'+'
+            | b'='
+            | b'|'
+            | b'&'
+            | b'*'
+            | b'^'
+            | b'('
+            | b'{'
+            | b':'
+            | b'\''
+            | b'"'
+            | b'`'
+            | b'>'
+            | b'\\'
+            | b'$'
     )
 }
 
@@ -175,9 +216,7 @@ const fn class_table() -> [u8; 256] {
         let b = i as u8;
         t[i] = if b.is_ascii_alphanumeric() || b >= 0x80 {
             C_ALNUM
-        } else if b == b' ' {
-            C_SPACE | C_CODE
-        } else if b == b'\t' {
+        } else if b == b' ' || b == b'\t' {
             C_SPACE | C_CODE
         } else if b == b':' {
             C_COLON
@@ -185,7 +224,25 @@ const fn class_table() -> [u8; 256] {
             C_SLASH
         } else if b < 0x20 || b == 0x7f {
             C_CONTROL
-        } else if matches!(b, b'(' | b')' | b'{' | b'}' | b'<' | b'>' | b'\'' | b'"' | b'$' | b';' | b'!' | b'|' | b'*' | b'`' | b'[' | b']' | b'\\') {
+        } else if matches!(
+            b,
+            b'(' | b')'
+                | b'{'
+                | b'}'
+                | b'<'
+                | b'>'
+                | b'\''
+                | b'"'
+                | b'$'
+                | b';'
+                | b'!'
+                | b'|'
+                | b'*'
+                | b'`'
+                | b'['
+                | b']'
+                | b'\\'
+        ) {
             C_CODE
         } else if matches!(b, b'%' | b'=' | b'&') {
             C_SPECIAL
@@ -218,7 +275,10 @@ fn scan(s: &[u8]) -> Scan {
         if c & C_SPECIAL != 0 {
             match b {
                 b'%' => {
-                    if let (Some(h), Some(l)) = (s.get(i + 1).and_then(|&c| hex_val(c)), s.get(i + 2).and_then(|&c| hex_val(c))) {
+                    if let (Some(h), Some(l)) = (
+                        s.get(i + 1).and_then(|&c| hex_val(c)),
+                        s.get(i + 2).and_then(|&c| hex_val(c)),
+                    ) {
                         i = scan_escape(s, i, h * 16 + l, &mut sc);
                         continue;
                     }
@@ -243,7 +303,11 @@ fn scan(s: &[u8]) -> Scan {
     sc.has_space = classes & C_SPACE != 0;
     sc.has_code_punct |= classes & C_CODE != 0;
     sc.has_colon = classes & C_COLON != 0;
-    sc.first_slash = if classes & C_SLASH != 0 { memchr::memchr(b'/', s) } else { None };
+    sc.first_slash = if classes & C_SLASH != 0 {
+        memchr::memchr(b'/', s)
+    } else {
+        None
+    };
     sc
 }
 
@@ -290,69 +354,340 @@ fn scan_escape(s: &[u8], i: usize, v: u8, sc: &mut Scan) -> usize {
 
 /// Receivers whose member access is JavaScript, not a file name (`window.location.href`).
 const JS_RECEIVERS: &[&str] = &[
-    "window", "document", "console", "this", "self", "globalThis", "navigator", "location", "localStorage",
-    "sessionStorage", "history", "Math", "JSON", "Object", "Array", "Promise", "String", "Number", "Reflect",
-    "Symbol", "module", "exports", "process", "props", "state", "event", "evt", "jQuery", "React", "Vue",
+    "window",
+    "document",
+    "console",
+    "this",
+    "self",
+    "globalThis",
+    "navigator",
+    "location",
+    "localStorage",
+    "sessionStorage",
+    "history",
+    "Math",
+    "JSON",
+    "Object",
+    "Array",
+    "Promise",
+    "String",
+    "Number",
+    "Reflect",
+    "Symbol",
+    "module",
+    "exports",
+    "process",
+    "props",
+    "state",
+    "event",
+    "evt",
+    "jQuery",
+    "React",
+    "Vue",
 ];
 
 /// Extensions and TLDs that end a dotted chain which is a file or host name (`document.pdf`).
 const NAME_ENDINGS: &[&str] = &[
-    "html", "htm", "shtml", "xhtml", "php", "asp", "aspx", "jsp", "jspx", "do", "action", "cgi", "pl", "py",
-    "rb", "js", "mjs", "cjs", "css", "json", "xml", "txt", "md", "pdf", "doc", "docx", "xls", "xlsx", "ppt",
-    "pptx", "odt", "rtf", "csv", "zip", "gz", "tgz", "bz2", "xz", "rar", "7z", "tar", "jpg", "jpeg", "png",
-    "gif", "svg", "webp", "ico", "bmp", "avif", "mp3", "mp4", "webm", "ogg", "wav", "avi", "mov", "woff",
-    "woff2", "ttf", "otf", "eot", "map", "wasm", "swf", "apk", "exe", "dmg", "msi", "deb", "rpm", "iso",
-    "img", "bin", "com", "net", "org", "io", "cn", "de", "uk", "jp", "ru", "fr", "it", "nl", "es", "info",
-    "co", "me", "tv", "us", "edu", "gov", "app", "dev",
+    "html", "htm", "shtml", "xhtml", "php", "asp", "aspx", "jsp", "jspx", "do", "action", "cgi",
+    "pl", "py", "rb", "js", "mjs", "cjs", "css", "json", "xml", "txt", "md", "pdf", "doc", "docx",
+    "xls", "xlsx", "ppt", "pptx", "odt", "rtf", "csv", "zip", "gz", "tgz", "bz2", "xz", "rar",
+    "7z", "tar", "jpg", "jpeg", "png", "gif", "svg", "webp", "ico", "bmp", "avif", "mp3", "mp4",
+    "webm", "ogg", "wav", "avi", "mov", "woff", "woff2", "ttf", "otf", "eot", "map", "wasm", "swf",
+    "apk", "exe", "dmg", "msi", "deb", "rpm", "iso", "img", "bin", "com", "net", "org", "io", "cn",
+    "de", "uk", "jp", "ru", "fr", "it", "nl", "es", "info", "co", "me", "tv", "us", "edu", "gov",
+    "app", "dev",
 ];
 
 /// Whole-candidate JavaScript keywords, literals and well-known globals (case-sensitive).
 const JS_KEYWORDS: &[&str] = &[
-    "break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete", "do", "else",
-    "export", "extends", "finally", "for", "function", "if", "import", "in", "instanceof", "let", "new",
-    "return", "super", "switch", "this", "throw", "try", "typeof", "var", "void", "while", "with", "yield",
-    "await", "async", "null", "undefined", "true", "false", "NaN", "Infinity", "prototype", "constructor",
-    "arguments", "window", "document", "console", "length", "toString", "valueOf", "hasOwnProperty",
-    "use strict", "[object Object]",
+    "break",
+    "case",
+    "catch",
+    "class",
+    "const",
+    "continue",
+    "debugger",
+    "default",
+    "delete",
+    "do",
+    "else",
+    "export",
+    "extends",
+    "finally",
+    "for",
+    "function",
+    "if",
+    "import",
+    "in",
+    "instanceof",
+    "let",
+    "new",
+    "return",
+    "super",
+    "switch",
+    "this",
+    "throw",
+    "try",
+    "typeof",
+    "var",
+    "void",
+    "while",
+    "with",
+    "yield",
+    "await",
+    "async",
+    "null",
+    "undefined",
+    "true",
+    "false",
+    "NaN",
+    "Infinity",
+    "prototype",
+    "constructor",
+    "arguments",
+    "window",
+    "document",
+    "console",
+    "length",
+    "toString",
+    "valueOf",
+    "hasOwnProperty",
+    "use strict",
+    "[object Object]",
 ];
 
 /// Whole-candidate CSS property names and keyword values (ASCII case-insensitive).
 const CSS_KEYWORDS: &[&str] = &[
-    "align-items", "animation", "background", "background-color", "background-image", "background-position",
-    "background-size", "border", "border-bottom", "border-color", "border-left", "border-radius",
-    "border-right", "border-top", "border-width", "bottom", "box-shadow", "box-sizing", "clear", "color",
-    "cursor", "display", "flex", "flex-direction", "float", "font", "font-family", "font-size", "font-style",
-    "font-weight", "height", "justify-content", "left", "letter-spacing", "line-height", "list-style",
-    "margin", "margin-bottom", "margin-left", "margin-right", "margin-top", "max-height", "max-width",
-    "min-height", "min-width", "opacity", "outline", "overflow", "overflow-x", "overflow-y", "padding",
-    "padding-bottom", "padding-left", "padding-right", "padding-top", "pointer-events", "position", "right",
-    "text-align", "text-decoration", "text-transform", "top", "transform", "transition", "vertical-align",
-    "visibility", "white-space", "width", "word-break", "word-wrap", "z-index", "none", "auto", "inherit",
-    "initial", "unset", "block", "inline", "inline-block", "inline-flex", "grid", "absolute", "relative",
-    "fixed", "sticky", "static", "hidden", "visible", "solid", "dashed", "dotted", "transparent", "bold",
-    "normal", "italic", "nowrap", "pointer", "underline", "uppercase", "lowercase", "center", "middle",
-    "baseline", "ease", "ease-in", "ease-out", "ease-in-out", "linear", "scroll", "both", "contain", "cover",
-    "no-repeat", "repeat", "sans-serif", "serif", "monospace", "important", "!important", "currentcolor",
+    "align-items",
+    "animation",
+    "background",
+    "background-color",
+    "background-image",
+    "background-position",
+    "background-size",
+    "border",
+    "border-bottom",
+    "border-color",
+    "border-left",
+    "border-radius",
+    "border-right",
+    "border-top",
+    "border-width",
+    "bottom",
+    "box-shadow",
+    "box-sizing",
+    "clear",
+    "color",
+    "cursor",
+    "display",
+    "flex",
+    "flex-direction",
+    "float",
+    "font",
+    "font-family",
+    "font-size",
+    "font-style",
+    "font-weight",
+    "height",
+    "justify-content",
+    "left",
+    "letter-spacing",
+    "line-height",
+    "list-style",
+    "margin",
+    "margin-bottom",
+    "margin-left",
+    "margin-right",
+    "margin-top",
+    "max-height",
+    "max-width",
+    "min-height",
+    "min-width",
+    "opacity",
+    "outline",
+    "overflow",
+    "overflow-x",
+    "overflow-y",
+    "padding",
+    "padding-bottom",
+    "padding-left",
+    "padding-right",
+    "padding-top",
+    "pointer-events",
+    "position",
+    "right",
+    "text-align",
+    "text-decoration",
+    "text-transform",
+    "top",
+    "transform",
+    "transition",
+    "vertical-align",
+    "visibility",
+    "white-space",
+    "width",
+    "word-break",
+    "word-wrap",
+    "z-index",
+    "none",
+    "auto",
+    "inherit",
+    "initial",
+    "unset",
+    "block",
+    "inline",
+    "inline-block",
+    "inline-flex",
+    "grid",
+    "absolute",
+    "relative",
+    "fixed",
+    "sticky",
+    "static",
+    "hidden",
+    "visible",
+    "solid",
+    "dashed",
+    "dotted",
+    "transparent",
+    "bold",
+    "normal",
+    "italic",
+    "nowrap",
+    "pointer",
+    "underline",
+    "uppercase",
+    "lowercase",
+    "center",
+    "middle",
+    "baseline",
+    "ease",
+    "ease-in",
+    "ease-out",
+    "ease-in-out",
+    "linear",
+    "scroll",
+    "both",
+    "contain",
+    "cover",
+    "no-repeat",
+    "repeat",
+    "sans-serif",
+    "serif",
+    "monospace",
+    "important",
+    "!important",
+    "currentcolor",
 ];
 
-const CSS_UNITS: &[&str] = &["px", "em", "rem", "vh", "vw", "vmin", "vmax", "pt", "pc", "ex", "ch", "deg", "rad", "ms", "s", "fr", "%"];
+const CSS_UNITS: &[&str] = &[
+    "px", "em", "rem", "vh", "vw", "vmin", "vmax", "pt", "pc", "ex", "ch", "deg", "rad", "ms", "s",
+    "fr", "%",
+];
 
-const MIME_TYPES: &[&str] = &["application", "text", "image", "audio", "video", "font", "multipart", "message", "model"];
+const MIME_TYPES: &[&str] = &[
+    "application",
+    "text",
+    "image",
+    "audio",
+    "video",
+    "font",
+    "multipart",
+    "message",
+    "model",
+];
 
 /// Registered subtypes (base part, before any `+suffix`) that appear as bogus paths.
 const MIME_SUBTYPES: &[&str] = &[
-    "json", "xml", "html", "plain", "javascript", "ecmascript", "css", "csv", "octet-stream", "pdf", "zip",
-    "gzip", "form-data", "jpeg", "jpg", "png", "gif", "webp", "svg", "bmp", "tiff", "ico", "avif", "heic",
-    "mpeg", "mp4", "webm", "ogg", "wav", "mp3", "aac", "flac", "opus", "midi", "quicktime", "3gpp", "woff",
-    "woff2", "ttf", "otf", "sfnt", "collection", "rtf", "msword", "wasm", "ld", "rss", "atom", "xhtml",
-    "graphql", "protobuf", "markdown", "event-stream", "mixed", "alternative", "related", "byteranges",
-    "rfc822", "http", "partial", "problem", "manifest", "calendar", "richtext", "tab-separated-values", "vtt",
-    "sql", "yaml", "toml", "java-archive", "pkcs7-mime", "pkcs8", "postscript", "soap", "xslt", "zstd",
-    "cbor", "msgpack", "jwt", "jose", "dns-message", "ogg", "x-icon", "svg+xml",
+    "json",
+    "xml",
+    "html",
+    "plain",
+    "javascript",
+    "ecmascript",
+    "css",
+    "csv",
+    "octet-stream",
+    "pdf",
+    "zip",
+    "gzip",
+    "form-data",
+    "jpeg",
+    "jpg",
+    "png",
+    "gif",
+    "webp",
+    "svg",
+    "bmp",
+    "tiff",
+    "ico",
+    "avif",
+    "heic",
+    "mpeg",
+    "mp4",
+    "webm",
+    "ogg",
+    "wav",
+    "mp3",
+    "aac",
+    "flac",
+    "opus",
+    "midi",
+    "quicktime",
+    "3gpp",
+    "woff",
+    "woff2",
+    "ttf",
+    "otf",
+    "sfnt",
+    "collection",
+    "rtf",
+    "msword",
+    "wasm",
+    "ld",
+    "rss",
+    "atom",
+    "xhtml",
+    "graphql",
+    "protobuf",
+    "markdown",
+    "event-stream",
+    "mixed",
+    "alternative",
+    "related",
+    "byteranges",
+    "rfc822",
+    "http",
+    "partial",
+    "problem",
+    "manifest",
+    "calendar",
+    "richtext",
+    "tab-separated-values",
+    "vtt",
+    "sql",
+    "yaml",
+    "toml",
+    "java-archive",
+    "pkcs7-mime",
+    "pkcs8",
+    "postscript",
+    "soap",
+    "xslt",
+    "zstd",
+    "cbor",
+    "msgpack",
+    "jwt",
+    "jose",
+    "dns-message",
+    "ogg",
+    "x-icon",
+    "svg+xml",
 ];
 
 fn eq_ignore_case_any(s: &[u8], list: &[&str]) -> bool {
-    list.iter().any(|w| w.len() == s.len() && w.as_bytes().eq_ignore_ascii_case(s))
+    list.iter()
+        .any(|w| w.len() == s.len() && w.as_bytes().eq_ignore_ascii_case(s))
 }
 
 /// Substring search for short needles in short haystacks: memchr on the first byte, then a
@@ -380,7 +715,9 @@ impl Validator {
 
     /// A validator for a named profile.
     pub fn with_profile(p: Profile) -> Self {
-        Validator { cfg: ValidatorConfig::from_profile(p) }
+        Validator {
+            cfg: ValidatorConfig::from_profile(p),
+        }
     }
 
     /// The thresholds in force.
@@ -416,17 +753,34 @@ impl Validator {
         }
         let scheme = scheme_of(b);
         if let Some(sch) = scheme {
-            if !self.cfg.fetchable_schemes.iter().any(|f| f.as_bytes().eq_ignore_ascii_case(sch)) {
+            if !self
+                .cfg
+                .fetchable_schemes
+                .iter()
+                .any(|f| f.as_bytes().eq_ignore_ascii_case(sch))
+            {
                 return Err(Reason::NonFetchableScheme);
             }
         }
         if !sc.has_alnum {
-            return if is_dot_slash_path(b) { Ok(()) } else { Err(Reason::PureSymbols) };
+            return if is_dot_slash_path(b) {
+                Ok(())
+            } else {
+                Err(Reason::PureSymbols)
+            };
         }
         if b[0] == b'#' {
-            return Err(if is_hex_color(&b[1..]) { Reason::ColorValue } else { Reason::FragmentOnly });
+            return Err(if is_hex_color(&b[1..]) {
+                Reason::ColorValue
+            } else {
+                Reason::FragmentOnly
+            });
         }
-        if starts_with_ignore_case(b, b"rgb(") || starts_with_ignore_case(b, b"rgba(") || starts_with_ignore_case(b, b"hsl(") || starts_with_ignore_case(b, b"hsla(") {
+        if starts_with_ignore_case(b, b"rgb(")
+            || starts_with_ignore_case(b, b"rgba(")
+            || starts_with_ignore_case(b, b"hsl(")
+            || starts_with_ignore_case(b, b"hsla(")
+        {
             return Err(Reason::ColorValue);
         }
         if starts_with_css_function(b) {
@@ -485,7 +839,11 @@ impl Validator {
             return Err(Reason::JsArtifact);
         }
         // Keywords are short and have no `/`, `.` or `:`; most URLs skip the word lists.
-        if b.len() <= 24 && sc.first_slash.is_none() && scheme.is_none() && memchr::memchr2(b'.', b':', b).is_none() {
+        if b.len() <= 24
+            && sc.first_slash.is_none()
+            && scheme.is_none()
+            && memchr::memchr2(b'.', b':', b).is_none()
+        {
             if JS_KEYWORDS.iter().any(|w| w.as_bytes() == b) {
                 return Err(Reason::JsKeyword);
             }
@@ -538,7 +896,10 @@ pub fn clean(s: &str) -> Cow<'_, str> {
     }
     // The WHATWG parser removes ASCII tabs and newlines anywhere, before it reads the scheme:
     // `java\tscript:` is `javascript:`.
-    let mut t: String = trim(s).chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+    let mut t: String = trim(s)
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
     // JSON-escaped slashes (`https:\/\/h\/a`, common in URLs lifted from JSON) are slashes.
     if t.contains("\\/") {
         t = t.replace("\\/", "/");
@@ -555,6 +916,11 @@ pub fn clean(s: &str) -> Cow<'_, str> {
 
 fn clean_stripped(s: &str) -> &str {
     let mut t = trim(s);
+    // The fragment goes first (canonicalization drops it), so that residue before it is trailing
+    // residue: `6'#x` and `6'` must clean alike. A fragment-only candidate is kept for the rules.
+    if let Some(h) = t.find('#').filter(|&h| h > 0) {
+        t = trim(&t[..h]);
+    }
     if let Some(sch) = scheme_of(t.as_bytes()) {
         if t.as_bytes()[sch.len() + 1..].starts_with(b"//") {
             if let Some(cut) = memchr::memchr3(b'"', b'<', b'`', t.as_bytes()) {
@@ -577,7 +943,29 @@ fn ends_open_paren(b: &[u8]) -> bool {
 
 /// Bytes that mark a candidate's head (before `?`/`#`) as possible code rather than a path.
 const fn is_code_byte(c: u8) -> bool {
-    matches!(c, b'(' | b')' | b'{' | b'}' | b'<' | b'>' | b'\'' | b'"' | b';' | b'$' | b'!' | b'|' | b'*' | b'`' | b'[' | b']' | b'\\' | b' ' | b',' | b'+' | b'=')
+    matches!(
+        c,
+        b'(' | b')'
+            | b'{'
+            | b'}'
+            | b'<'
+            | b'>'
+            | b'\''
+            | b'"'
+            | b';'
+            | b'$'
+            | b'!'
+            | b'|'
+            | b'*'
+            | b'`'
+            | b'['
+            | b']'
+            | b'\\'
+            | b' '
+            | b','
+            | b'+'
+            | b'='
+    )
 }
 
 /// The rules for code punctuation, applied to the head of a URL or to a whole fragment of code.
@@ -592,7 +980,11 @@ fn code_rules(b: &[u8], absolute: bool) -> Option<Reason> {
     if memchr::memchr(b'`', b).is_some() {
         return Some(Reason::JsCode);
     }
-    let first_slash = if absolute { Some(0) } else { memchr::memchr(b'/', b) };
+    let first_slash = if absolute {
+        Some(0)
+    } else {
+        memchr::memchr(b'/', b)
+    };
     js_code(b, first_slash).then_some(Reason::JsCode)
 }
 
@@ -609,7 +1001,11 @@ fn strong_code_markers(b: &[u8]) -> Option<Reason> {
         return Some(Reason::HtmlTag);
     }
     // Not `function(`: a playground link's code may call a variable named `function`.
-    if find(b, b"=>").is_some() || find(b, b"===").is_some() || find(b, b"!==").is_some() || declaration(b) {
+    if find(b, b"=>").is_some()
+        || find(b, b"===").is_some()
+        || find(b, b"!==").is_some()
+        || declaration(b)
+    {
         return Some(Reason::JsCode);
     }
     None
@@ -618,9 +1014,23 @@ fn strong_code_markers(b: &[u8]) -> Option<Reason> {
 /// `translate(-.3px)`, `cubic-bezier(`, `calc(`, `var(--x)`, `url(/a.png)`: CSS functions.
 fn starts_with_css_function(b: &[u8]) -> bool {
     const F: &[&[u8]] = &[
-        b"translate(", b"translatex(", b"translatey(", b"translate3d(", b"rotate(", b"scale(", b"matrix(",
-        b"matrix3d(", b"skew(", b"cubic-bezier(", b"calc(", b"var(", b"url(", b"linear-gradient(",
-        b"radial-gradient(", b"steps(", b"attr(",
+        b"translate(",
+        b"translatex(",
+        b"translatey(",
+        b"translate3d(",
+        b"rotate(",
+        b"scale(",
+        b"matrix(",
+        b"matrix3d(",
+        b"skew(",
+        b"cubic-bezier(",
+        b"calc(",
+        b"var(",
+        b"url(",
+        b"linear-gradient(",
+        b"radial-gradient(",
+        b"steps(",
+        b"attr(",
     ];
     F.iter().any(|f| starts_with_ignore_case(b, f))
 }
@@ -639,7 +1049,9 @@ fn encoded_blob(b: &[u8]) -> bool {
 
 /// `0.76,0,0.24,1`: a comma-separated list of numbers (cubic-bezier arguments, coordinates).
 fn number_list(b: &[u8]) -> bool {
-    b.contains(&b',') && b.split(|&c| c == b',').all(|p| !p.is_empty() && number_like(p) == Some(Reason::BareNumber))
+    b.contains(&b',')
+        && b.split(|&c| c == b',')
+            .all(|p| !p.is_empty() && number_like(p) == Some(Reason::BareNumber))
 }
 
 fn starts_with_ignore_case(b: &[u8], p: &[u8]) -> bool {
@@ -662,7 +1074,10 @@ pub(crate) fn scheme_of(b: &[u8]) -> Option<&[u8]> {
     // `word:digits` followed by end, `/`, `?` or `#` is host:port.
     let rest = &b[i + 1..];
     let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
-    if digits > 0 && digits <= 5 && (digits == rest.len() || matches!(rest[digits], b'/' | b'?' | b'#')) {
+    if digits > 0
+        && digits <= 5
+        && (digits == rest.len() || matches!(rest[digits], b'/' | b'?' | b'#'))
+    {
         return None;
     }
     Some(&b[..i])
@@ -721,7 +1136,18 @@ fn is_hex_color(b: &[u8]) -> bool {
 
 /// `{{x}}`, `{% x %}`, `<% x %>`, `<?php`, `${x}`, `#{x}`, `{id}` / `{0}` placeholders.
 fn template_syntax(b: &[u8]) -> Option<Reason> {
-    for pat in [&b"{{"[..], b"}}", b"{%", b"%}", b"<%", b"%>", b"${", b"#{", b"<?", b"?>"] {
+    for pat in [
+        &b"{{"[..],
+        b"}}",
+        b"{%",
+        b"%}",
+        b"<%",
+        b"%>",
+        b"${",
+        b"#{",
+        b"<?",
+        b"?>",
+    ] {
         if find(b, pat).is_some() {
             return Some(Reason::TemplateSyntax);
         }
@@ -730,7 +1156,9 @@ fn template_syntax(b: &[u8]) -> Option<Reason> {
     let mut i = 0;
     while let Some(off) = memchr::memchr(b'$', &b[i..]) {
         let p = i + off;
-        if b.get(p + 1).is_some_and(u8::is_ascii_digit) && (p == 0 || matches!(b[p - 1], b'/' | b'=' | b']' | b'>' | b' ')) {
+        if b.get(p + 1).is_some_and(u8::is_ascii_digit)
+            && (p == 0 || matches!(b[p - 1], b'/' | b'=' | b']' | b'>' | b' '))
+        {
             return Some(Reason::TemplateSyntax);
         }
         i = p + 1;
@@ -739,7 +1167,10 @@ fn template_syntax(b: &[u8]) -> Option<Reason> {
     let mut i = 0;
     while let Some(off) = memchr::memchr(b'{', &b[i..]) {
         let start = i + off + 1;
-        let body = b[start..].iter().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')).count();
+        let body = b[start..]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+            .count();
         if body > 0 && b.get(start + body) == Some(&b'}') {
             return Some(Reason::TemplateSyntax);
         }
@@ -750,7 +1181,8 @@ fn template_syntax(b: &[u8]) -> Option<Reason> {
 
 /// `/users/:id`: a path segment that starts with `:` and an identifier (Express/Rails routes).
 fn path_placeholder(b: &[u8]) -> bool {
-    memchr::memchr_iter(b':', b).any(|p| p > 0 && b[p - 1] == b'/' && b.get(p + 1).is_some_and(|&c| is_ident_start(c)))
+    memchr::memchr_iter(b':', b)
+        .any(|p| p > 0 && b[p - 1] == b'/' && b.get(p + 1).is_some_and(|&c| is_ident_start(c)))
 }
 
 /// `<div`, `</a`, `<!DOCTYPE`, `<!--` (comment handled separately), `&lt;b`.
@@ -766,7 +1198,9 @@ fn html_tag(b: &[u8]) -> bool {
         i = p + 1;
     }
     if let Some(p) = find(b, b"&lt;") {
-        if b.get(p + 4).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'/') {
+        if b.get(p + 4)
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'/')
+        {
             return true;
         }
     }
@@ -803,7 +1237,13 @@ struct Chain<'a> {
 }
 
 fn ident_chain(b: &[u8]) -> Chain<'_> {
-    let mut c = Chain { count: 0, first: &[], last: &[], min_tail_len: usize::MAX, end: 0 };
+    let mut c = Chain {
+        count: 0,
+        first: &[],
+        last: &[],
+        min_tail_len: usize::MAX,
+        end: 0,
+    };
     let mut i = 0;
     while i < b.len() && is_ident_start(b[i]) {
         let start = i;
@@ -855,9 +1295,33 @@ fn js_dotted_chain(b: &[u8]) -> bool {
 
 /// Known global functions whose call is code wherever it appears without a path before it.
 const JS_CALLS: &[&str] = &[
-    "alert", "eval", "encodeURIComponent", "decodeURIComponent", "encodeURI", "decodeURI", "escape",
-    "unescape", "parseInt", "parseFloat", "setTimeout", "setInterval", "require", "import", "fetch", "jQuery",
-    "$", "url", "isNaN", "confirm", "prompt", "Symbol", "String", "Number", "Boolean", "Object", "Array",
+    "alert",
+    "eval",
+    "encodeURIComponent",
+    "decodeURIComponent",
+    "encodeURI",
+    "decodeURI",
+    "escape",
+    "unescape",
+    "parseInt",
+    "parseFloat",
+    "setTimeout",
+    "setInterval",
+    "require",
+    "import",
+    "fetch",
+    "jQuery",
+    "$",
+    "url",
+    "isNaN",
+    "confirm",
+    "prompt",
+    "Symbol",
+    "String",
+    "Number",
+    "Boolean",
+    "Object",
+    "Array",
 ];
 
 fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
@@ -871,7 +1335,22 @@ fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
     if declaration(b) || new_call(b) {
         return true;
     }
-    for kw in [&b"return "[..], b"typeof ", b"void ", b"throw ", b"await ", b"delete ", b"if(", b"if (", b"for(", b"for (", b"while(", b"switch(", b"else{", b"else "] {
+    for kw in [
+        &b"return "[..],
+        b"typeof ",
+        b"void ",
+        b"throw ",
+        b"await ",
+        b"delete ",
+        b"if(",
+        b"if (",
+        b"for(",
+        b"for (",
+        b"while(",
+        b"switch(",
+        b"else{",
+        b"else ",
+    ] {
         if b.starts_with(kw) {
             return true;
         }
@@ -883,7 +1362,12 @@ fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
             let p = i + off;
             let before = if p == 0 { None } else { Some(b[p - 1]) };
             let after = b.get(p + 2).copied();
-            let codey = |c: Option<u8>| matches!(c, None | Some(b'(' | b')' | b'!' | b'\'' | b'"' | b' ' | b'$'));
+            let codey = |c: Option<u8>| {
+                matches!(
+                    c,
+                    None | Some(b'(' | b')' | b'!' | b'\'' | b'"' | b' ' | b'$')
+                )
+            };
             if codey(before) || codey(after) {
                 return true;
             }
@@ -891,7 +1375,23 @@ fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
         }
     }
     // Statement and call punctuation that URLs do not contain.
-    for pat in [&b"){"[..], b"}(", b";}", b"};", b");", b"')", b"\")", b"('", b"(\"", b"'+", b"+'", b"\"+", b"+\"", b"](", b")."] {
+    for pat in [
+        &b"){"[..],
+        b"}(",
+        b";}",
+        b"};",
+        b");",
+        b"')",
+        b"\")",
+        b"('",
+        b"(\"",
+        b"'+",
+        b"+'",
+        b"\"+",
+        b"+\"",
+        b"](",
+        b").",
+    ] {
         if let Some(p) = find(b, pat) {
             // `).` only counts before a call: `).then(`, not `(v=vs.85).aspx`.
             if pat == b")." {
@@ -1026,7 +1526,14 @@ fn js_artifact(b: &[u8], absolute: bool) -> bool {
     }
     let end = memchr::memchr2(b'?', b'#', path).unwrap_or(path.len());
     path[..end].split(|&c| c == b'/').any(|seg| {
-        matches!(seg, b"undefined" | b"null" | b"[object Object]" | b"[object%20Object]" | b"%5Bobject%20Object%5D")
+        matches!(
+            seg,
+            b"undefined"
+                | b"null"
+                | b"[object Object]"
+                | b"[object%20Object]"
+                | b"%5Bobject%20Object%5D"
+        )
     })
 }
 
@@ -1048,7 +1555,10 @@ fn number_like(b: &[u8]) -> Option<Reason> {
     if int + frac == 0 {
         return None;
     }
-    if matches!(b.get(i), Some(b'e' | b'E')) && b.get(i + 1).is_some_and(|c| c.is_ascii_digit() || *c == b'-' || *c == b'+') {
+    if matches!(b.get(i), Some(b'e' | b'E'))
+        && b.get(i + 1)
+            .is_some_and(|c| c.is_ascii_digit() || *c == b'-' || *c == b'+')
+    {
         let mut j = i + 1;
         if matches!(b[j], b'-' | b'+') {
             j += 1;
@@ -1062,7 +1572,10 @@ fn number_like(b: &[u8]) -> Option<Reason> {
         return Some(Reason::BareNumber);
     }
     let unit = &b[i..];
-    if CSS_UNITS.iter().any(|u| u.as_bytes().eq_ignore_ascii_case(unit)) {
+    if CSS_UNITS
+        .iter()
+        .any(|u| u.as_bytes().eq_ignore_ascii_case(unit))
+    {
         return Some(Reason::CssValue);
     }
     None
@@ -1100,7 +1613,10 @@ fn mime_path(b: &[u8], absolute: bool) -> bool {
     let sub = sub.split(|&c| c == b';').next().unwrap_or(sub);
     let base = sub.split(|&c| c == b'+').next().unwrap_or(sub);
     let lower_starts = |p: &[u8]| base.len() > p.len() && base[..p.len()].eq_ignore_ascii_case(p);
-    eq_ignore_case_any(base, MIME_SUBTYPES) || lower_starts(b"x-") || lower_starts(b"vnd.") || lower_starts(b"prs.")
+    eq_ignore_case_any(base, MIME_SUBTYPES)
+        || lower_starts(b"x-")
+        || lower_starts(b"vnd.")
+        || lower_starts(b"prs.")
 }
 
 #[cfg(test)]
@@ -1187,7 +1703,10 @@ mod tests {
         reject("this.props.url", Reason::JsCode);
         reject("new Date()", Reason::JsCode);
         reject("/application/x-shockwave-flash", Reason::MimeType);
-        reject("http://testphp.vulnweb.com/application/x-shockwave-flash", Reason::MimeType);
+        reject(
+            "http://testphp.vulnweb.com/application/x-shockwave-flash",
+            Reason::MimeType,
+        );
         reject("http://testphp.vulnweb.com/AJAX/text/xml", Reason::MimeType);
         reject("/AJAX/text/xml", Reason::MimeType);
     }
@@ -1231,7 +1750,10 @@ mod tests {
         reject("document.getElementById", Reason::JsCode);
         reject("a.b === c", Reason::JsCode);
         reject("x => x.id", Reason::JsCode);
-        reject("http://example.com/path?code=function(){}=>return", Reason::JsCode);
+        reject(
+            "http://example.com/path?code=function(){}=>return",
+            Reason::JsCode,
+        );
         reject("n.selection.select(n.$(", Reason::JsCode);
         reject("return", Reason::JsKeyword);
         reject("prototype", Reason::JsKeyword);
@@ -1245,9 +1767,15 @@ mod tests {
         reject("text/html; charset=utf-8", Reason::MimeType);
         reject("font/woff2", Reason::MimeType);
         reject("image/svg+xml", Reason::MimeType);
-        reject("http://example.com/%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20", Reason::EncodingRatio);
+        reject(
+            "http://example.com/%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20",
+            Reason::EncodingRatio,
+        );
         reject("%m/%d/%Y", Reason::BadPercentEncoding);
-        reject("AQEAOjAAAAEAAAAAAA0AEAAAAEikSaSUuZW5w7zEvOK/47+uyK/IV8pYytHV0tUBAQA6MAAAAQ==", Reason::EncodedBlob);
+        reject(
+            "AQEAOjAAAAEAAAAAAA0AEAAAAEikSaSUuZW5w7zEvOK/47+uyK/IV8pYytHV0tUBAQA6MAAAAQ==",
+            Reason::EncodedBlob,
+        );
         reject("www.dailymotion.com/embed/video/$1", Reason::TemplateSyntax);
         reject("[url=$1]$2[/url]", Reason::TemplateSyntax);
         reject("translate(-.301)", Reason::CssValue);
@@ -1263,7 +1791,13 @@ mod tests {
         // Found by cargo fuzz: escapes the canonicalizer writes itself (`%60`, `%20`) counted
         // as needless, so a kept candidate's canonical form was rejected on a second look.
         let k = crate::url::Canonicalizer::default();
-        for s in ["/a b c d e", "/my file (1).pdf", "/x\"y\"z", "/a|b^c{d", "/%E4%B8%AD b"] {
+        for s in [
+            "/a b c d e",
+            "/my file (1).pdf",
+            "/x\"y\"z",
+            "/a|b^c{d",
+            "/%E4%B8%AD b",
+        ] {
             assert_eq!(v().check(s), Ok(()), "{s}");
             let c = k.canonicalize(s, None).unwrap().url;
             assert_eq!(v().check(&c), Ok(()), "{s} → {c}");
@@ -1276,14 +1810,29 @@ mod tests {
 
     #[test]
     fn extraction_residue_is_trimmed() {
-        assert_eq!(clean("http://static.example.com/jQuery.js\"></script>"), "http://static.example.com/jQuery.js");
+        assert_eq!(
+            clean("http://static.example.com/jQuery.js\"></script>"),
+            "http://static.example.com/jQuery.js"
+        );
         assert_eq!(clean("h\tt\ntp://h/a\tb"), "http://h/ab");
-        assert_eq!(clean("https:\\/\\/example.com\\/a\\/b?x=\\y"), "https://example.com/a/b?x=\\y");
+        assert_eq!(
+            clean("https:\\/\\/example.com\\/a\\/b?x=\\y"),
+            "https://example.com/a/b?x=\\y"
+        );
         assert_eq!(clean("/a\\b"), "/a/b");
+        // Regression (cargo fuzz): residue before a fragment is trailing residue.
+        assert_eq!(clean("6'#26A4"), "6");
+        assert_eq!(clean("#top"), "#top");
         reject("java\tscript:alert(1)", Reason::NonFetchableScheme);
         assert_eq!(clean("http://localhost:8080'"), "http://localhost:8080");
-        assert_eq!(clean("https://github.com/rust-lang/rust/issues/74840>"), "https://github.com/rust-lang/rust/issues/74840");
-        assert_eq!(clean("../../alloc/trait.Allocator.html\\\\"), "../../alloc/trait.Allocator.html");
+        assert_eq!(
+            clean("https://github.com/rust-lang/rust/issues/74840>"),
+            "https://github.com/rust-lang/rust/issues/74840"
+        );
+        assert_eq!(
+            clean("../../alloc/trait.Allocator.html\\\\"),
+            "../../alloc/trait.Allocator.html"
+        );
         assert_eq!(clean(" /a "), "/a");
         // Relative code is not cut into something that looks like a path.
         assert_eq!(clean("/api/\" + id"), "/api/\" + id");
@@ -1293,25 +1842,49 @@ mod tests {
     #[test]
     fn profiles_change_thresholds() {
         let long = format!("http://example.com/{}", "a".repeat(600));
-        assert_eq!(Validator::with_profile(Profile::Strict).check(&long), Err(Reason::TooLong));
-        assert_eq!(Validator::with_profile(Profile::Standard).check(&long), Ok(()));
+        assert_eq!(
+            Validator::with_profile(Profile::Strict).check(&long),
+            Err(Reason::TooLong)
+        );
+        assert_eq!(
+            Validator::with_profile(Profile::Standard).check(&long),
+            Ok(())
+        );
         let spaced = "/path with space.pdf";
-        assert_eq!(Validator::with_profile(Profile::Strict).check(spaced), Err(Reason::Whitespace));
-        assert_eq!(Validator::with_profile(Profile::Loose).check(spaced), Ok(()));
+        assert_eq!(
+            Validator::with_profile(Profile::Strict).check(spaced),
+            Err(Reason::Whitespace)
+        );
+        assert_eq!(
+            Validator::with_profile(Profile::Loose).check(spaced),
+            Ok(())
+        );
         // 10 needless escapes in 61 bytes: ratio 0.49.
         let enc = "http://example.com/a%2Db%2Dc%2Dd%2De%2Df%2Dg%2Dh%2Di%2Dj%2Dk";
         assert_eq!(Validator::with_profile(Profile::Loose).check(enc), Ok(()));
-        assert_eq!(Validator::with_profile(Profile::Standard).check(enc), Err(Reason::EncodingRatio));
+        assert_eq!(
+            Validator::with_profile(Profile::Standard).check(enc),
+            Err(Reason::EncodingRatio)
+        );
     }
 
     #[test]
     fn bad_config_is_an_error() {
-        let mut c = ValidatorConfig::default();
-        c.encoding_ratio = 0.0;
-        assert!(Validator::new(c).is_err());
-        let mut c = ValidatorConfig::default();
-        c.max_len = 0;
-        assert!(Validator::new(c).is_err());
+        assert!(Validator::new(ValidatorConfig {
+            encoding_ratio: 0.0,
+            ..ValidatorConfig::default()
+        })
+        .is_err());
+        assert!(Validator::new(ValidatorConfig {
+            max_len: 0,
+            ..ValidatorConfig::default()
+        })
+        .is_err());
+        assert!(Validator::new(ValidatorConfig {
+            fetchable_schemes: vec![],
+            ..ValidatorConfig::default()
+        })
+        .is_err());
     }
 
     #[test]

@@ -6,8 +6,14 @@ use std::path::PathBuf;
 
 /// `../shared/data/<rel>`; panics with a clear message when the shared folder is missing.
 pub fn shared(rel: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data").join(rel);
-    assert!(p.exists(), "shared test data {} is missing: the tests expect ../shared beside the checkout", p.display());
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(rel);
+    assert!(
+        p.exists(),
+        "shared test data {} is missing: the tests expect ../shared beside the checkout",
+        p.display()
+    );
     p
 }
 
