@@ -14,7 +14,7 @@ use crate::bloom::{snapshot, BloomFilter, BloomParams};
 use crate::input::{Line, LineReader};
 use crate::sieve::{canon_reason, BatchResult, Sieve, Verdict};
 use crate::url::{
-    pattern, CanonConfig, Canonicalizer, Profile, Reason, Validator, ValidatorConfig,
+    pattern, CanonConfig, Canonicalizer, Merge, Profile, Reason, Validator, ValidatorConfig,
 };
 
 /// crawlsieve: reject junk URL candidates, canonicalize, and drop what was seen before.
@@ -77,6 +77,10 @@ pub struct RuleArgs {
     /// Keep query parameters in their original order.
     #[arg(long, env = "CRAWLSIEVE_NO_SORT_QUERY")]
     pub no_sort_query: bool,
+    /// Opt-in equivalences for deduplication only (the emitted URL is unchanged), comma-separated:
+    /// scheme, www, trailing-slash, index, slashes. Each may merge pages a server tells apart.
+    #[arg(long, env = "CRAWLSIEVE_MERGE", value_enum, value_delimiter = ',')]
+    pub merge: Vec<Merge>,
 }
 
 impl RuleArgs {
@@ -99,6 +103,7 @@ impl RuleArgs {
         }
         cfg.strip_params.extend(self.strip_params.iter().cloned());
         cfg.sort_query = !self.no_sort_query;
+        cfg.merge = self.merge.clone();
         Canonicalizer::new(&cfg)
     }
 

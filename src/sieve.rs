@@ -55,6 +55,7 @@ pub struct Sieve {
     /// Base URL for relative candidates.
     pub base: Option<Url>,
     buf: String,
+    key: String,
 }
 
 impl Sieve {
@@ -65,6 +66,7 @@ impl Sieve {
             canon,
             base,
             buf: String::with_capacity(256),
+            key: String::new(),
         }
     }
 
@@ -80,13 +82,25 @@ impl Sieve {
         Ok(&self.buf)
     }
 
+    /// The fingerprint a canonical URL is deduplicated by: of the URL itself, or of its key under
+    /// the opt-in merges ([`crate::url::Merge`]).
+    /// Works on the canonical URL in `self.buf`, as left by [`Sieve::classify`].
+    fn dedup_fingerprint(&mut self) -> u128 {
+        if self.canon.merges() {
+            self.canon.dedup_key(&self.buf, &mut self.key);
+            fingerprint(self.key.as_bytes())
+        } else {
+            fingerprint(self.buf.as_bytes())
+        }
+    }
+
     /// Validate, canonicalize and check-and-set `filter`. The canonical URL (for `Keep` and
     /// `Duplicate`) is in [`Sieve::canonical`] until the next call.
     pub fn process(&mut self, line: &[u8], truncated: bool, filter: &BloomFilter) -> Verdict {
         match self.classify(line, truncated) {
             Err(r) => Verdict::Reject(r),
-            Ok(c) => {
-                if filter.insert(fingerprint(c.as_bytes())) {
+            Ok(_) => {
+                if filter.insert(self.dedup_fingerprint()) {
                     Verdict::Keep
                 } else {
                     Verdict::Duplicate
@@ -114,7 +128,8 @@ impl Sieve {
                 Ok(c) => {
                     let start = out.arena.len();
                     out.arena.push_str(c);
-                    out.fps.push(fingerprint(c.as_bytes()));
+                    let fp = self.dedup_fingerprint();
+                    out.fps.push(fp);
                     out.pending.push(out.verdicts.len());
                     out.spans.push((start, out.arena.len()));
                     out.verdicts.push(Verdict::Duplicate); // decided below

@@ -232,3 +232,16 @@ fn profile_env_var_is_honoured() {
     let out = String::from_utf8(s.wait_with_output().unwrap().stdout).unwrap();
     assert!(out.contains("too_long"), "{out}");
 }
+
+#[test]
+fn opt_in_merges_dedup_variants_but_emit_the_first_as_written() {
+    let input =
+        b"http://www.h.com/a/\nhttps://h.com/a\nhttp://h.com/a/index.html\nhttp://h.com/b\n";
+    let safe = stdout(&run(&["dedup", "-q"], input));
+    assert_eq!(safe.lines().count(), 4, "no merge by default: {safe}");
+    let merged = stdout(&run(
+        &["dedup", "-q", "--merge", "scheme,www,trailing-slash,index"],
+        input,
+    ));
+    assert_eq!(merged, "http://www.h.com/a/\nhttp://h.com/b\n");
+}

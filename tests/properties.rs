@@ -87,6 +87,14 @@ proptest! {
     }
 
     #[test]
+    fn fast_path_agrees_with_the_parser(s in urlish()) {
+        if s.len() > 7 && s.as_bytes()[..7].eq_ignore_ascii_case(b"http://") || s.len() > 8 && s.as_bytes()[..8].eq_ignore_ascii_case(b"https://") {
+            let k = Canonicalizer::default();
+            prop_assert_eq!(k.canonicalize(&s, None).map(|c| c.url).ok(), k.canonicalize_slow(&s).ok(), "{:?}", s);
+        }
+    }
+
+    #[test]
     fn pattern_is_stable_under_canonicalization(s in urlish()) {
         // The pattern of a canonical URL is a fixed point: patterning it again changes nothing.
         if let Ok(c) = Canonicalizer::default().canonicalize(&s, None) {

@@ -142,3 +142,46 @@ fn w3lib_canonicalize_url_agrees_except_where_documented() {
     assert!(agree >= 75, "{agree} agreements");
     assert_eq!(differ, W3LIB_DIFFERENCES.len());
 }
+
+/// The canonicalizer's fast path (no `Url` built) gives exactly the parser's answer on every
+/// absolute http(s) URL of the real corpus, of 100 k generated stream lines and of WHATWG's data.
+#[test]
+fn fast_path_agrees_with_the_parser_on_real_urls() {
+    let corpus = std::process::Command::new("xz")
+        .arg("-dc")
+        .arg(common::shared("urls/candidates.txt.xz"))
+        .output()
+        .expect("xz");
+    let stream = std::process::Command::new("python3")
+        .arg(common::shared("../tools/gen_stream.py"))
+        .args(["--n", "100000", "--seed", "5"])
+        .output()
+        .expect("python3");
+    let whatwg: Vec<String> = common::jsonl("normalize/whatwg_urltestdata.jsonl")
+        .iter()
+        .map(|r| r["input"].as_str().unwrap().to_owned())
+        .collect();
+    let k = Canonicalizer::default();
+    let mut compared = 0;
+    let texts = [
+        String::from_utf8_lossy(&corpus.stdout).into_owned(),
+        String::from_utf8_lossy(&stream.stdout).into_owned(),
+        whatwg.join("\n"),
+    ];
+    for text in &texts {
+        for line in text.lines() {
+            let l = line.trim();
+            if l.len() > 7 && l.as_bytes()[..7].eq_ignore_ascii_case(b"http://")
+                || l.len() > 8 && l.as_bytes()[..8].eq_ignore_ascii_case(b"https://")
+            {
+                assert_eq!(
+                    k.canonicalize(l, None).map(|c| c.url).ok(),
+                    k.canonicalize_slow(l).ok(),
+                    "{l:?}"
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 150_000, "only {compared} URLs compared");
+}

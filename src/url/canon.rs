@@ -43,6 +43,27 @@ pub struct CanonConfig {
     pub session_params: Vec<String>,
     /// Sort query parameters by name (stable).
     pub sort_query: bool,
+    /// Opt-in merges applied to the dedup key only (the emitted URL stays the safe canonical
+    /// form): each can join URLs that a server answers differently, so none is on by default.
+    pub merge: Vec<Merge>,
+}
+
+/// An opt-in equivalence for the dedup key (`--merge`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Merge {
+    /// `http://h/x` ≡ `https://h/x`.
+    Scheme,
+    /// `www.h.com` ≡ `h.com`.
+    Www,
+    /// `/a/` ≡ `/a` (the root `/` stays).
+    TrailingSlash,
+    /// `/a/index.html` ≡ `/a/` (also index.htm, index.php, default.asp(x)).
+    Index,
+    /// `/a//b` ≡ `/a/b`.
+    Slashes,
 }
 
 /// Tracking parameters that never change what a page shows.
@@ -100,6 +121,7 @@ impl Default for CanonConfig {
                 .map(|s| s.to_string())
                 .collect(),
             sort_query: true,
+            merge: Vec::new(),
         }
     }
 }
@@ -131,6 +153,7 @@ pub struct Canonicalizer {
     strip_prefix: Vec<String>,
     session: Vec<String>,
     sort_query: bool,
+    merge: Vec<Merge>,
 }
 
 impl Default for Canonicalizer {
@@ -263,6 +286,7 @@ impl Canonicalizer {
                 .map(|s| s.to_ascii_lowercase())
                 .collect(),
             sort_query: cfg.sort_query,
+            merge: cfg.merge.clone(),
         }
     }
 
@@ -293,12 +317,15 @@ impl Canonicalizer {
             if raw.is_empty() {
                 continue;
             }
+            // A separator first, so that escapes of one pair never combine with the end of the
+            // previous one (`ht%E` then `%36k` must not read as `%E6`).
+            norm.push('&');
             let start = norm.len();
             normalize_escapes(raw, Part::Query, &mut norm);
             let pair = &norm[start..];
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
             if self.drops_param(name, value) {
-                norm.truncate(start);
+                norm.truncate(start - 1);
                 continue;
             }
             pairs.push((start, start + name.len(), norm.len()));
@@ -365,6 +392,12 @@ impl Canonicalizer {
             s
         };
         let bytes = s.as_bytes();
+        // Most candidates are plain absolute http(s) URLs: canonicalize those without building a
+        // `Url` (exactly the same result, tested in `fast_path_matches_the_parser`).
+        if self.fast_absolute(s, out) {
+            return Ok(true);
+        }
+        out.clear();
         let has_scheme = scheme_of(bytes).is_some();
         let parsed = if !has_scheme && is_host_port(bytes) {
             let scheme = base.map_or("http", |b| b.scheme());
@@ -386,6 +419,160 @@ impl Canonicalizer {
         Ok(true)
     }
 
+    /// The fast path: an absolute `http://` / `https://` URL whose every part is already in the
+    /// form the WHATWG parser would leave unchanged (ASCII host of letters, digits, dots and
+    /// hyphens, no punycode, no IPv4-looking last label, no userinfo, no dot segments, no
+    /// backslash, nothing the parser would escape). Anything else returns `false` and takes the
+    /// parser. Writes into `out` (which may be left partly written on `false`).
+    fn fast_absolute(&self, s: &str, out: &mut String) -> bool {
+        let b = s.as_bytes();
+        let (scheme, default_port, rest) =
+            if b.len() > 8 && b[..8].eq_ignore_ascii_case(b"https://") {
+                ("https", 443, 8)
+            } else if b.len() > 7 && b[..7].eq_ignore_ascii_case(b"http://") {
+                ("http", 80, 7)
+            } else {
+                return false;
+            };
+        let auth_len = b[rest..]
+            .iter()
+            .position(|&c| matches!(c, b'/' | b'?' | b'#'))
+            .unwrap_or(b.len() - rest);
+        let auth = &s[rest..rest + auth_len];
+        let (host, port) = match auth.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (auth, None),
+        };
+        if host.is_empty() || !fast_host(host.as_bytes()) {
+            return false;
+        }
+        let port = match port {
+            None => None,
+            Some(p) if !p.is_empty() && p.len() <= 5 && p.bytes().all(|c| c.is_ascii_digit()) => {
+                match p.parse::<u32>() {
+                    Ok(n) if n <= 65535 => (n != default_port).then_some(n),
+                    _ => return false,
+                }
+            }
+            Some(_) => return false,
+        };
+        let tail = &s[rest + auth_len..];
+        let tail = tail.split_once('#').map_or(tail, |(a, _)| a);
+        let (path, query) = match tail.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (tail, None),
+        };
+        if !path.bytes().all(fast_path_byte) || path.contains("/.") || has_dot_escape(path) {
+            return false;
+        }
+        if let Some(q) = query {
+            if !q
+                .bytes()
+                .all(|c| (0x21..=0x7e).contains(&c) && !matches!(c, b'"' | b'<' | b'>' | b'\''))
+            {
+                return false;
+            }
+        }
+        out.push_str(scheme);
+        out.push_str("://");
+        for c in host.bytes() {
+            out.push(c.to_ascii_lowercase() as char);
+        }
+        if let Some(n) = port {
+            out.push(':');
+            out.push_str(itoa::Buffer::new().format(n));
+        }
+        if path.is_empty() {
+            out.push('/');
+        } else {
+            self.push_path(path, out);
+        }
+        if let Some(q) = query {
+            self.push_query(q, out);
+        }
+        true
+    }
+
+    /// Whether any opt-in merge is configured (otherwise the dedup key is the canonical URL).
+    pub fn merges(&self) -> bool {
+        !self.merge.is_empty()
+    }
+
+    /// The dedup key of a canonical URL under the opt-in merges, written into `out` (cleared).
+    /// Keys are only hashed, never emitted.
+    pub fn dedup_key(&self, canonical: &str, out: &mut String) {
+        out.clear();
+        let has = |m: Merge| self.merge.contains(&m);
+        let rest = match canonical.split_once("://") {
+            Some((scheme, rest)) => {
+                if !has(Merge::Scheme) {
+                    out.push_str(scheme);
+                    out.push(':');
+                }
+                out.push_str("//");
+                rest
+            }
+            None => canonical, // relative: no scheme or host
+        };
+        let (before_q, query) = match rest.split_once('?') {
+            Some((a, q)) => (a, Some(q)),
+            None => (rest, None),
+        };
+        let (host, path) = if canonical.contains("://") {
+            before_q.split_at(before_q.find('/').unwrap_or(before_q.len()))
+        } else {
+            ("", before_q)
+        };
+        let host = if has(Merge::Www) && host.len() > 4 && host[..4].eq_ignore_ascii_case("www.") {
+            &host[4..]
+        } else {
+            host
+        };
+        out.push_str(host);
+        let start = out.len();
+        if has(Merge::Slashes) {
+            let mut prev = 0u8;
+            for c in path.bytes() {
+                if !(c == b'/' && prev == b'/') {
+                    out.push(c as char);
+                }
+                prev = c;
+            }
+        } else {
+            out.push_str(path);
+        }
+        if has(Merge::Index) {
+            for idx in [
+                "index.html",
+                "index.htm",
+                "index.php",
+                "default.aspx",
+                "default.asp",
+            ] {
+                if out[start..].ends_with(idx) && out[..out.len() - idx.len()].ends_with('/') {
+                    out.truncate(out.len() - idx.len());
+                    break;
+                }
+            }
+        }
+        if has(Merge::TrailingSlash) && out.len() > start + 1 && out.ends_with('/') {
+            out.pop();
+        }
+        if let Some(q) = query {
+            out.push('?');
+            out.push_str(q);
+        }
+    }
+
+    /// The parser-only path (no fast path), for differential tests.
+    #[doc(hidden)]
+    pub fn canonicalize_slow(&self, input: &str) -> Result<String, CanonError> {
+        let u = Url::parse(input.trim_matches(|c: char| c <= ' '))?;
+        let mut out = String::new();
+        self.serialize(&u, &mut out)?;
+        Ok(out)
+    }
+
     /// Canonical form of a parsed absolute URL.
     pub fn serialize(&self, u: &Url, out: &mut String) -> Result<(), CanonError> {
         let scheme = u.scheme();
@@ -395,8 +582,14 @@ impl Canonicalizer {
         let Some(host) = u.host_str() else {
             return Err(CanonError::Parse(url::ParseError::EmptyHost));
         };
-        // The parser accepts hosts like `*` or `-.`; no real host lacks a letter or digit.
-        if !host.bytes().any(|c| c.is_ascii_alphanumeric()) {
+        // The parser accepts hosts like `*`, `-.` or `n.es*`; a real host name has a letter or
+        // digit and nothing but letters, digits, `.`, `-`, `_` (IDN is punycode by now).
+        let plausible = host.starts_with('[')
+            || host.bytes().any(|c| c.is_ascii_alphanumeric())
+                && host
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b'_'));
+        if !plausible {
             return Err(CanonError::Parse(url::ParseError::InvalidDomainCharacter));
         }
         out.push_str(scheme);
@@ -444,6 +637,62 @@ impl Canonicalizer {
             self.push_query(q, out);
         }
     }
+}
+
+/// A host the fast path may copy: non-empty labels of ASCII letters, digits and hyphens, no
+/// punycode label (the parser validates those), and a last label that cannot be read as an IPv4
+/// number (WHATWG "ends in a number": it must not start with a digit).
+fn fast_host(h: &[u8]) -> bool {
+    if !h.iter().any(u8::is_ascii_alphabetic) {
+        return false; // `-.-`, `1.2.3.4`: the parser decides
+    }
+    let mut labels = h.split(|&c| c == b'.').peekable();
+    while let Some(label) = labels.next() {
+        if label.is_empty()
+            || !label
+                .iter()
+                .all(|c| c.is_ascii_alphanumeric() || *c == b'-')
+            || label.len() >= 4 && label[..4].eq_ignore_ascii_case(b"xn--")
+        {
+            return false;
+        }
+        if labels.peek().is_none() && label[0].is_ascii_digit() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Path bytes the parser leaves as they are (RFC 3986 pchar and `/`, `%`).
+const fn fast_path_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric()
+        || matches!(
+            c,
+            b'-' | b'.'
+                | b'_'
+                | b'~'
+                | b'!'
+                | b'$'
+                | b'&'
+                | b'('
+                | b')'
+                | b'*'
+                | b'+'
+                | b','
+                | b';'
+                | b'='
+                | b':'
+                | b'@'
+                | b'/'
+                | b'%'
+        )
+}
+
+/// `%2E` / `%2e`: an escaped dot, which the parser treats as a dot in dot segments.
+fn has_dot_escape(path: &str) -> bool {
+    let b = path.as_bytes();
+    memchr::memchr_iter(b'%', b)
+        .any(|i| b.get(i + 1) == Some(&b'2') && matches!(b.get(i + 2), Some(b'e' | b'E')))
 }
 
 /// `host.tld:8080/x`, `localhost:3000`: a host and port written without a scheme.
@@ -581,12 +830,124 @@ mod tests {
     }
 
     #[test]
+    fn opt_in_merges_change_only_the_key() {
+        let all = CanonConfig {
+            merge: vec![
+                Merge::Scheme,
+                Merge::Www,
+                Merge::TrailingSlash,
+                Merge::Index,
+                Merge::Slashes,
+            ],
+            ..CanonConfig::default()
+        };
+        let k = Canonicalizer::new(&all);
+        let key = |s: &str| {
+            let c = k.canonicalize(s, None).unwrap().url;
+            let mut out = String::new();
+            k.dedup_key(&c, &mut out);
+            out
+        };
+        let same = [
+            "http://www.h.com/a/",
+            "https://h.com/a",
+            "https://h.com//a/index.html",
+            "HTTP://WWW.H.COM:80/a/?",
+        ];
+        for s in same {
+            assert_eq!(key(s), "//h.com/a", "{s}");
+        }
+        assert_eq!(key("http://h.com/"), "//h.com/");
+        assert_eq!(key("http://h.com/index.html?x=1"), "//h.com/?x=1");
+        assert_ne!(key("http://h.com/a"), key("http://h.com/b"));
+        assert_ne!(key("http://h.com/myindex.html"), key("http://h.com/"));
+        // The emitted canonical URL is untouched.
+        assert_eq!(
+            k.canonicalize("http://www.h.com/a/", None).unwrap().url,
+            "http://www.h.com/a/"
+        );
+        // Without merges the key is the canonical URL.
+        let d = Canonicalizer::default();
+        assert!(!d.merges());
+        let mut out = String::new();
+        d.dedup_key("http://www.h.com/a/", &mut out);
+        assert_eq!(out, "http://www.h.com/a/");
+    }
+
+    #[test]
+    fn fast_path_matches_the_parser() {
+        let k = Canonicalizer::default();
+        let cases = [
+            "http://Example.COM",
+            "HTTPS://example.com:443/a",
+            "http://example.com:80/",
+            "http://example.com:8080/a/b?z=1&a=2#f",
+            "http://example.com:0080/",
+            "http://h.com/a%7e%2D/x%2fy?q=%7e+x&utm_source=z",
+            "http://h.com/a;jsessionid=0123456789ABCDEF/b",
+            "http://h.com/?",
+            "http://h.com/p?&&",
+            "http://h.com/p?a=1&a=0&b",
+            "http://h.com//double//slash",
+            "http://a-b.c-d.co.uk/x_y~z",
+            "http://h.com/(x)!$*,;=:@",
+            "http://h.com/?q=^`{}|\\",
+            "http://h.com:65535/",
+            "http://localhost/",
+            "http://h.com/%zz%",
+        ];
+        for c in cases {
+            let mut fast = String::new();
+            assert!(
+                k.fast_absolute(c, &mut fast),
+                "{c} should take the fast path"
+            );
+            assert_eq!(Ok(fast), k.canonicalize_slow(c), "{c}");
+        }
+        for c in [
+            "http://1.2.3.4/",
+            "http://h.0x7f/",
+            "http://xn--bcher-kva.de/",
+            "http://bücher.de/",
+            "http://u:p@h.com/",
+            "http://[::1]/",
+            "http://h.com/./a",
+            "http://h.com/a/%2e%2E/b",
+            "http://h.com/a b",
+            "http://h.com/\\x",
+            "http://h.com:99999/",
+            "http://h..com/",
+            "http://h.com./",
+            "http://h.com:/",
+            "http://h.com/?q='",
+            "http://h_x.com/",
+            "http://h.com/é",
+        ] {
+            let mut fast = String::new();
+            assert!(!k.fast_absolute(c, &mut fast), "{c} should take the parser");
+        }
+    }
+
+    #[test]
     fn regression_session_removal_never_creates_a_host() {
         // Found by cargo fuzz: the whole first segment was a session parameter.
         let s = "\u{f};jsessionid=nshttps://m.estatebeb0ase.cc\u{34a}k/articl/26?sid=f92";
         let once = c(s);
         assert!(once.starts_with("/.//m.estatebeb0ase.cc"), "{once}");
         assert_eq!(c(&once), once);
+    }
+
+    #[test]
+    fn regression_query_pairs_never_combine_escapes() {
+        // Found by cargo fuzz: `ht%E` ended one pair, and `%36k` began the next.
+        for q in [
+            "http://h.com/?q=%E8e&%36k))&ht%E&%36k))&htt&",
+            "http://h.com/?a=%E&%41=1",
+        ] {
+            let once = c(q);
+            assert_eq!(c(&once), once, "{q}");
+        }
+        assert_eq!(c("http://h.com/?b=%E&%41=1"), "http://h.com/?A=1&b=%E");
     }
 
     #[test]
@@ -630,6 +991,11 @@ mod tests {
         // Regression (idempotence property): `http:///*` parsed to the host `*`.
         assert!(k.canonicalize("http:///*", None).is_err());
         assert!(k.canonicalize("http://-.-/", None).is_err());
+        // Regression (cargo fuzz): `http:n.es*` parsed to the host `n.es*`.
+        assert!(k.canonicalize("http://n.es*/", None).is_err());
+        assert!(k.canonicalize("http://a!b.com/", None).is_err());
+        assert!(k.canonicalize("http://[::1]/", None).is_ok());
+        assert!(k.canonicalize("http://my_host.example/", None).is_ok());
     }
 
     #[test]

@@ -6,7 +6,7 @@ pub mod pattern;
 pub mod reason;
 pub mod validate;
 
-pub use canon::{CanonConfig, CanonError, Canonical, Canonicalizer};
+pub use canon::{CanonConfig, CanonError, Canonical, Canonicalizer, Merge};
 pub use pattern::{pattern, pattern_with_method};
 pub use reason::Reason;
 pub use validate::{Profile, Validator, ValidatorConfig};
