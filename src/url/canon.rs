@@ -323,7 +323,7 @@ impl Canonicalizer {
             let start = norm.len();
             normalize_escapes(raw, Part::Query, &mut norm);
             let pair = &norm[start..];
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let (name, value) = split_at_byte(pair, b'=').unwrap_or((pair, ""));
             if self.drops_param(name, value) {
                 norm.truncate(start - 1);
                 continue;
@@ -350,7 +350,7 @@ impl Canonicalizer {
         let start = out.len();
         normalize_escapes(path, Part::Path, out);
         // Remove `;jsessionid=...` up to the next `/` (rare: only search when present).
-        if out[start..].contains(';') {
+        if super::find_byte(b';', &out.as_bytes()[start..]).is_some() {
             let mut kept = String::with_capacity(out.len() - start);
             for (i, seg) in out[start..].split('/').enumerate() {
                 if i > 0 {
@@ -385,7 +385,7 @@ impl Canonicalizer {
         let s = input.trim_matches(|c: char| c <= ' ');
         // Tabs and newlines go before anything is read (WHATWG), so `h\tttp:` is `http:`.
         let owned;
-        let s = if memchr::memchr3(b'\t', b'\n', b'\r', s.as_bytes()).is_some() {
+        let s = if super::find_byte3(b'\t', b'\n', b'\r', s.as_bytes()).is_some() {
             owned = s.replace(['\t', '\n', '\r'], "");
             owned.as_str()
         } else {
@@ -439,7 +439,7 @@ impl Canonicalizer {
             .position(|&c| matches!(c, b'/' | b'?' | b'#'))
             .unwrap_or(b.len() - rest);
         let auth = &s[rest..rest + auth_len];
-        let (host, port) = match auth.split_once(':') {
+        let (host, port) = match split_at_byte(auth, b':') {
             Some((h, p)) => (h, Some(p)),
             None => (auth, None),
         };
@@ -457,27 +457,27 @@ impl Canonicalizer {
             Some(_) => return false,
         };
         let tail = &s[rest + auth_len..];
-        let tail = tail.split_once('#').map_or(tail, |(a, _)| a);
-        let (path, query) = match tail.split_once('?') {
+        let tail = split_at_byte(tail, b'#').map_or(tail, |(a, _)| a);
+        let (path, query) = match split_at_byte(tail, b'?') {
             Some((p, q)) => (p, Some(q)),
             None => (tail, None),
         };
-        if !path.bytes().all(fast_path_byte) || path.contains("/.") || has_dot_escape(path) {
+        if !path.bytes().all(|c| FAST_PATH[c as usize] & 1 != 0)
+            || has_slash_dot(path)
+            || has_dot_escape(path)
+        {
             return false;
         }
         if let Some(q) = query {
-            if !q
-                .bytes()
-                .all(|c| (0x21..=0x7e).contains(&c) && !matches!(c, b'"' | b'<' | b'>' | b'\''))
-            {
+            if !q.bytes().all(|c| FAST_PATH[c as usize] & 2 != 0) {
                 return false;
             }
         }
         out.push_str(scheme);
         out.push_str("://");
-        for c in host.bytes() {
-            out.push(c.to_ascii_lowercase() as char);
-        }
+        out.push_str(host);
+        let end = out.len();
+        out[end - host.len()..].make_ascii_lowercase();
         if let Some(n) = port {
             out.push(':');
             out.push_str(itoa::Buffer::new().format(n));
@@ -616,8 +616,8 @@ impl Canonicalizer {
 
     /// A relative candidate without a base: fragment dropped, escapes and query normalized.
     fn relative(&self, s: &str, out: &mut String) {
-        let s = s.split_once('#').map_or(s, |(a, _)| a);
-        let (path, query) = match s.split_once('?') {
+        let s = split_at_byte(s, b'#').map_or(s, |(a, _)| a);
+        let (path, query) = match split_at_byte(s, b'?') {
             Some((p, q)) => (p, Some(q)),
             None => (s, None),
         };
@@ -637,6 +637,12 @@ impl Canonicalizer {
             self.push_query(q, out);
         }
     }
+}
+
+/// `s` split at the first ASCII byte `c` (memchr: faster than `str::split_once` on short text).
+#[inline]
+fn split_at_byte(s: &str, c: u8) -> Option<(&str, &str)> {
+    super::find_byte(c, s.as_bytes()).map(|i| (&s[..i], &s[i + 1..]))
 }
 
 /// A host the fast path may copy: non-empty labels of ASCII letters, digits and hyphens, no
@@ -663,6 +669,20 @@ fn fast_host(h: &[u8]) -> bool {
     true
 }
 
+/// Fast-path byte classes: bit 1 = a path byte the parser keeps, bit 2 = a query byte it keeps.
+static FAST_PATH: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let c = i as u8;
+        let path = fast_path_byte(c) as u8;
+        let query = (c >= 0x21 && c <= 0x7e && !matches!(c, b'"' | b'<' | b'>' | b'\'')) as u8;
+        t[i] = path | query << 1;
+        i += 1;
+    }
+    t
+};
+
 /// Path bytes the parser leaves as they are (RFC 3986 pchar and `/`, `%`).
 const fn fast_path_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric()
@@ -688,6 +708,12 @@ const fn fast_path_byte(c: u8) -> bool {
         )
 }
 
+/// `/.`: a segment starting with a dot (possibly a dot segment; the parser decides).
+fn has_slash_dot(path: &str) -> bool {
+    let b = path.as_bytes();
+    memchr::memchr_iter(b'.', b).any(|i| i > 0 && b[i - 1] == b'/')
+}
+
 /// `%2E` / `%2e`: an escaped dot, which the parser treats as a dot in dot segments.
 fn has_dot_escape(path: &str) -> bool {
     let b = path.as_bytes();
@@ -697,7 +723,7 @@ fn has_dot_escape(path: &str) -> bool {
 
 /// `host.tld:8080/x`, `localhost:3000`: a host and port written without a scheme.
 fn is_host_port(b: &[u8]) -> bool {
-    let Some(colon) = memchr::memchr(b':', b) else {
+    let Some(colon) = super::find_byte(b':', b) else {
         return false;
     };
     if colon == 0

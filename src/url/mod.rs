@@ -10,3 +10,34 @@ pub use canon::{CanonConfig, CanonError, Canonical, Canonicalizer, Merge};
 pub use pattern::{pattern, pattern_with_method};
 pub use reason::Reason;
 pub use validate::{Profile, Validator, ValidatorConfig};
+
+/// Byte search tuned for URL-sized text: a plain loop below 64 bytes (where `memchr`'s dispatch
+/// costs more than the scan), `memchr` above.
+#[inline]
+pub(crate) fn find_byte(c: u8, b: &[u8]) -> Option<usize> {
+    if b.len() < 64 {
+        b.iter().position(|&x| x == c)
+    } else {
+        memchr::memchr(c, b)
+    }
+}
+
+/// The first of two bytes; see [`find_byte`].
+#[inline]
+pub(crate) fn find_byte2(c1: u8, c2: u8, b: &[u8]) -> Option<usize> {
+    if b.len() < 64 {
+        b.iter().position(|&x| x == c1 || x == c2)
+    } else {
+        memchr::memchr2(c1, c2, b)
+    }
+}
+
+/// The first of three bytes; see [`find_byte`].
+#[inline]
+pub(crate) fn find_byte3(c1: u8, c2: u8, c3: u8, b: &[u8]) -> Option<usize> {
+    if b.len() < 64 {
+        b.iter().position(|&x| x == c1 || x == c2 || x == c3)
+    } else {
+        memchr::memchr3(c1, c2, c3, b)
+    }
+}

@@ -304,7 +304,7 @@ fn scan(s: &[u8]) -> Scan {
     sc.has_code_punct |= classes & C_CODE != 0;
     sc.has_colon = classes & C_COLON != 0;
     sc.first_slash = if classes & C_SLASH != 0 {
-        memchr::memchr(b'/', s)
+        super::find_byte(b'/', s)
     } else {
         None
     };
@@ -696,7 +696,7 @@ fn eq_ignore_case_any(s: &[u8], list: &[&str]) -> bool {
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     let (&first, rest) = needle.split_first()?;
     let mut i = 0;
-    while let Some(off) = memchr::memchr(first, &hay[i..]) {
+    while let Some(off) = super::find_byte(first, &hay[i..]) {
         let p = i + off;
         if hay[p + 1..].starts_with(rest) {
             return Some(p);
@@ -792,16 +792,16 @@ impl Validator {
         }
         // The fragment never reaches a server and canonicalization drops it: judge what is
         // fetched. (Fragment-only candidates were handled above.)
-        let mut b = &b[..memchr::memchr(b'#', b).unwrap_or(b.len())];
+        let mut b = &b[..super::find_byte(b'#', b).unwrap_or(b.len())];
         // Likewise an empty query (`x?`, `x?&&`).
-        if let Some(q) = memchr::memchr(b'?', b) {
+        if let Some(q) = super::find_byte(b'?', b) {
             if q > 0 && b[q + 1..].iter().all(|&c| c == b'&') {
                 b = &b[..q];
             }
         }
         // A query may legitimately hold code-like text (playground links, `?search=Vec<T>`): when
         // the part before it is a clean path, only unmistakable code markers count there.
-        let head_end = memchr::memchr(b'?', b).unwrap_or(b.len());
+        let head_end = super::find_byte(b'?', b).unwrap_or(b.len());
         let (head, tail) = b.split_at(head_end);
         let split = scheme.is_some() || !head.is_empty() && !head.iter().any(|&c| is_code_byte(c));
         let ruled = if split { head } else { b };
@@ -810,7 +810,13 @@ impl Validator {
         if ends_open_paren(head) || ends_open_paren(ruled) {
             return Err(Reason::JsCode);
         }
-        if sc.has_colon && path_placeholder(ruled) {
+        // `https::id/x` against an https base is the relative path `:id/x` (WHATWG), which
+        // resolves to `/dir/:id/x`: its first segment counts as a segment too.
+        let scheme_relative_placeholder = scheme.is_some_and(|sch| {
+            let rest = &b[sch.len() + 1..];
+            rest.first() == Some(&b':') && rest.get(1).is_some_and(|&c| is_ident_start(c))
+        });
+        if scheme_relative_placeholder || sc.has_colon && path_placeholder(ruled) {
             return Err(Reason::TemplateSyntax);
         }
         if sc.has_code_punct {
@@ -842,7 +848,7 @@ impl Validator {
         if b.len() <= 24
             && sc.first_slash.is_none()
             && scheme.is_none()
-            && memchr::memchr2(b'.', b':', b).is_none()
+            && super::find_byte2(b'.', b':', b).is_none()
         {
             if JS_KEYWORDS.iter().any(|w| w.as_bytes() == b) {
                 return Err(Reason::JsKeyword);
@@ -891,7 +897,7 @@ fn trim(s: &str) -> &str {
 /// A relative candidate is not cut: `/api/" + id` must stay recognisable as code.
 pub fn clean(s: &str) -> Cow<'_, str> {
     let b = s.as_bytes();
-    if memchr::memchr3(b'\t', b'\n', b'\r', b).is_none() && memchr::memchr(b'\\', b).is_none() {
+    if super::find_byte3(b'\t', b'\n', b'\r', b).is_none() && super::find_byte(b'\\', b).is_none() {
         return Cow::Borrowed(clean_stripped(s));
     }
     // The WHATWG parser removes ASCII tabs and newlines anywhere, before it reads the scheme:
@@ -923,7 +929,7 @@ fn clean_stripped(s: &str) -> &str {
     }
     if let Some(sch) = scheme_of(t.as_bytes()) {
         if t.as_bytes()[sch.len() + 1..].starts_with(b"//") {
-            if let Some(cut) = memchr::memchr3(b'"', b'<', b'`', t.as_bytes()) {
+            if let Some(cut) = super::find_byte3(b'"', b'<', b'`', t.as_bytes()) {
                 t = trim(&t[..cut]);
             }
         }
@@ -977,13 +983,13 @@ fn code_rules(b: &[u8], absolute: bool) -> Option<Reason> {
         return Some(Reason::HtmlTag);
     }
     // A raw backtick is a template literal's delimiter; no href carries one.
-    if memchr::memchr(b'`', b).is_some() {
+    if super::find_byte(b'`', b).is_some() {
         return Some(Reason::JsCode);
     }
     let first_slash = if absolute {
         Some(0)
     } else {
-        memchr::memchr(b'/', b)
+        super::find_byte(b'/', b)
     };
     js_code(b, first_slash).then_some(Reason::JsCode)
 }
@@ -1154,7 +1160,7 @@ fn template_syntax(b: &[u8]) -> Option<Reason> {
     }
     // `$1` regex back-references in replacement templates (`/embed/video/$1`, `[url=$1]`).
     let mut i = 0;
-    while let Some(off) = memchr::memchr(b'$', &b[i..]) {
+    while let Some(off) = super::find_byte(b'$', &b[i..]) {
         let p = i + off;
         if b.get(p + 1).is_some_and(u8::is_ascii_digit)
             && (p == 0 || matches!(b[p - 1], b'/' | b'=' | b']' | b'>' | b' '))
@@ -1165,7 +1171,7 @@ fn template_syntax(b: &[u8]) -> Option<Reason> {
     }
     // `{name}` with an identifier-ish body (OpenAPI, .NET, Python format placeholders).
     let mut i = 0;
-    while let Some(off) = memchr::memchr(b'{', &b[i..]) {
+    while let Some(off) = super::find_byte(b'{', &b[i..]) {
         let start = i + off + 1;
         let body = b[start..]
             .iter()
@@ -1188,7 +1194,7 @@ fn path_placeholder(b: &[u8]) -> bool {
 /// `<div`, `</a`, `<!DOCTYPE`, `<!--` (comment handled separately), `&lt;b`.
 fn html_tag(b: &[u8]) -> bool {
     let mut i = 0;
-    while let Some(off) = memchr::memchr(b'<', &b[i..]) {
+    while let Some(off) = super::find_byte(b'<', &b[i..]) {
         let p = i + off;
         match b.get(p + 1) {
             Some(c) if c.is_ascii_alphabetic() || *c == b'!' => return true,
@@ -1407,7 +1413,7 @@ fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
     // Method calls and receivers before the first `/` (after it, `St._Louis_(city)` is a path).
     let head = &b[..first_slash.unwrap_or(b.len())];
     let mut i = 0;
-    while let Some(off) = memchr::memchr(b'(', &head[i..]) {
+    while let Some(off) = super::find_byte(b'(', &head[i..]) {
         let p = i + off;
         // Walk back over the identifier before `(`.
         let mut s = p;
@@ -1427,7 +1433,7 @@ fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
         i = p + 1;
     }
     // A receiver after JS punctuation: `(document.head`, `;window.location` (needs a `.`).
-    if memchr::memchr(b'.', b).is_none() {
+    if super::find_byte(b'.', b).is_none() {
         return false;
     }
     for (p, &c) in b.iter().enumerate() {
@@ -1518,13 +1524,13 @@ fn js_artifact(b: &[u8], absolute: bool) -> bool {
     if absolute {
         if let Some(p) = find(b, b"://") {
             let rest = &b[p + 3..];
-            path = match memchr::memchr(b'/', rest) {
+            path = match super::find_byte(b'/', rest) {
                 Some(q) => &rest[q..],
                 None => return false,
             };
         }
     }
-    let end = memchr::memchr2(b'?', b'#', path).unwrap_or(path.len());
+    let end = super::find_byte2(b'?', b'#', path).unwrap_or(path.len());
     path[..end].split(|&c| c == b'/').any(|seg| {
         matches!(
             seg,
@@ -1589,7 +1595,7 @@ fn mime_path(b: &[u8], absolute: bool) -> bool {
         match find(b, b"://") {
             Some(p) => {
                 let rest = &b[p + 3..];
-                path = match memchr::memchr(b'/', rest) {
+                path = match super::find_byte(b'/', rest) {
                     Some(q) => &rest[q..],
                     None => return false,
                 };
@@ -1597,7 +1603,7 @@ fn mime_path(b: &[u8], absolute: bool) -> bool {
             None => return false,
         }
     }
-    let end = memchr::memchr2(b'?', b'#', path).unwrap_or(path.len());
+    let end = super::find_byte2(b'?', b'#', path).unwrap_or(path.len());
     let mut p = &path[..end];
     while p.last() == Some(&b'/') {
         p = &p[..p.len() - 1];
@@ -1699,6 +1705,8 @@ mod tests {
         reject("/${path}/x", Reason::TemplateSyntax);
         reject("/posts/{id}", Reason::TemplateSyntax);
         reject("/users/:id/edit", Reason::TemplateSyntax);
+        // Regression (cargo fuzz): relative to an https base, `https::id` is the path `:id`.
+        reject("https::oodma%2E%2E::::x", Reason::TemplateSyntax);
         reject("e.target.value", Reason::JsCode);
         reject("this.props.url", Reason::JsCode);
         reject("new Date()", Reason::JsCode);
