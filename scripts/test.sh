@@ -25,4 +25,10 @@ command -v cargo >/dev/null 2>&1 || { echo "test.sh: cargo not found; install Ru
 shift_args=()
 if [ "${1:-}" = "--" ]; then shift; shift_args=("$@"); fi
 cargo check --locked --benches --quiet
-cargo test --locked "${shift_args[@]}"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --locked "${shift_args[@]}" 2>&1 | tee "$log" || status=$?
+# One closing line for the whole run (cargo's own last line is the doc-test runner's).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "total: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
