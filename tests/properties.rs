@@ -25,7 +25,7 @@ fn urlish() -> impl Strategy<Value = String> {
     let seg = "[a-zA-Z0-9._~%-]{0,8}|%[0-9a-fA-F]{2}|\\.\\.|\\.|[ (){}<>'\"$;!|*`\\[\\]\\\\]{1,3}|[\\u{80}-\\u{10ffff}]{1,2}";
     let path = prop::collection::vec(seg, 0..5).prop_map(|v| v.join("/"));
     let query =
-        prop::collection::vec("[a-zA-Z_]{0,5}(=[a-zA-Z0-9%+ ]{0,6})?", 0..4).prop_map(|v| {
+        prop::collection::vec("(utm_[a-z]{1,3}|gclid|sid|[a-zA-Z_]{0,5})(=[a-zA-Z0-9%+ ()|&\x27\\\\]{0,6}|=[0-9a-f]{16,20})?", 0..4).prop_map(|v| {
             if v.is_empty() {
                 String::new()
             } else {

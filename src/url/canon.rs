@@ -657,6 +657,10 @@ fn trim_residue_end(out: &mut String) {
             Some(b'?' | b'&') if in_query => {
                 out.pop();
             }
+            // An empty pair left behind (`?=`, `&=`), which the query step drops.
+            Some(b'=') if in_query && (out.ends_with("?=") || out.ends_with("&=")) => {
+                out.pop();
+            }
             _ => break,
         }
     }
@@ -1008,6 +1012,7 @@ mod tests {
         assert_eq!(c(&once), once);
         assert_eq!(c("http://h.com/a?b=1&x=\\"), "http://h.com/a?b=1&x=");
         assert_eq!(c("http://h.com/a'?utm_source=z"), "http://h.com/a");
+        assert_eq!(c("Example.COM/?=\\"), "Example.COM/");
     }
 
     #[test]

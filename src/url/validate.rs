@@ -793,9 +793,13 @@ impl Validator {
         // The fragment never reaches a server and canonicalization drops it: judge what is
         // fetched. (Fragment-only candidates were handled above.)
         let mut b = &b[..super::find_byte(b'#', b).unwrap_or(b.len())];
-        // Likewise an empty query (`x?`, `x?&&`).
+        // Likewise a query that canonicalization empties (`x?`, `x?&&`, `x?=&`).
         if let Some(q) = super::find_byte(b'?', b) {
-            if q > 0 && b[q + 1..].iter().all(|&c| c == b'&') {
+            if q > 0
+                && b[q + 1..]
+                    .split(|&c| c == b'&')
+                    .all(|p| p.is_empty() || p == b"=")
+            {
                 b = &b[..q];
             }
         }
@@ -1369,10 +1373,9 @@ fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
             let before = if p == 0 { None } else { Some(b[p - 1]) };
             let after = b.get(p + 2).copied();
             let codey = |c: Option<u8>| {
-                matches!(
-                    c,
-                    None | Some(b'(' | b')' | b'!' | b'\'' | b'"' | b' ' | b'$')
-                )
+                // Not the end of the text: canonicalization may remove what followed (an empty
+                // or tracking parameter), and a candidate and its canonical form must agree.
+                matches!(c, Some(b'(' | b')' | b'!' | b'\'' | b'"' | b' ' | b'$'))
             };
             if codey(before) || codey(after) {
                 return true;
