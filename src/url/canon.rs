@@ -227,6 +227,8 @@ fn normalize_escapes(src: &str, part: Part, out: &mut String) {
             out.push('%');
         } else if c == b'\\' && part == Part::Path {
             out.push('/');
+        } else if c == b'\'' && part == Part::Path {
+            out.push('\'');
         } else if c == b' ' && part == Part::Query {
             out.push('+');
         } else {
@@ -251,10 +253,14 @@ fn completes_escape(out: &str, v: u8) -> bool {
     }
 }
 
+/// In the query, `'` is escaped as the WHATWG special-query set does, and `\\` as `%5C`: a
+/// canonical query then never holds a raw `'` or `\\`, which the validator's residue trimming
+/// and JSON-unescaping would read differently on a second pass.
 const fn needs_work(c: u8, part: Part) -> bool {
     match c {
         b'%' | b' ' | b'"' | b'<' | b'>' | b'`' | 0..=0x1f | 0x7f..=0xff => true,
-        b'{' | b'}' | b'\\' => matches!(part, Part::Path),
+        b'{' | b'}' => matches!(part, Part::Path),
+        b'\\' | b'\'' => true, // path: `\\` → `/` below; `'` stays raw in a path
         _ => false,
     }
 }
@@ -1008,11 +1014,27 @@ mod tests {
     fn regression_sorted_query_never_ends_in_residue() {
         // Found by cargo fuzz: sorting moved `q%=s\` to the end, where `clean` trims it.
         let once = c("http://h.com/search?q%=s\\&ordeq=asa");
-        assert_eq!(once, "http://h.com/search?ordeq=asa&q%=s");
+        assert_eq!(once, "http://h.com/search?ordeq=asa&q%=s%5C");
         assert_eq!(c(&once), once);
-        assert_eq!(c("http://h.com/a?b=1&x=\\"), "http://h.com/a?b=1&x=");
+        assert_eq!(c("http://h.com/a?b=1&x=\\"), "http://h.com/a?b=1&x=%5C");
         assert_eq!(c("http://h.com/a'?utm_source=z"), "http://h.com/a");
-        assert_eq!(c("Example.COM/?=\\"), "Example.COM/");
+        assert_eq!(c("Example.COM/?=\\"), "Example.COM/?=%5C");
+    }
+
+    #[test]
+    fn regression_query_quotes_and_backslashes_are_escaped() {
+        // Found by cargo fuzz: trimming a trailing `'` after sorting reordered the pairs, and
+        // `clean` unescaped `\\/` inside a canonical query.
+        for s in [
+            "a?.t/=3*\u{0}&pa%2s=&pa'",
+            "http://h.com/item.php?\\\\https\\\\:\\\\//www.h.com/x",
+        ] {
+            let once = c(s);
+            assert!(!once.contains('\'') && !once.contains('\\'), "{once}");
+            assert_eq!(c(&once), once, "{s}");
+        }
+        assert_eq!(c("http://h.com/?q=it's"), "http://h.com/?q=it%27s");
+        assert_eq!(c("http://h.com/it's?q=1"), "http://h.com/it's?q=1");
     }
 
     #[test]
