@@ -253,13 +253,15 @@ fn completes_escape(out: &str, v: u8) -> bool {
     }
 }
 
-/// In the query, `'` is escaped as the WHATWG special-query set does, and `\\` as `%5C`: a
-/// canonical query then never holds a raw `'` or `\\`, which the validator's residue trimming
-/// and JSON-unescaping would read differently on a second pass.
+/// In the query, `'` is escaped as the WHATWG special-query set does, and `\\`, `{`, `}` too: a
+/// canonical query then never holds a raw `'` or `\\` (which the validator's residue trimming
+/// and JSON-unescaping would read differently on a second pass) nor a brace next to an escape.
 const fn needs_work(c: u8, part: Part) -> bool {
     match c {
         b'%' | b' ' | b'"' | b'<' | b'>' | b'`' | 0..=0x1f | 0x7f..=0xff => true,
-        b'{' | b'}' => matches!(part, Part::Path),
+        // In a query too: an escape next to a raw brace could form a template marker (`{%5C` is
+        // `{%`), which the validator rejects.
+        b'{' | b'}' => true,
         b'\\' | b'\'' => true, // path: `\\` → `/` below; `'` stays raw in a path
         _ => false,
     }
@@ -654,21 +656,13 @@ impl Canonicalizer {
 /// (`?q=s\&a=1` → `?a=1&q=s\`). So the output never ends with one, nor, once they are gone, with
 /// an empty `?` or `&`.
 fn trim_residue_end(out: &mut String) {
-    let in_query = out.contains('?');
-    loop {
-        match out.as_bytes().last() {
-            Some(b'\\' | b'\'' | b'>') => {
-                out.pop();
-            }
-            Some(b'?' | b'&') if in_query => {
-                out.pop();
-            }
-            // An empty pair left behind (`?=`, `&=`), which the query step drops.
-            Some(b'=') if in_query && (out.ends_with("?=") || out.ends_with("&=")) => {
-                out.pop();
-            }
-            _ => break,
-        }
+    // A canonical query never holds a raw `\\`, `'` or `>` (all escaped), so only a path can end
+    // in one; query pairs are never touched after sorting.
+    if out.contains('?') {
+        return;
+    }
+    while matches!(out.as_bytes().last(), Some(b'\\' | b'\'' | b'>')) {
+        out.pop();
     }
 }
 
@@ -1034,6 +1028,14 @@ mod tests {
             assert_eq!(c(&once), once, "{s}");
         }
         assert_eq!(c("http://h.com/?q=it's"), "http://h.com/?q=it%27s");
+        // Found by cargo fuzz: `{` then an escaped `\\` formed `{%`; a `?` ending a name was popped.
+        assert_eq!(
+            c("http://h.com/in/?it{\\?in"),
+            "http://h.com/in/?it%7B%5C?in"
+        );
+        let once = c("http://h.com/?toqNlb?&toqNlb%01");
+        assert_eq!(c(&once), once);
+        assert!(once.contains("toqNlb?"), "{once}");
         assert_eq!(c("http://h.com/it's?q=1"), "http://h.com/it's?q=1");
     }
 
