@@ -197,7 +197,7 @@ fn normalize_escapes(src: &str, part: Part, out: &mut String) {
     // Fast path: copy runs of plain bytes in one go.
     while i < b.len() {
         let start = i;
-        while i < b.len() && !needs_work(b[i], part) {
+        while i < b.len() && !needs_work(b[i]) {
             i += 1;
         }
         // Only ASCII bytes are skipped above, so both ends of a non-empty run are char boundaries.
@@ -256,7 +256,7 @@ fn completes_escape(out: &str, v: u8) -> bool {
 /// In the query, `'` is escaped as the WHATWG special-query set does, and `\\`, `{`, `}` too: a
 /// canonical query then never holds a raw `'` or `\\` (which the validator's residue trimming
 /// and JSON-unescaping would read differently on a second pass) nor a brace next to an escape.
-const fn needs_work(c: u8, part: Part) -> bool {
+const fn needs_work(c: u8) -> bool {
     match c {
         b'%' | b' ' | b'"' | b'<' | b'>' | b'`' | 0..=0x1f | 0x7f..=0xff => true,
         // In a query too: an escape next to a raw brace could form a template marker (`{%5C` is
