@@ -238,6 +238,37 @@ fn normalize_escapes(src: &str, part: Part, out: &mut String) {
     }
 }
 
+/// The text with escapes of unreserved characters decoded exactly as step 3 decodes them (and
+/// nothing else changed), or `None` when there is none: the validator judges code patterns on
+/// what canonicalization will produce (`)%2Eswitch(` is `).switch(`).
+pub(crate) fn decode_unreserved(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let (mut i, mut start, mut changed) = (0, 0, false);
+    while let Some(off) = super::find_byte(b'%', &b[i..]) {
+        let p = i + off;
+        if let (Some(h), Some(l)) = (
+            b.get(p + 1).and_then(|&x| hex(x)),
+            b.get(p + 2).and_then(|&x| hex(x)),
+        ) {
+            let v = h * 16 + l;
+            out.push_str(&s[start..p]);
+            if is_unreserved(v) && !completes_escape(&out, v) {
+                out.push(v as char);
+                changed = true;
+            } else {
+                out.push_str(&s[p..p + 3]);
+            }
+            i = p + 3;
+            start = i;
+        } else {
+            i = p + 1;
+        }
+    }
+    out.push_str(&s[start..]);
+    changed.then_some(out)
+}
+
 /// Whether pushing the decoded hex digit `v` would complete a `%` or `%X` already at the end of
 /// `out` (from a lone `%` in the input) into a new escape: `%%30a` must not become `%0a`, or a
 /// second pass would change it again.
@@ -1037,6 +1068,14 @@ mod tests {
         assert_eq!(c(&once), once);
         assert!(once.contains("toqNlb?"), "{once}");
         assert_eq!(c("http://h.com/it's?q=1"), "http://h.com/it's?q=1");
+    }
+
+    #[test]
+    fn decode_unreserved_mirrors_step_3() {
+        assert_eq!(decode_unreserved("a%2Eb%2fc%7E"), Some("a.b%2fc~".into()));
+        assert_eq!(decode_unreserved("%%30a"), None);
+        assert_eq!(decode_unreserved("/plain"), None);
+        assert_eq!(decode_unreserved("é%41"), Some("éA".into()));
     }
 
     #[test]

@@ -198,6 +198,8 @@ struct Scan {
     has_colon: bool,
     /// An escaped space or tab (`%20`, `%09`) occurs.
     has_escaped_space: bool,
+    /// An escape of an unreserved character (`%2E`, `%41`) occurs: canonicalization decodes it.
+    has_unreserved_escape: bool,
 }
 
 // Byte classes of the scan table.
@@ -316,6 +318,9 @@ fn scan_escape(s: &[u8], i: usize, v: u8, sc: &mut Scan) -> usize {
     if v < 0x80 {
         if v.is_ascii_alphanumeric() {
             sc.has_alnum = true;
+        }
+        if v.is_ascii_alphanumeric() || matches!(v, b'-' | b'.' | b'_' | b'~') {
+            sc.has_unreserved_escape = true;
         }
         if needless_escape(v) && v != b'\t' {
             sc.suspicious_escape_bytes += 3;
@@ -748,6 +753,22 @@ impl Validator {
             return Err(Reason::TooLong);
         }
         let sc = scan(b);
+        if sc.has_unreserved_escape {
+            // Judge the text canonicalization will produce, with the escape ratio of the original.
+            if let Some(decoded) = super::canon::decode_unreserved(s) {
+                let mut sc2 = scan(decoded.as_bytes());
+                sc2.suspicious_escape_bytes = sc.suspicious_escape_bytes;
+                sc2.bad_escapes = sc.bad_escapes;
+                return self.rules(&decoded, sc2, b.len());
+            }
+        }
+        self.rules(s, sc, b.len())
+    }
+
+    /// The rules, on `s` as canonicalization will read it; `orig_len` is the length the
+    /// escape ratio is measured against.
+    fn rules(&self, s: &str, sc: Scan, orig_len: usize) -> Result<(), Reason> {
+        let b = s.as_bytes();
         if sc.has_control {
             return Err(Reason::ControlChars);
         }
@@ -877,7 +898,7 @@ impl Validator {
         if sc.has_space || sc.has_escaped_space {
             suspicious += whitespace_run_bytes(b);
         }
-        if suspicious as f64 > self.cfg.encoding_ratio * b.len() as f64 {
+        if suspicious as f64 > self.cfg.encoding_ratio * orig_len as f64 {
             return Err(Reason::EncodingRatio);
         }
         if self.cfg.reject_whitespace && sc.has_space {
@@ -1710,6 +1731,9 @@ mod tests {
         reject("/users/:id/edit", Reason::TemplateSyntax);
         // Regression (cargo fuzz): relative to an https base, `https::id` is the path `:id`.
         reject("https::oodma%2E%2E::::x", Reason::TemplateSyntax);
+        // Regression (cargo fuzz): `%2E` decodes to the `.` of a method call.
+        reject("62/wjK.no2e(),v)%2Eswitch(%2Ey6A4", Reason::JsCode);
+        reject("e%2Etarget%2Evalue", Reason::JsCode);
         reject("e.target.value", Reason::JsCode);
         reject("this.props.url", Reason::JsCode);
         reject("new Date()", Reason::JsCode);
