@@ -692,9 +692,8 @@ fn trim_residue_end(out: &mut String) {
     if out.contains('?') {
         return;
     }
-    while matches!(out.as_bytes().last(), Some(b'\\' | b'\'' | b'>')) {
-        out.pop();
-    }
+    let keep = super::trim_residue(out).len();
+    out.truncate(keep);
 }
 
 /// `s` split at the first ASCII byte `c` (memchr: faster than `str::split_once` on short text).
@@ -1044,6 +1043,12 @@ mod tests {
         assert_eq!(c("http://h.com/a?b=1&x=\\"), "http://h.com/a?b=1&x=%5C");
         assert_eq!(c("http://h.com/a'?utm_source=z"), "http://h.com/a");
         assert_eq!(c("Example.COM/?=\\"), "Example.COM/?=%5C");
+        // Regression (cargo fuzz): trimming `'` must not expose a dot segment.
+        let base = Url::parse("http://h.example/a/b?c=d").unwrap();
+        let k = Canonicalizer::default();
+        let once = k.canonicalize("X--Yom;./..'", Some(&base)).unwrap().url;
+        assert_eq!(once, "http://h.example/a/X--Yom;./..'");
+        assert_eq!(k.canonicalize(&once, None).unwrap().url, once);
     }
 
     #[test]

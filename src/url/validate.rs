@@ -959,7 +959,16 @@ fn clean_stripped(s: &str) -> &str {
             }
         }
     }
-    t.trim_end_matches(['\\', '\'', '>'])
+    // Then a query that canonicalization empties (`x'?`, `x?=&`), so what precedes it is trailing.
+    if let Some(q) = super::find_byte(b'?', t.as_bytes()).filter(|&q| q > 0) {
+        if t.as_bytes()[q + 1..]
+            .split(|&c| c == b'&')
+            .all(|p| p.is_empty() || p == b"=")
+        {
+            t = &t[..q];
+        }
+    }
+    super::trim_residue(t)
 }
 
 /// Ends in a call's open parenthesis, an empty trailing `?` or `&` aside (canonicalization
@@ -1858,6 +1867,10 @@ mod tests {
         // Regression (cargo fuzz): residue before a fragment is trailing residue.
         assert_eq!(clean("6'#26A4"), "6");
         assert_eq!(clean("#top"), "#top");
+        // Regression (cargo fuzz): an empty query goes before the residue; a dot segment stays.
+        assert_eq!(clean("ii(&'?"), "ii(&");
+        assert_eq!(clean("X--Yom;./..'"), "X--Yom;./..'");
+        reject("ii(&'?", Reason::JsCode);
         reject("java\tscript:alert(1)", Reason::NonFetchableScheme);
         assert_eq!(clean("http://localhost:8080'"), "http://localhost:8080");
         assert_eq!(
