@@ -200,6 +200,8 @@ struct Scan {
     has_escaped_space: bool,
     /// An escape of an unreserved character (`%2E`, `%41`) occurs: canonicalization decodes it.
     has_unreserved_escape: bool,
+    /// Some byte that [`is_code_byte`] counts occurs (else no head can hold code).
+    has_head_code: bool,
 }
 
 // Byte classes of the scan table.
@@ -210,6 +212,7 @@ const C_CODE: u8 = 8;
 const C_SPECIAL: u8 = 16; // `%`, `=`, `&`: need a look at the neighbours
 const C_COLON: u8 = 32;
 const C_SLASH: u8 = 64;
+const C_HEADCODE: u8 = 128; // `,`, `+`, `=`: code in a head, ordinary in a query
 
 const fn class_table() -> [u8; 256] {
     let mut t = [0u8; 256];
@@ -246,8 +249,12 @@ const fn class_table() -> [u8; 256] {
                 | b'\\'
         ) {
             C_CODE
-        } else if matches!(b, b'%' | b'=' | b'&') {
+        } else if b == b'=' {
+            C_SPECIAL | C_HEADCODE
+        } else if matches!(b, b'%' | b'&') {
             C_SPECIAL
+        } else if matches!(b, b',' | b'+') {
+            C_HEADCODE
         } else {
             0
         };
@@ -305,6 +312,7 @@ fn scan(s: &[u8]) -> Scan {
     sc.has_space = classes & C_SPACE != 0;
     sc.has_code_punct |= classes & C_CODE != 0;
     sc.has_colon = classes & C_COLON != 0;
+    sc.has_head_code = classes & (C_CODE | C_HEADCODE) != 0;
     sc.first_slash = if classes & C_SLASH != 0 {
         super::find_byte(b'/', s)
     } else {
@@ -797,38 +805,33 @@ impl Validator {
                 Reason::FragmentOnly
             });
         }
-        if starts_with_ignore_case(b, b"rgb(")
-            || starts_with_ignore_case(b, b"rgba(")
-            || starts_with_ignore_case(b, b"hsl(")
-            || starts_with_ignore_case(b, b"hsla(")
-        {
-            return Err(Reason::ColorValue);
-        }
-        if starts_with_css_function(b) {
-            return Err(Reason::CssValue);
+        // Colour and CSS functions all hold a `(` (code punctuation): skip the prefix lists
+        // otherwise.
+        if sc.has_code_punct && b[0].is_ascii_alphabetic() {
+            if starts_with_ignore_case(b, b"rgb(")
+                || starts_with_ignore_case(b, b"rgba(")
+                || starts_with_ignore_case(b, b"hsl(")
+                || starts_with_ignore_case(b, b"hsla(")
+            {
+                return Err(Reason::ColorValue);
+            }
+            if starts_with_css_function(b) {
+                return Err(Reason::CssValue);
+            }
         }
         if is_js_leading(b[0]) {
             // `{{x}}` and `${x}` start like code but are templates: name them as such.
             return Err(template_syntax(b).unwrap_or(Reason::JsFragment));
         }
-        // The fragment never reaches a server and canonicalization drops it: judge what is
-        // fetched. (Fragment-only candidates were handled above.)
-        let mut b = &b[..super::find_byte(b'#', b).unwrap_or(b.len())];
-        // Likewise a query that canonicalization empties (`x?`, `x?&&`, `x?=&`).
-        if let Some(q) = super::find_byte(b'?', b) {
-            if q > 0
-                && b[q + 1..]
-                    .split(|&c| c == b'&')
-                    .all(|p| p.is_empty() || p == b"=")
-            {
-                b = &b[..q];
-            }
-        }
+        // `clean` already removed the fragment and an empty query: canonicalization drops both,
+        // so what is judged is what is fetched.
         // A query may legitimately hold code-like text (playground links, `?search=Vec<T>`): when
         // the part before it is a clean path, only unmistakable code markers count there.
         let head_end = super::find_byte(b'?', b).unwrap_or(b.len());
         let (head, tail) = b.split_at(head_end);
-        let split = scheme.is_some() || !head.is_empty() && !head.iter().any(|&c| is_code_byte(c));
+        let split = scheme.is_some()
+            || !(head.is_empty() || sc.has_head_code && head.iter().any(|&c| is_code_byte(c)));
+
         let ruled = if split { head } else { b };
         // A head ending in a call's open parenthesis: `createElement(` (judged on the head for
         // relative and absolute candidates alike, so a candidate and its canonical form agree).
@@ -866,8 +869,12 @@ impl Validator {
         if scheme.is_none() && encoded_blob(b) {
             return Err(Reason::EncodedBlob);
         }
-        if sc.first_slash.is_some() && js_artifact(b, scheme.is_some()) {
-            return Err(Reason::JsArtifact);
+        // One walk over the path's segments for the artifact and MIME rules. (The keyword and
+        // number rules below need a candidate without `/`, these need one: order is moot.)
+        if sc.first_slash.is_some() {
+            if let Some(r) = path_rules(path_of(b, scheme)) {
+                return Err(r);
+            }
         }
         // Keywords are short and have no `/`, `.` or `:`; most URLs skip the word lists.
         if b.len() <= 24
@@ -885,11 +892,8 @@ impl Validator {
         if let Some(r) = number_like(b) {
             return Err(r);
         }
-        if number_list(b) {
+        if matches!(b[0], b'0'..=b'9' | b'-' | b'+' | b'.') && number_list(b) {
             return Err(Reason::BareNumber);
-        }
-        if sc.first_slash.is_some() && mime_path(b, scheme.is_some()) {
-            return Err(Reason::MimeType);
         }
         if sc.bad_escapes >= 2 {
             return Err(Reason::BadPercentEncoding);
@@ -921,9 +925,13 @@ fn trim(s: &str) -> &str {
 /// (`http://h/x.js"></script>` → `http://h/x.js`).
 /// A relative candidate is not cut: `/api/" + id` must stay recognisable as code.
 pub fn clean(s: &str) -> Cow<'_, str> {
-    let b = s.as_bytes();
-    if super::find_byte3(b'\t', b'\n', b'\r', b).is_none() && super::find_byte(b'\\', b).is_none() {
-        return Cow::Borrowed(clean_stripped(s));
+    // One pass tells which of the rare bytes occur at all; most candidates skip every search.
+    let mask = s
+        .as_bytes()
+        .iter()
+        .fold(0u8, |m, &c| m | CLEAN_CLASS[c as usize]);
+    if mask & (K_TAB_NL | K_BACKSLASH) == 0 {
+        return Cow::Borrowed(clean_stripped(s, mask));
     }
     // The WHATWG parser removes ASCII tabs and newlines anywhere, before it reads the scheme:
     // `java\tscript:` is `javascript:`.
@@ -935,7 +943,7 @@ pub fn clean(s: &str) -> Cow<'_, str> {
     if t.contains("\\/") {
         t = t.replace("\\/", "/");
     }
-    let mut t = clean_stripped(&t).to_owned();
+    let mut t = clean_stripped(&t, u8::MAX).to_owned();
     // In the path a backslash is a slash to the parser (http and https are special schemes).
     let head_end = t.find(['?', '#']).unwrap_or(t.len());
     if t[..head_end].contains('\\') {
@@ -945,14 +953,41 @@ pub fn clean(s: &str) -> Cow<'_, str> {
     Cow::Owned(t)
 }
 
-fn clean_stripped(s: &str) -> &str {
+// Byte classes for `clean`.
+const K_TAB_NL: u8 = 1;
+const K_BACKSLASH: u8 = 2;
+const K_HASH: u8 = 4;
+const K_QUESTION: u8 = 8;
+const K_CUT: u8 = 16; // `"`, `<`, backtick
+
+static CLEAN_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b'\t' as usize] = K_TAB_NL;
+    t[b'\n' as usize] = K_TAB_NL;
+    t[b'\r' as usize] = K_TAB_NL;
+    t[b'\\' as usize] = K_BACKSLASH;
+    t[b'#' as usize] = K_HASH;
+    t[b'?' as usize] = K_QUESTION;
+    t[b'"' as usize] = K_CUT;
+    t[b'<' as usize] = K_CUT;
+    t[b'`' as usize] = K_CUT;
+    t
+};
+
+/// `clean` without tabs, newlines or backslashes; `mask` says which of `#`, `?` and the cut
+/// bytes may occur (`u8::MAX`: unknown).
+fn clean_stripped(s: &str, mask: u8) -> &str {
     let mut t = trim(s);
     // The fragment goes first (canonicalization drops it), so that residue before it is trailing
     // residue: `6'#x` and `6'` must clean alike. A fragment-only candidate is kept for the rules.
-    if let Some(h) = t.find('#').filter(|&h| h > 0) {
-        t = trim(&t[..h]);
+    if mask & K_HASH != 0 {
+        if let Some(h) = super::find_byte(b'#', t.as_bytes()).filter(|&h| h > 0) {
+            t = trim(&t[..h]);
+        }
     }
-    if let Some(sch) = scheme_of(t.as_bytes()) {
+    if mask & K_CUT == 0 {
+        // nothing to cut
+    } else if let Some(sch) = scheme_of(t.as_bytes()) {
         if t.as_bytes()[sch.len() + 1..].starts_with(b"//") {
             if let Some(cut) = super::find_byte3(b'"', b'<', b'`', t.as_bytes()) {
                 t = trim(&t[..cut]);
@@ -960,7 +995,12 @@ fn clean_stripped(s: &str) -> &str {
         }
     }
     // Then a query that canonicalization empties (`x'?`, `x?=&`), so what precedes it is trailing.
-    if let Some(q) = super::find_byte(b'?', t.as_bytes()).filter(|&q| q > 0) {
+    let q = if mask & K_QUESTION != 0 {
+        super::find_byte(b'?', t.as_bytes())
+    } else {
+        None
+    };
+    if let Some(q) = q.filter(|&q| q > 0) {
         if t.as_bytes()[q + 1..]
             .split(|&c| c == b'&')
             .all(|p| p.is_empty() || p == b"=")
@@ -1551,29 +1591,53 @@ fn new_call(b: &[u8]) -> bool {
 
 /// A path segment that is a JS value printed into a URL: `undefined`, `null`, `[object Object]`
 /// (raw or percent-encoded). `NaN` and `Null` are not: both are real Wikipedia articles.
-fn js_artifact(b: &[u8], absolute: bool) -> bool {
-    // Only the path: skip `scheme://host` of absolute URLs, stop at query or fragment.
+fn is_artifact(seg: &[u8]) -> bool {
+    // Compared by length first: most segments have none of these lengths.
+    match seg.len() {
+        4 => seg == b"null",
+        9 => seg == b"undefined",
+        15 => seg == b"[object Object]",
+        17 => seg == b"[object%20Object]",
+        21 => seg == b"%5Bobject%20Object%5D",
+        _ => false,
+    }
+}
+
+/// The path rules in one walk over the segments: a JS artifact segment, or a path whose last two
+/// segments (trailing slashes aside) are a MIME type.
+fn path_rules(path: &[u8]) -> Option<Reason> {
+    let mut p = path;
+    while p.last() == Some(&b'/') {
+        p = &p[..p.len() - 1];
+    }
+    let (mut ty, mut sub): (Option<&[u8]>, Option<&[u8]>) = (None, None);
+    for seg in p.split(|&c| c == b'/') {
+        if is_artifact(seg) {
+            return Some(Reason::JsArtifact);
+        }
+        ty = sub;
+        sub = Some(seg);
+    }
+    match (ty, sub) {
+        (Some(ty), Some(sub)) if mime_type(ty, sub) => Some(Reason::MimeType),
+        _ => None,
+    }
+}
+
+/// The path of a candidate, without query: after `scheme://host` for an absolute URL (empty
+/// when there is none), the whole text before `?` otherwise.
+fn path_of<'a>(b: &'a [u8], scheme: Option<&[u8]>) -> &'a [u8] {
     let mut path = b;
-    if absolute {
-        if let Some(p) = find(b, b"://") {
-            let rest = &b[p + 3..];
-            path = match super::find_byte(b'/', rest) {
-                Some(q) => &rest[q..],
-                None => return false,
+    if let Some(sch) = scheme {
+        let rest = &b[sch.len() + 1..];
+        if let Some(auth) = rest.strip_prefix(b"//") {
+            path = match super::find_byte(b'/', auth) {
+                Some(q) => &auth[q..],
+                None => return &[],
             };
         }
     }
-    let end = super::find_byte2(b'?', b'#', path).unwrap_or(path.len());
-    path[..end].split(|&c| c == b'/').any(|seg| {
-        matches!(
-            seg,
-            b"undefined"
-                | b"null"
-                | b"[object Object]"
-                | b"[object%20Object]"
-                | b"%5Bobject%20Object%5D"
-        )
-    })
+    &path[..super::find_byte(b'?', path).unwrap_or(path.len())]
 }
 
 /// `123`, `-0.5`, `1e3` → bare number; `12px`, `1.5em`, `100%` → CSS value.
@@ -1622,29 +1686,13 @@ fn number_like(b: &[u8]) -> Option<Reason> {
 
 /// The last two path segments are a MIME type: `/application/json`, `/AJAX/text/xml`,
 /// `font/woff2`, `text/html; charset=utf-8`. `/text/editor`, `/application_list` are paths.
-fn mime_path(b: &[u8], absolute: bool) -> bool {
-    let mut path = b;
-    if absolute {
-        match find(b, b"://") {
-            Some(p) => {
-                let rest = &b[p + 3..];
-                path = match super::find_byte(b'/', rest) {
-                    Some(q) => &rest[q..],
-                    None => return false,
-                };
-            }
-            None => return false,
-        }
-    }
-    let end = super::find_byte2(b'?', b'#', path).unwrap_or(path.len());
-    let mut p = &path[..end];
-    while p.last() == Some(&b'/') {
-        p = &p[..p.len() - 1];
-    }
-    let mut it = p.rsplit(|&c| c == b'/');
-    let (Some(sub), Some(ty)) = (it.next(), it.next()) else {
+fn mime_type(ty: &[u8], sub: &[u8]) -> bool {
+    // The nine top-level types are 4 to 11 letters and start with one of these.
+    if !(4..=11).contains(&ty.len())
+        || !matches!(ty[0] | 0x20, b'a' | b't' | b'i' | b'v' | b'f' | b'm')
+    {
         return false;
-    };
+    }
     if !eq_ignore_case_any(ty, MIME_TYPES) || sub.is_empty() {
         return false;
     }
@@ -1733,6 +1781,8 @@ mod tests {
     fn reference_false_acceptances_now_rejected() {
         reject("/undefined", Reason::JsArtifact);
         reject("/null", Reason::JsArtifact);
+        reject("/null/", Reason::JsArtifact);
+        reject("/application/json/", Reason::MimeType);
         reject("/[object Object]", Reason::JsArtifact);
         reject("http://example.com/api/undefined/items", Reason::JsArtifact);
         reject("/${path}/x", Reason::TemplateSyntax);
