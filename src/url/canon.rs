@@ -395,9 +395,12 @@ impl Canonicalizer {
                 if i > 0 {
                     kept.push('/');
                 }
+                // Not when what is left would be a dot segment (`..;jsessionid=x` → `..`), which a
+                // second parse would resolve.
                 let cut = seg
                     .find(';')
-                    .filter(|&c| seg[c + 1..].to_ascii_lowercase().starts_with("jsessionid="));
+                    .filter(|&c| seg[c + 1..].to_ascii_lowercase().starts_with("jsessionid="))
+                    .filter(|&c| !super::is_dot_segment(&seg[..c]));
                 kept.push_str(cut.map_or(seg, |c| &seg[..c]));
             }
             out.truncate(start);
@@ -1081,6 +1084,20 @@ mod tests {
         assert_eq!(decode_unreserved("%%30a"), None);
         assert_eq!(decode_unreserved("/plain"), None);
         assert_eq!(decode_unreserved("é%41"), Some("éA".into()));
+    }
+
+    #[test]
+    fn regression_session_removal_never_leaves_a_dot_segment() {
+        // Found by cargo fuzz: `..;jsessionid=x` became `..`.
+        let base = Url::parse("http://h.example/a/b?c=d").unwrap();
+        let k = Canonicalizer::default();
+        let s = "h.sj/e;\u{f}\n..//..;jsessionid=ns... \0\0\0\0 CC-:";
+        let once = k.canonicalize(s, Some(&base)).unwrap().url;
+        assert_eq!(k.canonicalize(&once, None).unwrap().url, once);
+        assert_eq!(
+            c("http://h.com/x/..;jsessionid=1/y"),
+            "http://h.com/x/..;jsessionid=1/y"
+        );
     }
 
     #[test]

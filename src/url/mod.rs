@@ -42,14 +42,16 @@ pub(crate) fn find_byte3(c1: u8, c2: u8, c3: u8, b: &[u8]) -> Option<usize> {
     }
 }
 
-/// Trailing extraction residue removed — `\\` (JS string escapes), `'`, `>` — unless that would
+/// Trailing extraction residue removed — `\\` (JS string escapes), `'`, `>`, and whitespace
+/// left before them — unless that would
 /// leave a dot segment at the end (`..'` stays: trimming it would turn a name into `..`, which
 /// a second parse resolves). Shared by the validator's `clean` and the canonicalizer, so both read
 /// a candidate's end alike.
 pub(crate) fn trim_residue(s: &str) -> &str {
     let mut t = s;
     while let Some(&last) = t.as_bytes().last() {
-        if !matches!(last, b'\\' | b'\'' | b'>') {
+        // Whitespace too: once a `'` goes, a space before it is the end, and the parser trims it.
+        if !matches!(last, b'\\' | b'\'' | b'>' | b' ' | b'\t') {
             break;
         }
         let rest = &t[..t.len() - 1];
@@ -63,7 +65,7 @@ pub(crate) fn trim_residue(s: &str) -> &str {
 }
 
 /// `.`, `..` and their escaped forms (`%2e`, `.%2E`, ...), as the WHATWG parser reads them.
-fn is_dot_segment(seg: &str) -> bool {
+pub(crate) fn is_dot_segment(seg: &str) -> bool {
     let lower = seg.to_ascii_lowercase();
     matches!(
         lower.as_str(),

@@ -1921,6 +1921,8 @@ mod tests {
         assert_eq!(clean("ii(&'?"), "ii(&");
         assert_eq!(clean("X--Yom;./..'"), "X--Yom;./..'");
         reject("ii(&'?", Reason::JsCode);
+        // Regression (cargo fuzz): a space before the trimmed `'` is the end too.
+        reject("i e( '", Reason::JsCode);
         reject("java\tscript:alert(1)", Reason::NonFetchableScheme);
         assert_eq!(clean("http://localhost:8080'"), "http://localhost:8080");
         assert_eq!(
