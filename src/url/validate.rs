@@ -338,8 +338,7 @@ fn scan_escape(s: &[u8], i: usize, v: u8, sc: &mut Scan) -> usize {
         }
         return i + 3;
     }
-    // A run of high-byte escapes: fine if it decodes to UTF-8 text.
-    let start = i;
+    // A run of high-byte escapes: fine where it decodes to UTF-8 text.
     let mut i = i;
     let mut buf = [0u8; 64];
     let mut n = 0;
@@ -355,11 +354,29 @@ fn scan_escape(s: &[u8], i: usize, v: u8, sc: &mut Scan) -> usize {
             _ => break,
         }
     }
-    if n > buf.len() || std::str::from_utf8(&buf[..n]).is_ok() {
-        sc.has_alnum = true; // encoded text (long runs are trusted)
-    } else {
-        sc.suspicious_escape_bytes += i - start;
+    if n > buf.len() {
+        sc.has_alnum = true; // long encoded text is trusted
+        return i;
     }
+    // Only the bytes that are not UTF-8 count, so that a stray `%DE` costs the same whether the
+    // text after it is raw or (as canonicalization writes it) escaped too.
+    let (mut rest, mut invalid, mut valid) = (&buf[..n], 0, false);
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(v) => {
+                valid |= !v.is_empty();
+                break;
+            }
+            Err(e) => {
+                valid |= e.valid_up_to() > 0;
+                let bad = e.error_len().unwrap_or(rest.len() - e.valid_up_to());
+                invalid += bad;
+                rest = &rest[e.valid_up_to() + bad..];
+            }
+        }
+    }
+    sc.has_alnum |= valid;
+    sc.suspicious_escape_bytes += invalid * 3;
     i
 }
 
@@ -1923,6 +1940,11 @@ mod tests {
         reject("ii(&'?", Reason::JsCode);
         // Regression (cargo fuzz): a space before the trimmed `'` is the end too.
         reject("i e( '", Reason::JsCode);
+        // Regression (cargo fuzz): a stray high escape before raw text scores as before escaping.
+        let k = crate::url::Canonicalizer::default();
+        let raw = "https://h.com//w1c-areer67.c%dE中文ter67.c%dE中文t=23";
+        assert_eq!(v().check(raw), Ok(()));
+        assert_eq!(v().check(&k.canonicalize(raw, None).unwrap().url), Ok(()));
         reject("java\tscript:alert(1)", Reason::NonFetchableScheme);
         assert_eq!(clean("http://localhost:8080'"), "http://localhost:8080");
         assert_eq!(
