@@ -1254,7 +1254,7 @@ fn template_syntax(b: &[u8]) -> Option<Reason> {
     while let Some(off) = super::find_byte(b'$', &b[i..]) {
         let p = i + off;
         if b.get(p + 1).is_some_and(u8::is_ascii_digit)
-            && (p == 0 || matches!(b[p - 1], b'/' | b'=' | b']' | b'>' | b' '))
+            && (p == 0 || matches!(b[p - 1], b'/' | b'=' | b']' | b'>' | b' ' | b':'))
         {
             return Some(Reason::TemplateSyntax);
         }
@@ -1807,7 +1807,8 @@ mod tests {
         reject("/users/:id/edit", Reason::TemplateSyntax);
         // Regression (cargo fuzz): relative to an https base, `https::id` is the path `:id`.
         reject("https::oodma%2E%2E::::x", Reason::TemplateSyntax);
-        // Regression (cargo fuzz): `%2E` decodes to the `.` of a method call.
+        reject("https:$4", Reason::TemplateSyntax); // (cargo fuzz) the path `$4` to an https base
+                                                    // Regression (cargo fuzz): `%2E` decodes to the `.` of a method call.
         reject("62/wjK.no2e(),v)%2Eswitch(%2Ey6A4", Reason::JsCode);
         reject("e%2Etarget%2Evalue", Reason::JsCode);
         reject("e.target.value", Reason::JsCode);
