@@ -777,6 +777,23 @@ impl Validator {
         if b.len() > self.cfg.max_len {
             return Err(Reason::TooLong);
         }
+        // `https:x` (no `//`) is, against an https base, the relative path `x` (WHATWG): it must
+        // pass as that path too, or its canonical form `…/dir/x` could be rejected.
+        if let Some(sch) = scheme_of(b) {
+            let rest = &s[sch.len() + 1..];
+            let rb = rest.as_bytes();
+            if matches!(sch.to_ascii_lowercase().as_slice(), b"http" | b"https")
+                && !matches!(rb, [b'/' | b'\\', b'/' | b'\\', ..])
+                && !rb.is_empty()
+            {
+                let path = if matches!(rb[0], b'/' | b'\\') {
+                    rest.to_owned()
+                } else {
+                    format!("/{rest}")
+                };
+                self.check_trimmed(&path)?;
+            }
+        }
         let sc = scan(b);
         if sc.has_unreserved_escape {
             // Judge the text canonicalization will produce, with the escape ratio of the original.
@@ -1808,7 +1825,9 @@ mod tests {
         // Regression (cargo fuzz): relative to an https base, `https::id` is the path `:id`.
         reject("https::oodma%2E%2E::::x", Reason::TemplateSyntax);
         reject("https:$4", Reason::TemplateSyntax); // (cargo fuzz) the path `$4` to an https base
-                                                    // Regression (cargo fuzz): `%2E` decodes to the `.` of a method call.
+        reject("https:/*x", Reason::CommentMarker);
+        pass("http:example.com/path");
+        // Regression (cargo fuzz): `%2E` decodes to the `.` of a method call.
         reject("62/wjK.no2e(),v)%2Eswitch(%2Ey6A4", Reason::JsCode);
         reject("e%2Etarget%2Evalue", Reason::JsCode);
         reject("e.target.value", Reason::JsCode);
