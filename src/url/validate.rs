@@ -905,7 +905,8 @@ impl Validator {
         }
         // One walk over the path's segments for the artifact and MIME rules. (The keyword and
         // number rules below need a candidate without `/`, these need one: order is moot.)
-        if sc.first_slash.is_some() {
+        // A relative candidate is a path even without a `/` (it resolves to `…/dir/it`).
+        if sc.first_slash.is_some() || scheme.is_none() {
             if let Some(r) = path_rules(path_of(b, scheme)) {
                 return Err(r);
             }
@@ -1818,6 +1819,7 @@ mod tests {
         reject("/null/", Reason::JsArtifact);
         reject("/application/json/", Reason::MimeType);
         reject("/[object Object]", Reason::JsArtifact);
+        reject("%5Bobject%20Object%5D", Reason::JsArtifact); // (cargo fuzz) a segment once resolved
         reject("http://example.com/api/undefined/items", Reason::JsArtifact);
         reject("/${path}/x", Reason::TemplateSyntax);
         reject("/posts/{id}", Reason::TemplateSyntax);
