@@ -79,6 +79,11 @@ impl Sieve {
         self.canon
             .canonicalize_into(&s, self.base.as_ref(), &mut self.buf)
             .map_err(|e| canon_reason(&e))?;
+        // The limit is for what the fetcher gets: escaping can lengthen a candidate (`\\` →
+        // `%5C`), and a canonical URL must pass the validator it came through.
+        if self.buf.len() > self.validator.config().max_len {
+            return Err(Reason::TooLong);
+        }
         Ok(&self.buf)
     }
 
@@ -220,6 +225,12 @@ mod tests {
             Verdict::Reject(Reason::InvalidUrl)
         );
         assert_eq!(s.process(b"/a", true, &f), Verdict::Reject(Reason::TooLong));
+        // Regression (cargo fuzz): under the limit raw, over it once backslashes are escaped.
+        let long = format!("z?h={}x", "\\".repeat(1000));
+        assert_eq!(
+            s.process(long.as_bytes(), false, &f),
+            Verdict::Reject(Reason::TooLong)
+        );
         assert_eq!(
             s.process(b"\xff", false, &f),
             Verdict::Reject(Reason::InvalidUtf8)
