@@ -389,20 +389,7 @@ impl Canonicalizer {
         let start = out.len();
         normalize_escapes(path, Part::Path, out);
         // Remove `;jsessionid=...` up to the next `/` (rare: only search when present).
-        if super::find_byte(b';', &out.as_bytes()[start..]).is_some() {
-            let mut kept = String::with_capacity(out.len() - start);
-            for (i, seg) in out[start..].split('/').enumerate() {
-                if i > 0 {
-                    kept.push('/');
-                }
-                // Not when what is left would be a dot segment (`..;jsessionid=x` → `..`), which a
-                // second parse would resolve.
-                let cut = seg
-                    .find(';')
-                    .filter(|&c| seg[c + 1..].to_ascii_lowercase().starts_with("jsessionid="))
-                    .filter(|&c| !super::is_dot_segment(&seg[..c]));
-                kept.push_str(cut.map_or(seg, |c| &seg[..c]));
-            }
+        if let Some(kept) = strip_session_params(&out[start..]) {
             out.truncate(start);
             out.push_str(&kept);
         }
@@ -697,6 +684,27 @@ fn trim_residue_end(out: &mut String) {
     }
     let keep = super::trim_residue(out).len();
     out.truncate(keep);
+}
+
+/// A path with `;jsessionid=...` removed from every segment (step 5), or `None` when it has none.
+/// Not where what is left would be a dot segment (`..;jsessionid=x` → `..`), which a second parse
+/// would resolve. Shared with the validator, which judges the path as it will be.
+pub(crate) fn strip_session_params(path: &str) -> Option<String> {
+    super::find_byte(b';', path.as_bytes())?;
+    let mut kept = String::with_capacity(path.len());
+    let mut changed = false;
+    for (i, seg) in path.split('/').enumerate() {
+        if i > 0 {
+            kept.push('/');
+        }
+        let cut = seg
+            .find(';')
+            .filter(|&c| seg[c + 1..].to_ascii_lowercase().starts_with("jsessionid="))
+            .filter(|&c| !super::is_dot_segment(&seg[..c]));
+        changed |= cut.is_some();
+        kept.push_str(cut.map_or(seg, |c| &seg[..c]));
+    }
+    changed.then_some(kept)
 }
 
 /// `s` split at the first ASCII byte `c` (memchr: faster than `str::split_once` on short text).

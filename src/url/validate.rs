@@ -794,6 +794,14 @@ impl Validator {
                 self.check_trimmed(&path)?;
             }
         }
+        // `;jsessionid=...` goes in canonicalization, which can join what was around it
+        // (`**;jsessionid=1/x` → `**/x`, a comment marker): judge that path too.
+        if super::find_byte(b';', b).is_some() {
+            let q = super::find_byte(b'?', b).unwrap_or(b.len());
+            if let Some(path) = super::canon::strip_session_params(&s[..q]) {
+                self.check_trimmed(&format!("{path}{}", &s[q..]))?;
+            }
+        }
         let sc = scan(b);
         if sc.has_unreserved_escape {
             // Judge the text canonicalization will produce, with the escape ratio of the original.
@@ -1820,6 +1828,9 @@ mod tests {
         reject("/application/json/", Reason::MimeType);
         reject("/[object Object]", Reason::JsArtifact);
         reject("%5Bobject%20Object%5D", Reason::JsArtifact); // (cargo fuzz) a segment once resolved
+                                                             // (cargo fuzz) session removal joins `**` and `/` into a comment marker.
+        reject("a/**;jsessionid=77/x", Reason::CommentMarker);
+        pass("/x;jsessionid=ABC/y");
         reject("http://example.com/api/undefined/items", Reason::JsArtifact);
         reject("/${path}/x", Reason::TemplateSyntax);
         reject("/posts/{id}", Reason::TemplateSyntax);
