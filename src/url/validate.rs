@@ -777,9 +777,11 @@ impl Validator {
         if b.len() > self.cfg.max_len {
             return Err(Reason::TooLong);
         }
+        let sc = scan(b);
         // `https:x` (no `//`) is, against an https base, the relative path `x` (WHATWG): it must
         // pass as that path too, or its canonical form `…/dir/x` could be rejected.
-        if let Some(sch) = scheme_of(b) {
+        // (Needs a `:`, which the scan reports.)
+        if let Some(sch) = if sc.has_colon { scheme_of(b) } else { None } {
             let rest = &s[sch.len() + 1..];
             let rb = rest.as_bytes();
             if matches!(sch.to_ascii_lowercase().as_slice(), b"http" | b"https")
@@ -796,13 +798,13 @@ impl Validator {
         }
         // `;jsessionid=...` goes in canonicalization, which can join what was around it
         // (`**;jsessionid=1/x` → `**/x`, a comment marker): judge that path too.
-        if super::find_byte(b';', b).is_some() {
+        // (`;` is code punctuation, which the scan reports.)
+        if sc.has_code_punct && super::find_byte(b';', b).is_some() {
             let q = super::find_byte(b'?', b).unwrap_or(b.len());
             if let Some(path) = super::canon::strip_session_params(&s[..q]) {
                 self.check_trimmed(&format!("{path}{}", &s[q..]))?;
             }
         }
-        let sc = scan(b);
         if sc.has_unreserved_escape {
             // Judge the text canonicalization will produce, with the escape ratio of the original.
             if let Some(decoded) = super::canon::decode_unreserved(s) {
