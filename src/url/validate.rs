@@ -882,13 +882,7 @@ impl Validator {
         if ends_open_paren(head) || ends_open_paren(ruled) {
             return Err(Reason::JsCode);
         }
-        // `https::id/x` against an https base is the relative path `:id/x` (WHATWG), which
-        // resolves to `/dir/:id/x`: its first segment counts as a segment too.
-        let scheme_relative_placeholder = scheme.is_some_and(|sch| {
-            let rest = &b[sch.len() + 1..];
-            rest.first() == Some(&b':') && rest.get(1).is_some_and(|&c| is_ident_start(c))
-        });
-        if scheme_relative_placeholder || sc.has_colon && path_placeholder(ruled) {
+        if sc.has_colon && path_placeholder(ruled) {
             return Err(Reason::TemplateSyntax);
         }
         if sc.has_code_punct {
