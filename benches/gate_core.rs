@@ -17,10 +17,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crawlsieve::bloom::{fingerprint, BloomFilter};
+use crawlsieve::bloom::{fingerprint, BloomFilter, CheckAndSet};
 use crawlsieve::sieve::{BatchResult, Sieve};
 use crawlsieve::url::{Canonicalizer, Validator};
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, Bencher, Criterion, Throughput};
 
 fn shared(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -133,8 +133,37 @@ fn sieve(c: &mut Criterion) {
     g.finish();
 }
 
+/// Keys per measured batch in the Bloom benches.
+const BATCH: usize = 1 << 20;
+
+/// A filter for `n` keys at `p`, half full: a filter is on average half full over its life.
+/// (Filled through the exclusive path; the shared path sets the same bits, see the unit tests.)
+fn half_full(n: u64, p: f64) -> BloomFilter {
+    let mut f = BloomFilter::with_capacity(n, p).unwrap();
+    let mut out = Vec::new();
+    for chunk in random_fps((n / 2) as usize, 1).chunks(BATCH) {
+        f.insert_batch_mut(chunk, &mut out);
+    }
+    f
+}
+
+/// Check-and-set of a fresh batch of pre-hashed keys per iteration, through either access path.
+fn bench_insert(b: &mut Bencher, round: &mut u64, mut filter: impl CheckAndSet) {
+    let mut out = Vec::new();
+    b.iter_batched(
+        || {
+            *round += 1;
+            random_fps(BATCH, 1_000 + *round)
+        },
+        |fps| {
+            filter.check_and_set_batch(&fps, &mut out);
+            black_box(out.len())
+        },
+        BatchSize::PerIteration,
+    )
+}
+
 fn bloom(c: &mut Criterion) {
-    const BATCH: usize = 1 << 20;
     let mut g = c.benchmark_group("bloom");
     g.throughput(Throughput::Elements(BATCH as u64));
     g.sample_size(10);
@@ -142,57 +171,16 @@ fn bloom(c: &mut Criterion) {
         ("small_1M_p1e-2", 1_000_000u64, 1e-2),
         ("large_100M_p1e-4", 100_000_000, 1e-4),
     ] {
-        // Built on first use only (a filtered run skips the 229 MiB fill), half full: a filter is
-        // on average half full over its life.
+        // Built on first use only (a filtered run skips the 229 MiB fill).
         let filter: OnceLock<BloomFilter> = OnceLock::new();
-        let get = || {
-            filter.get_or_init(|| {
-                let f = BloomFilter::with_capacity(n, p).unwrap();
-                let mut out = Vec::new();
-                for chunk in random_fps((n / 2) as usize, 1).chunks(BATCH) {
-                    f.insert_batch(chunk, &mut out);
-                }
-                f
-            })
-        };
+        let get = || filter.get_or_init(|| half_full(n, p));
         let mut round = 0u64;
         g.bench_function(format!("insert_prehashed/{name}"), |b| {
-            let f = get();
-            let mut out = Vec::new();
-            b.iter_batched(
-                || {
-                    round += 1;
-                    random_fps(BATCH, 1_000 + round)
-                },
-                |fps| {
-                    f.insert_batch(&fps, &mut out);
-                    black_box(out.len())
-                },
-                BatchSize::PerIteration,
-            )
+            bench_insert(b, &mut round, get())
         });
         let mut excl: Option<BloomFilter> = None;
         g.bench_function(format!("insert_prehashed_exclusive/{name}"), |b| {
-            let f = excl.get_or_insert_with(|| {
-                let mut f = BloomFilter::with_capacity(n, p).unwrap();
-                let mut out = Vec::new();
-                for chunk in random_fps((n / 2) as usize, 1).chunks(BATCH) {
-                    f.insert_batch_mut(chunk, &mut out);
-                }
-                f
-            });
-            let mut out = Vec::new();
-            b.iter_batched(
-                || {
-                    round += 1;
-                    random_fps(BATCH, 1_000 + round)
-                },
-                |fps| {
-                    f.insert_batch_mut(&fps, &mut out);
-                    black_box(out.len())
-                },
-                BatchSize::PerIteration,
-            )
+            bench_insert(b, &mut round, excl.get_or_insert_with(|| half_full(n, p)))
         });
         drop(excl);
         g.bench_function(format!("contains_prehashed/{name}"), |b| {
