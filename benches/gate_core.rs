@@ -123,7 +123,8 @@ fn sieve(c: &mut Criterion) {
             || BloomFilter::with_capacity(10_000_000, 1e-4).unwrap(),
             |mut f| {
                 for chunk in lines.chunks(512) {
-                    s.process_batch(chunk.iter().map(|l| (&l[..], false)), &mut f, &mut res);
+                    let _ =
+                        s.process_batch(chunk.iter().map(|l| (&l[..], false)), &mut f, &mut res);
                 }
                 black_box(f.items())
             },
@@ -156,7 +157,7 @@ fn bench_insert(b: &mut Bencher, round: &mut u64, mut filter: impl CheckAndSet) 
             random_fps(BATCH, 1_000 + *round)
         },
         |fps| {
-            filter.check_and_set_batch(&fps, &mut out);
+            let _ = filter.check_and_set_batch(&fps, &mut out);
             black_box(out.len())
         },
         BatchSize::PerIteration,

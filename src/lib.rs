@@ -5,6 +5,7 @@
 //! * [`url`] — URL candidates: the junk validator with its reason codes, canonicalization, and URL
 //!   patterns. Pure functions, no I/O.
 //! * [`bloom`] — Bloom filter sizing, the lock-free in-process filter, and snapshot files.
+//! * [`redis_filter`] — the Redis-shared filter: namespaces, generations, local tier, snapshots.
 //! * [`sieve`] — the gate's core step: validate → canonicalize → check-and-set, shared by every
 //!   front end (embedded `dedup`, and later the Kafka gate and the HTTP API).
 //! * [`input`] — bounded line reading (a megabyte line never becomes a problem).
@@ -13,5 +14,6 @@
 pub mod bloom;
 pub mod cli;
 pub mod input;
+pub mod redis_filter;
 pub mod sieve;
 pub mod url;

@@ -122,10 +122,25 @@ impl Sieve {
     /// Process a batch in order: classify every line, then check-and-set all fingerprints in one
     /// pass with prefetching (the filter's cache misses overlap instead of queueing). Verdicts
     /// are the same as calling [`Sieve::process`] on each line in turn.
-    pub fn process_batch<'a, I, F>(&mut self, lines: I, mut filter: F, out: &mut BatchResult)
+    pub fn process_batch<'a, I, F>(
+        &mut self,
+        lines: I,
+        filter: F,
+        out: &mut BatchResult,
+    ) -> Result<(), F::Error>
     where
         I: IntoIterator<Item = (&'a [u8], bool)>,
         F: CheckAndSet,
+    {
+        self.classify_batch(lines, out);
+        out.decide(filter)
+    }
+
+    /// First half of [`Sieve::process_batch`]: classify and canonicalize every line; the URLs
+    /// that passed wait for [`BatchResult::decide`] (which may be retried).
+    pub fn classify_batch<'a, I>(&mut self, lines: I, out: &mut BatchResult)
+    where
+        I: IntoIterator<Item = (&'a [u8], bool)>,
     {
         out.clear();
         for (line, truncated) in lines {
@@ -143,12 +158,6 @@ impl Sieve {
                     out.spans.push((0, 0));
                     out.verdicts.push(Verdict::Reject(r));
                 }
-            }
-        }
-        filter.check_and_set_batch(&out.fps, &mut out.news);
-        for (&i, &new) in out.pending.iter().zip(&out.news) {
-            if new {
-                out.verdicts[i] = Verdict::Keep;
             }
         }
     }
@@ -172,6 +181,20 @@ impl BatchResult {
         self.arena.clear();
         self.fps.clear();
         self.pending.clear();
+    }
+
+    /// Second half of [`Sieve::process_batch`]: check-and-set the batch's fingerprints and
+    /// mark the new ones. On error nothing is marked and the call may be repeated.
+    pub fn decide<F: CheckAndSet>(&mut self, mut filter: F) -> Result<(), F::Error> {
+        filter.check_and_set_batch(&self.fps, &mut self.news)?;
+        for (&i, &new) in self.pending.iter().zip(&self.news) {
+            self.verdicts[i] = if new {
+                Verdict::Keep
+            } else {
+                Verdict::Duplicate
+            };
+        }
+        Ok(())
     }
 
     /// Number of lines in the batch.

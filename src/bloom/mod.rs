@@ -27,19 +27,35 @@ pub enum BloomError {
 
 /// Batched check-and-set, through shared (`&BloomFilter`, atomic) or exclusive
 /// (`&mut BloomFilter`, plain) access: the sieve is generic over it.
+/// The Redis filter implements it too (fallibly).
 pub trait CheckAndSet {
+    /// Why a batch could not be decided (`Infallible` for in-process filters).
+    type Error;
     /// `out[i]` = whether `fps[i]` was new; every key is set.
-    fn check_and_set_batch(&mut self, fps: &[u128], out: &mut Vec<bool>);
+    fn check_and_set_batch(&mut self, fps: &[u128], out: &mut Vec<bool>)
+        -> Result<(), Self::Error>;
 }
 
 impl CheckAndSet for &BloomFilter {
-    fn check_and_set_batch(&mut self, fps: &[u128], out: &mut Vec<bool>) {
+    type Error = std::convert::Infallible;
+    fn check_and_set_batch(
+        &mut self,
+        fps: &[u128],
+        out: &mut Vec<bool>,
+    ) -> Result<(), Self::Error> {
         self.insert_batch(fps, out);
+        Ok(())
     }
 }
 
 impl CheckAndSet for &mut BloomFilter {
-    fn check_and_set_batch(&mut self, fps: &[u128], out: &mut Vec<bool>) {
+    type Error = std::convert::Infallible;
+    fn check_and_set_batch(
+        &mut self,
+        fps: &[u128],
+        out: &mut Vec<bool>,
+    ) -> Result<(), Self::Error> {
         self.insert_batch_mut(fps, out);
+        Ok(())
     }
 }

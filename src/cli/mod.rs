@@ -10,6 +10,10 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use url::Url;
 
+mod redis;
+
+pub use redis::{BloomArgs, RedisArgs};
+
 use crate::bloom::{snapshot, BloomFilter, BloomParams};
 use crate::input::{Line, LineReader};
 use crate::sieve::{canon_reason, BatchResult, Sieve, Verdict};
@@ -36,6 +40,8 @@ pub enum Command {
     Canon(CanonArgs),
     /// Print the URL pattern of each line (an empty line where there is none).
     Pattern(PatternArgs),
+    /// Manage Redis-shared filters: create, stats, export, import, drop.
+    Bloom(BloomArgs),
 }
 
 /// Input files and the line cap.
@@ -151,14 +157,21 @@ pub struct DedupArgs {
     #[arg(long, env = "CRAWLSIEVE_FORMAT", value_enum, default_value_t = Format::Plain)]
     pub format: Format,
     /// Keep the filter in FILE across runs (loaded if present, saved after the output is flushed).
-    #[arg(long, env = "CRAWLSIEVE_STATE", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "CRAWLSIEVE_STATE",
+        value_name = "FILE",
+        conflicts_with = "redis"
+    )]
     pub state: Option<PathBuf>,
-    /// Expected number of distinct URLs (sizes a new filter).
-    #[arg(long, env = "CRAWLSIEVE_CAPACITY", default_value_t = 10_000_000)]
-    pub capacity: u64,
-    /// Target false-positive rate at capacity (sizes a new filter).
-    #[arg(long, env = "CRAWLSIEVE_FP_RATE", default_value_t = 1e-4)]
-    pub fp_rate: f64,
+    /// Expected number of distinct URLs (sizes a new filter) [default: 10000000].
+    #[arg(long, env = "CRAWLSIEVE_CAPACITY")]
+    pub capacity: Option<u64>,
+    /// Target false-positive rate at capacity (sizes a new filter) [default: 1e-4].
+    #[arg(long, env = "CRAWLSIEVE_FP_RATE")]
+    pub fp_rate: Option<f64>,
+    #[command(flatten)]
+    pub redis: RedisArgs,
     /// No summary on stderr.
     #[arg(short, long, env = "CRAWLSIEVE_QUIET")]
     pub quiet: bool,
@@ -207,6 +220,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Check(a) => check(a),
         Command::Canon(a) => canon(a),
         Command::Pattern(a) => pattern_cmd(a),
+        Command::Bloom(a) => redis::bloom(a),
     }
 }
 
@@ -442,23 +456,61 @@ fn load_or_create(a: &DedupArgs) -> Result<BloomFilter> {
                 .with_context(|| format!("cannot load the state file {}", p.display()));
         }
     }
-    Ok(BloomFilter::new(BloomParams::new(a.capacity, a.fp_rate)?)?)
+    Ok(BloomFilter::new(BloomParams::new(
+        a.capacity.unwrap_or(DEFAULT_CAPACITY),
+        a.fp_rate.unwrap_or(DEFAULT_FP_RATE),
+    )?)?)
+}
+
+/// Default capacity of a new filter.
+pub const DEFAULT_CAPACITY: u64 = 10_000_000;
+/// Default FP target of a new filter.
+pub const DEFAULT_FP_RATE: f64 = 1e-4;
+
+/// The filter `dedup` uses: in-process (default) or a Redis namespace.
+enum DedupFilter {
+    Local(BloomFilter),
+    Redis(Box<crate::redis_filter::RedisFilter>, std::time::Duration),
+}
+
+impl DedupFilter {
+    fn decide(&mut self, res: &mut BatchResult, quiet: bool) -> Result<()> {
+        match self {
+            DedupFilter::Local(f) => match res.decide(f) {
+                Ok(()) => Ok(()),
+                Err(e) => match e {},
+            },
+            DedupFilter::Redis(f, budget) => {
+                let f = &mut **f;
+                crate::redis_filter::with_retry(
+                    *budget,
+                    |e, wait| {
+                        if !quiet {
+                            eprintln!("crawlsieve: {e}; retrying in {wait:?}");
+                        }
+                    },
+                    || res.decide(&mut *f),
+                )
+                .context("the Redis filter failed (nothing was written for this batch)")
+            }
+        }
+    }
 }
 
 fn dedup(a: DedupArgs) -> Result<()> {
     let mut sieve = a.rules.sieve()?;
-    let mut filter = load_or_create(&a)?;
+    let mut filter = match a.redis.connect(a.capacity, a.fp_rate)? {
+        Some(f) => DedupFilter::Redis(Box::new(f), a.redis.redis_retry_for.0),
+        None => DedupFilter::Local(load_or_create(&a)?),
+    };
     let mut out = open_output(&a.output)?;
     let started = Instant::now();
     let mut sum = Summary::default();
     let progress = Progress::maybe(&a.input, a.quiet);
     let mut res = BatchResult::default();
     for_each_batch(&a.input, progress.as_ref(), |lines| {
-        sieve.process_batch(
-            lines.iter().map(|l| (&l.bytes[..], l.truncated)),
-            &mut filter,
-            &mut res,
-        );
+        sieve.classify_batch(lines.iter().map(|l| (&l.bytes[..], l.truncated)), &mut res);
+        filter.decide(&mut res, a.quiet)?;
         for (i, line) in lines.iter().enumerate() {
             let v = res.verdict(i);
             sum.lines += 1;
@@ -489,6 +541,23 @@ fn dedup(a: DedupArgs) -> Result<()> {
     out.flush().context("writing the output")?;
     drop(out);
     drop(progress);
+    let filter = match filter {
+        DedupFilter::Local(f) => f,
+        DedupFilter::Redis(mut f, _) => {
+            f.flush().context("updating the namespace's item counter")?;
+            if !a.quiet {
+                let mut err = io::stderr().lock();
+                sum.print(started.elapsed().as_secs_f64(), &mut err)?;
+                let c = f.client_stats();
+                writeln!(
+                    err,
+                    "  redis namespace {}: {} answered by the local tier, {} looked up in Redis, {} reconnects, {} ambiguous failures",
+                    f.namespace(), c.tier_hits, c.redis_lookups, c.reconnects, c.ambiguous_failures
+                )?;
+            }
+            return Ok(());
+        }
+    };
     if let Some(p) = &a.state {
         snapshot::save(&filter, p)
             .with_context(|| format!("cannot save the state file {}", p.display()))?;

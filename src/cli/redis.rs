@@ -1,0 +1,269 @@
+//! `--redis` options and `crawlsieve bloom create|stats|export|import|drop`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+
+use crate::redis_filter::{snapshot, Expect, Mode, NamespaceSpec, RedisConfig, RedisFilter};
+
+/// A duration written `500ms`, `90s`, `15m`, `12h` or `30d` (a bare number is seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dur(pub Duration);
+
+impl std::str::FromStr for Dur {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Dur, String> {
+        let s = s.trim();
+        let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        let (num, unit) = s.split_at(split);
+        let n: u64 = num
+            .parse()
+            .map_err(|_| format!("{s:?}: expected a number and a unit (ms, s, m, h, d)"))?;
+        let ms = match unit {
+            "ms" => n,
+            "" | "s" => n.saturating_mul(1000),
+            "m" => n.saturating_mul(60_000),
+            "h" => n.saturating_mul(3_600_000),
+            "d" => n.saturating_mul(86_400_000),
+            _ => return Err(format!("{s:?}: unknown unit {unit:?} (ms, s, m, h, d)")),
+        };
+        Ok(Dur(Duration::from_millis(ms)))
+    }
+}
+
+/// Where the shared filter lives. Without `--redis`, `dedup` uses an in-process filter.
+#[derive(Debug, Args, Clone)]
+pub struct RedisArgs {
+    /// Share the filter through Redis: `redis://host:port[/db]`; several comma-separated seed
+    /// URLs (or --redis-cluster) talk to a Redis Cluster.
+    #[arg(long, env = "CRAWLSIEVE_REDIS", value_name = "URL")]
+    pub redis: Option<String>,
+    /// Use the cluster protocol even with one seed URL.
+    #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER")]
+    pub redis_cluster: bool,
+    /// The namespace (an independent filter per crawl or tenant); created if missing.
+    #[arg(long, env = "CRAWLSIEVE_NAMESPACE", default_value = "default")]
+    pub namespace: String,
+    /// Timeout of one Redis request or pipeline.
+    #[arg(long, env = "CRAWLSIEVE_REDIS_TIMEOUT", default_value = "2s")]
+    pub redis_timeout: Dur,
+    /// How long to keep retrying while Redis is unavailable before giving up.
+    #[arg(long, env = "CRAWLSIEVE_REDIS_RETRY_FOR", default_value = "60s")]
+    pub redis_retry_for: Dur,
+    /// Entries of the local first tier (16 bytes each; 0 = off).
+    #[arg(long, env = "CRAWLSIEVE_LOCAL_TIER", default_value_t = 1 << 21)]
+    pub local_tier: usize,
+    #[command(flatten)]
+    pub create: CreateArgs,
+}
+
+/// Parameters of a new namespace; when attaching, the ones given must match the stored ones.
+#[derive(Debug, Args, Clone)]
+pub struct CreateArgs {
+    /// Bits per URL in Redis [default: 5; fewer = faster Redis, more memory].
+    #[arg(long, env = "CRAWLSIEVE_HASHES")]
+    pub hashes: Option<u32>,
+    /// Shards per generation [default: one per 64 MiB].
+    #[arg(long, env = "CRAWLSIEVE_SHARDS")]
+    pub shards: Option<u32>,
+    /// Exact-confirm mode: also store every URL's fingerprint, so a Bloom false positive never
+    /// drops a new URL (~8 more bytes per URL).
+    #[arg(long, env = "CRAWLSIEVE_EXACT")]
+    pub exact: bool,
+    /// Recrawl window: a URL counts as new again this long after it was last new (e.g. 30d).
+    #[arg(long, env = "CRAWLSIEVE_WINDOW")]
+    pub window: Option<Dur>,
+}
+
+impl CreateArgs {
+    fn spec(&self, capacity: Option<u64>, fp_rate: Option<f64>) -> NamespaceSpec {
+        let mut spec = NamespaceSpec::new(
+            capacity.unwrap_or(super::DEFAULT_CAPACITY),
+            fp_rate.unwrap_or(super::DEFAULT_FP_RATE),
+        );
+        if let Some(k) = self.hashes {
+            spec.k = k;
+        }
+        spec.shards = self.shards;
+        if self.exact {
+            spec.mode = Mode::Exact;
+        }
+        spec.window = self.window.map(|w| w.0.as_secs().max(1));
+        spec
+    }
+
+    fn expect(&self, capacity: Option<u64>, fp_rate: Option<f64>) -> Expect {
+        Expect {
+            capacity,
+            fp_rate,
+            k: self.hashes,
+            mode: self.exact.then_some(Mode::Exact),
+            window: self.window.map(|w| Some(w.0.as_secs().max(1))),
+        }
+    }
+}
+
+impl RedisArgs {
+    fn config(&self) -> Option<RedisConfig> {
+        let url = self.redis.as_deref()?;
+        let mut cfg = RedisConfig::new(url);
+        cfg.cluster |= self.redis_cluster;
+        cfg.response_timeout = self.redis_timeout.0;
+        cfg.local_tier_slots = self.local_tier;
+        Some(cfg)
+    }
+
+    /// Attach to (or create) the namespace when `--redis` is given. Parameters given explicitly
+    /// must match an existing namespace's.
+    pub fn connect(
+        &self,
+        capacity: Option<u64>,
+        fp_rate: Option<f64>,
+    ) -> Result<Option<RedisFilter>> {
+        let Some(cfg) = self.config() else {
+            return Ok(None);
+        };
+        let ns = &self.namespace;
+        let expect = self.create.expect(capacity, fp_rate);
+        let f = match RedisFilter::attach(cfg.clone(), ns, &expect) {
+            Err(crate::redis_filter::RedisFilterError::NotFound(_)) => {
+                RedisFilter::create(cfg, ns, &self.create.spec(capacity, fp_rate))
+            }
+            r => r,
+        }
+        .with_context(|| format!("cannot attach to the Redis namespace {ns:?}"))?;
+        Ok(Some(f))
+    }
+}
+
+/// `crawlsieve bloom`.
+#[derive(Debug, Args)]
+pub struct BloomArgs {
+    /// Redis URL (comma-separated seeds for a cluster).
+    #[arg(long, env = "CRAWLSIEVE_REDIS", value_name = "URL", global = true)]
+    pub redis: Option<String>,
+    /// Use the cluster protocol even with one seed URL.
+    #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", global = true)]
+    pub redis_cluster: bool,
+    #[command(subcommand)]
+    pub command: BloomCommand,
+}
+
+/// `crawlsieve bloom …` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum BloomCommand {
+    /// Create a namespace and allocate its shards (an existing one is an error).
+    Create {
+        /// Namespace name.
+        namespace: String,
+        /// Expected distinct URLs (per window period for windowed namespaces).
+        #[arg(long, default_value_t = super::DEFAULT_CAPACITY)]
+        capacity: u64,
+        /// FP target at capacity.
+        #[arg(long, default_value_t = super::DEFAULT_FP_RATE)]
+        fp_rate: f64,
+        #[command(flatten)]
+        create: CreateArgs,
+    },
+    /// Parameters, fill, estimated FP rate and memory of every generation (JSON).
+    Stats {
+        /// Namespace name.
+        namespace: String,
+    },
+    /// Write a namespace to a snapshot file (versioned, checksummed).
+    Export {
+        /// Namespace name.
+        namespace: String,
+        /// Output file.
+        file: PathBuf,
+    },
+    /// Load a snapshot file into Redis (checksum and sizes are verified first).
+    Import {
+        /// Snapshot file.
+        file: PathBuf,
+        /// Target namespace [default: the one it was exported from].
+        #[arg(long)]
+        namespace: Option<String>,
+        /// Drop an existing namespace of that name first.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Delete a namespace and all its keys (UNLINK).
+    Drop {
+        /// Namespace name.
+        namespace: String,
+    },
+}
+
+fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
+}
+
+pub(super) fn bloom(a: BloomArgs) -> Result<()> {
+    let Some(url) = a.redis.as_deref() else {
+        bail!("--redis URL (or CRAWLSIEVE_REDIS) is required");
+    };
+    let mut cfg = RedisConfig::new(url);
+    cfg.cluster |= a.redis_cluster;
+    cfg.local_tier_slots = 0;
+    match a.command {
+        BloomCommand::Create {
+            namespace,
+            capacity,
+            fp_rate,
+            create,
+        } => {
+            let spec = create.spec(Some(capacity), Some(fp_rate));
+            let mut f = RedisFilter::create_new(cfg, &namespace, &spec)?;
+            print_json(&f.stats()?)
+        }
+        BloomCommand::Stats { namespace } => {
+            let mut f = RedisFilter::attach(cfg, &namespace, &Expect::default())?;
+            print_json(&f.stats()?)
+        }
+        BloomCommand::Export { namespace, file } => {
+            print_json(&snapshot::export(&cfg, &namespace, &file)?)
+        }
+        BloomCommand::Import {
+            file,
+            namespace,
+            replace,
+        } => print_json(&snapshot::import(
+            &cfg,
+            &file,
+            namespace.as_deref(),
+            replace,
+        )?),
+        BloomCommand::Drop { namespace } => {
+            if RedisFilter::drop_namespace(&cfg, &namespace)? {
+                eprintln!("dropped namespace {namespace:?}");
+                Ok(())
+            } else {
+                bail!("namespace {namespace:?} does not exist")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(
+            "500ms".parse::<Dur>().unwrap().0,
+            Duration::from_millis(500)
+        );
+        assert_eq!("90".parse::<Dur>().unwrap().0, Duration::from_secs(90));
+        assert_eq!(
+            "30d".parse::<Dur>().unwrap().0,
+            Duration::from_secs(30 * 86400)
+        );
+        assert!("3w".parse::<Dur>().is_err());
+        assert!("".parse::<Dur>().is_err());
+    }
+}

@@ -1,0 +1,1237 @@
+//! The Redis-shared filter: a partitioned Bloom filter per namespace, shared by every gate and
+//! embedded job that attaches to it, with a local first tier, retry safety, an exact-confirm
+//! mode, growth generations and recrawl windows. See `docs/redis-filter.md` for the design and
+//! the measurements behind it.
+//!
+//! # Protocols
+//! - [`RedisFilter::check_and_set`]: one atomic `BITFIELD … SET u1` per shard per batch; the old
+//!   bits it returns say whether each URL was new. Concurrent clients on one namespace see every
+//!   distinct URL reported new exactly once (beyond the FP rate).
+//! - [`RedisFilter::check`] then [`RedisFilter::insert`]: read-only check, act (e.g. produce to
+//!   Kafka and await delivery), then set. Both steps are idempotent, so a crash or timeout
+//!   anywhere repeats work and never loses a URL; two clients racing on one new URL may both
+//!   report it new (a repeat, never a loss). This is what the gate uses.
+//!
+//! # Retry safety
+//! A request that times out may still run on the server. When a write pipeline fails after it
+//! was sent, its fingerprints are kept "in doubt": when the caller retries the batch, a URL in
+//! doubt that Redis now reports seen is reported **new** (its bits may be our own lost write), so
+//! a retry never turns a new URL into a drop; at worst a URL another client inserted in that
+//! same instant is emitted twice. Every connection-level failure is a
+//! [`RedisFilterError::Unavailable`] (`is_retryable()`), the connection is re-established on the
+//! next call, and the local tier is cleared (Redis may have restarted without its data).
+
+mod conn;
+pub mod layout;
+pub mod snapshot;
+mod tier;
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use redis::{Cmd, Value};
+use serde::{Deserialize, Serialize};
+
+pub use conn::{Conn, RedisConfig};
+pub use layout::{GenSpec, Keys};
+pub use tier::LocalTier;
+
+use crate::bloom::CheckAndSet;
+
+/// What can go wrong; [`RedisFilterError::is_retryable`] says whether waiting helps.
+#[derive(Debug, thiserror::Error)]
+pub enum RedisFilterError {
+    /// Bad parameters (fix the command line or config).
+    #[error("bad filter parameters: {0}")]
+    Params(String),
+    /// The namespace exists with other parameters.
+    #[error(
+        "namespace {ns:?} exists with other parameters: {diff} (use those, or another namespace)"
+    )]
+    Mismatch {
+        /// Namespace name.
+        ns: String,
+        /// What differs, `field: stored ≠ requested`.
+        diff: String,
+    },
+    /// The namespace does not exist (never created, dropped, or Redis lost its data).
+    #[error("namespace {0:?} does not exist in Redis: create it (`crawlsieve bloom create`), or, if Redis lost its data, restore it from a snapshot (`crawlsieve bloom import`)")]
+    NotFound(String),
+    /// The namespace already exists (create/import without replace).
+    #[error("namespace {0:?} already exists (drop it first, or use --replace)")]
+    Exists(String),
+    /// Redis holds something this build cannot trust.
+    #[error("corrupt namespace data: {0}")]
+    Corrupt(String),
+    /// Redis is unreachable, timed out, or refused for a transient reason. Retry later; the
+    /// filter reconnects by itself. `ambiguous` = a write may have run without its reply.
+    #[error("Redis unavailable ({}): {source}", if *.ambiguous { "a write may have run; its URLs will be reported new on retry" } else { "nothing was written" })]
+    Unavailable {
+        /// The underlying error.
+        source: redis::RedisError,
+        /// Whether a write was sent and its outcome is unknown.
+        ambiguous: bool,
+    },
+    /// Redis answered with an error that retrying will not fix (wrong key type, no permission…).
+    #[error("Redis error: {0}")]
+    Server(redis::RedisError),
+    /// A snapshot file is unusable.
+    #[error("bad filter snapshot: {0}")]
+    Snapshot(String),
+    /// Reading or writing a snapshot failed.
+    #[error("snapshot I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl RedisFilterError {
+    /// Whether the same call may succeed later.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, RedisFilterError::Unavailable { .. })
+    }
+
+    fn from_redis(e: redis::RedisError, ambiguous: bool) -> RedisFilterError {
+        use redis::{ErrorKind as K, ServerErrorKind as S};
+        let transient = e.is_io_error()
+            || e.is_timeout()
+            || e.is_connection_dropped()
+            || e.is_connection_refusal()
+            || matches!(
+                e.kind(),
+                K::ClusterConnectionNotFound
+                    | K::Server(
+                        S::BusyLoading
+                            | S::TryAgain
+                            | S::ClusterDown
+                            | S::MasterDown
+                            | S::Moved
+                            | S::Ask
+                            | S::ReadOnly
+                    )
+            )
+            || e.code() == Some("OOM");
+        if transient {
+            RedisFilterError::Unavailable {
+                source: e,
+                ambiguous,
+            }
+        } else {
+            RedisFilterError::Server(e)
+        }
+    }
+}
+
+/// Whether a "maybe" of the Bloom filter is final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Bloom filter only: a new URL is dropped with probability ≈ the FP target.
+    Bloom,
+    /// Every URL's 64-bit fingerprint is also stored (seed 002) and decides: a Bloom false
+    /// positive is caught, so no new URL is dropped (up to 2⁻⁶⁴-scale fingerprint collisions).
+    Exact,
+}
+
+/// A namespace's parameters, fixed at creation and checked on attach.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NamespaceSpec {
+    /// Format version of the stored metadata.
+    pub version: u32,
+    /// Design capacity (per window period for windowed namespaces, see [`NamespaceSpec::window`]).
+    pub capacity: u64,
+    /// FP target of the whole namespace.
+    pub fp_rate: f64,
+    /// Bits per URL.
+    pub k: u32,
+    /// Shards per generation (`None`: one per 64 MiB).
+    pub shards: Option<u32>,
+    /// Bloom only, or Bloom + fingerprint store.
+    pub mode: Mode,
+    /// Recrawl window in seconds: a URL counts as new again between `window` and
+    /// `window × (1 + 1/window_slices)` after it was last reported new.
+    pub window: Option<u64>,
+    /// Generations per window (rotation period = window / slices).
+    pub window_slices: u32,
+}
+
+/// Version of [`NamespaceSpec`] and of the `gens` record.
+pub const META_VERSION: u32 = 1;
+/// Capacity factor of each growth generation (as RedisBloom's scalable filters).
+pub const GROWTH: u64 = 2;
+/// FP tightening of each growth generation: the union of all stays below 2 × the target.
+pub const TIGHTENING: f64 = 0.5;
+
+impl NamespaceSpec {
+    /// A spec with defaults for the optional parts.
+    pub fn new(capacity: u64, fp_rate: f64) -> NamespaceSpec {
+        NamespaceSpec {
+            version: META_VERSION,
+            capacity,
+            fp_rate,
+            k: layout::DEFAULT_K,
+            shards: None,
+            mode: Mode::Bloom,
+            window: None,
+            window_slices: 4,
+        }
+    }
+
+    fn first_generation(&self, now: u64) -> Result<GenSpec, RedisFilterError> {
+        if self.version != META_VERSION {
+            return Err(RedisFilterError::Corrupt(format!(
+                "metadata version {} (this build reads {META_VERSION})",
+                self.version
+            )));
+        }
+        let (cap, p) = match self.window {
+            None => (self.capacity, self.fp_rate),
+            Some(0) => return Err(RedisFilterError::Params("window must be positive".into())),
+            Some(_) => {
+                if !(1..=64).contains(&self.window_slices) {
+                    return Err(RedisFilterError::Params(
+                        "window slices must be 1..=64".into(),
+                    ));
+                }
+                // Up to slices+1 generations are live; each gets its share of p.
+                let s = self.window_slices as u64;
+                (self.capacity.div_ceil(s), self.fp_rate / (s + 1) as f64)
+            }
+        };
+        GenSpec::new(
+            0,
+            now,
+            cap,
+            p,
+            self.k,
+            self.shards,
+            self.mode == Mode::Exact,
+        )
+    }
+}
+
+/// What a client may require of an existing namespace when it attaches; `None` = don't care.
+#[derive(Debug, Clone, Default)]
+pub struct Expect {
+    /// Capacity.
+    pub capacity: Option<u64>,
+    /// FP target.
+    pub fp_rate: Option<f64>,
+    /// Bits per URL.
+    pub k: Option<u32>,
+    /// Mode.
+    pub mode: Option<Mode>,
+    /// Window (Some(None) = must have none).
+    pub window: Option<Option<u64>>,
+}
+
+impl Expect {
+    fn diff(&self, s: &NamespaceSpec) -> Vec<String> {
+        let mut d = Vec::new();
+        if let Some(c) = self.capacity.filter(|&c| c != s.capacity) {
+            d.push(format!("capacity: {} ≠ {c}", s.capacity));
+        }
+        if let Some(p) = self
+            .fp_rate
+            .filter(|&p| (p - s.fp_rate).abs() > s.fp_rate * 1e-9)
+        {
+            d.push(format!("fp-rate: {} ≠ {p}", s.fp_rate));
+        }
+        if let Some(k) = self.k.filter(|&k| k != s.k) {
+            d.push(format!("hashes: {} ≠ {k}", s.k));
+        }
+        if let Some(m) = self.mode.filter(|&m| m != s.mode) {
+            d.push(format!("mode: {:?} ≠ {m:?}", s.mode));
+        }
+        if let Some(w) = self.window.filter(|&w| w != s.window) {
+            d.push(format!("window: {:?} ≠ {w:?}", s.window));
+        }
+        d
+    }
+}
+
+/// A generation waiting to be unlinked (clients may still hold it for one refresh interval).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Retired {
+    /// The generation.
+    pub gen: GenSpec,
+    /// Unix seconds when it left the live set.
+    pub retired: u64,
+}
+
+/// The live generations (oldest first; the last is current) and those being retired.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Generations {
+    /// Live generations, oldest first.
+    pub live: Vec<GenSpec>,
+    /// Retired, not yet unlinked.
+    #[serde(default)]
+    pub retired: Vec<Retired>,
+}
+
+impl Generations {
+    /// The generation that receives inserts.
+    pub fn current(&self) -> &GenSpec {
+        self.live
+            .last()
+            .expect("a namespace always has a live generation")
+    }
+}
+
+/// Seconds a retired generation is kept before its keys are unlinked.
+const RETIRE_GRACE_SECS: u64 = 30;
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn new_instance_id() -> String {
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let seed = format!("{t}:{}:{:p}", std::process::id(), &t);
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(seed.as_bytes()))
+}
+
+static CREATE_LUA: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'spec', ARGV[1], 'gens', ARGV[2], 'instance', ARGV[3])
+return 1";
+
+static CAS_GENS_LUA: &str = r"
+if redis.call('HGET', KEYS[1], 'gens') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'gens', ARGV[2])
+return 1";
+
+/// Counters of one client (the gate exports them as metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ClientStats {
+    /// Answered "seen" by the local tier, without a round trip.
+    pub tier_hits: u64,
+    /// Sent to Redis.
+    pub redis_lookups: u64,
+    /// Reported new.
+    pub new: u64,
+    /// Exact mode: Bloom said "maybe", the fingerprint store said new (a false positive caught).
+    pub bloom_fp_caught: u64,
+    /// Reported new because an earlier attempt of the same URL failed ambiguously.
+    pub doubt_rescued: u64,
+    /// Write pipelines whose outcome was unknown.
+    pub ambiguous_failures: u64,
+    /// Reconnections.
+    pub reconnects: u64,
+}
+
+/// Filled and estimated figures of one generation.
+#[derive(Debug, Clone, Serialize)]
+pub struct GenStats {
+    /// The generation's parameters.
+    pub spec: GenSpec,
+    /// New URLs counted by clients.
+    pub items: u64,
+    /// Fraction of data bits set.
+    pub fill: f64,
+    /// Items estimated from the fill.
+    pub estimated_items: u64,
+    /// FP rate at the current fill.
+    pub estimated_fp: f64,
+    /// `MEMORY USAGE` of its keys.
+    pub memory_bytes: u64,
+    /// Exact mode: fingerprints stored.
+    pub fingerprints: u64,
+}
+
+/// `crawlsieve bloom stats`.
+#[derive(Debug, Clone, Serialize)]
+pub struct NamespaceStats {
+    /// Name.
+    pub namespace: String,
+    /// Parameters.
+    pub spec: NamespaceSpec,
+    /// Per live generation.
+    pub generations: Vec<GenStats>,
+    /// Sum of `items`.
+    pub items: u64,
+    /// Sum of memory.
+    pub memory_bytes: u64,
+    /// Memory per counted item.
+    pub bytes_per_item: f64,
+    /// Union bound of the generations' estimated FP rates.
+    pub estimated_fp: f64,
+}
+
+/// A client attached to one namespace. Not `Sync`: give each thread or task its own.
+pub struct RedisFilter {
+    cfg: RedisConfig,
+    ns: String,
+    meta_key: String,
+    conn: Option<Conn>,
+    spec: NamespaceSpec,
+    gens: Generations,
+    gens_raw: String,
+    instance: String,
+    items: HashMap<u32, u64>,
+    pending_items: u64,
+    last_refresh: Instant,
+    tier: LocalTier,
+    doubt: HashSet<u128>,
+    stats: ClientStats,
+    // Scratch, reused across batches.
+    todo: Vec<usize>,
+    order: Vec<(u32, usize)>,
+    seen: Vec<bool>,
+}
+
+impl std::fmt::Debug for RedisFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisFilter")
+            .field("ns", &self.ns)
+            .field("spec", &self.spec)
+            .field("generations", &self.gens.live.len())
+            .finish()
+    }
+}
+
+impl RedisFilter {
+    /// Create `ns` with `spec` (allocating its shards), or attach if it exists with the same
+    /// parameters; a different one is [`RedisFilterError::Mismatch`].
+    pub fn create(
+        cfg: RedisConfig,
+        ns: &str,
+        spec: &NamespaceSpec,
+    ) -> Result<RedisFilter, RedisFilterError> {
+        Self::create_inner(cfg, ns, spec, false)
+    }
+
+    /// Like [`RedisFilter::create`] but an existing namespace is an error.
+    pub fn create_new(
+        cfg: RedisConfig,
+        ns: &str,
+        spec: &NamespaceSpec,
+    ) -> Result<RedisFilter, RedisFilterError> {
+        Self::create_inner(cfg, ns, spec, true)
+    }
+
+    fn create_inner(
+        cfg: RedisConfig,
+        ns: &str,
+        spec: &NamespaceSpec,
+        must_be_new: bool,
+    ) -> Result<RedisFilter, RedisFilterError> {
+        layout::check_namespace(ns)?;
+        let g0 = spec.first_generation(now_secs())?;
+        let mut conn = Conn::connect(&cfg).map_err(|e| RedisFilterError::from_redis(e, false))?;
+        let meta_key = Keys::meta(ns);
+        let exists: bool = conn
+            .query(redis::cmd("EXISTS").arg(&meta_key))
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
+        if !exists {
+            allocate(&mut conn, ns, &g0)?;
+            let gens = Generations {
+                live: vec![g0],
+                retired: vec![],
+            };
+            let spec_json = serde_json::to_string(spec).expect("spec serializes");
+            let gens_json = serde_json::to_string(&gens).expect("gens serialize");
+            let _: i64 = conn
+                .script(
+                    &redis::Script::new(CREATE_LUA),
+                    &meta_key,
+                    &[&spec_json, &gens_json, &new_instance_id()],
+                )
+                .map_err(|e| RedisFilterError::from_redis(e, false))?;
+        } else if must_be_new {
+            return Err(RedisFilterError::Exists(ns.to_string()));
+        }
+        let expect = Expect {
+            capacity: Some(spec.capacity),
+            fp_rate: Some(spec.fp_rate),
+            k: Some(spec.k),
+            mode: Some(spec.mode),
+            window: Some(spec.window),
+        };
+        Self::attach_with(cfg, ns, &expect, Some(conn))
+    }
+
+    /// Attach to an existing namespace, checking the parameters `expect` names.
+    pub fn attach(
+        cfg: RedisConfig,
+        ns: &str,
+        expect: &Expect,
+    ) -> Result<RedisFilter, RedisFilterError> {
+        layout::check_namespace(ns)?;
+        Self::attach_with(cfg, ns, expect, None)
+    }
+
+    fn attach_with(
+        cfg: RedisConfig,
+        ns: &str,
+        expect: &Expect,
+        conn: Option<Conn>,
+    ) -> Result<RedisFilter, RedisFilterError> {
+        let conn = match conn {
+            Some(c) => c,
+            None => Conn::connect(&cfg).map_err(|e| RedisFilterError::from_redis(e, false))?,
+        };
+        let tier = LocalTier::new(cfg.local_tier_slots);
+        let mut f = RedisFilter {
+            meta_key: Keys::meta(ns),
+            ns: ns.to_string(),
+            conn: Some(conn),
+            spec: NamespaceSpec::new(1, 0.5),
+            gens: Generations {
+                live: vec![],
+                retired: vec![],
+            },
+            gens_raw: String::new(),
+            instance: String::new(),
+            items: HashMap::new(),
+            pending_items: 0,
+            last_refresh: Instant::now(),
+            tier,
+            doubt: HashSet::new(),
+            stats: ClientStats::default(),
+            todo: Vec::new(),
+            order: Vec::new(),
+            seen: Vec::new(),
+            cfg,
+        };
+        f.refresh()?;
+        let diff = expect.diff(&f.spec);
+        if !diff.is_empty() {
+            return Err(RedisFilterError::Mismatch {
+                ns: ns.to_string(),
+                diff: diff.join(", "),
+            });
+        }
+        Ok(f)
+    }
+
+    /// The namespace's parameters as stored in Redis.
+    pub fn spec(&self) -> &NamespaceSpec {
+        &self.spec
+    }
+
+    /// The live generations as last read.
+    pub fn generations(&self) -> &Generations {
+        &self.gens
+    }
+
+    /// This client's counters.
+    pub fn client_stats(&self) -> ClientStats {
+        self.stats
+    }
+
+    /// The namespace name.
+    pub fn namespace(&self) -> &str {
+        &self.ns
+    }
+
+    fn conn(&mut self) -> Result<&mut Conn, RedisFilterError> {
+        if self.conn.is_none() {
+            let c = Conn::connect(&self.cfg).map_err(|e| RedisFilterError::from_redis(e, false))?;
+            self.stats.reconnects += 1;
+            self.conn = Some(c);
+            // Redis may have restarted and lost what the tier remembers.
+            self.tier.clear();
+            self.last_refresh = Instant::now() - self.cfg.refresh_interval * 2;
+        }
+        Ok(self.conn.as_mut().expect("just connected"))
+    }
+
+    fn fail(&mut self, e: redis::RedisError, ambiguous: bool) -> RedisFilterError {
+        let err = RedisFilterError::from_redis(e, ambiguous);
+        if err.is_retryable() {
+            // Drop the connection: its stream may hold a late reply.
+            self.conn = None;
+            self.tier.clear();
+        }
+        err
+    }
+
+    fn pipeline(&mut self, cmds: Vec<Cmd>, write: bool) -> Result<Vec<Value>, RedisFilterError> {
+        let r = self.conn()?.pipeline(cmds);
+        r.map_err(|e| self.fail(e, write))
+    }
+
+    /// Re-read the generations now if the refresh interval passed; run growth, rotation and
+    /// retirement if due.
+    fn maybe_refresh(&mut self) -> Result<(), RedisFilterError> {
+        if self.last_refresh.elapsed() >= self.cfg.refresh_interval || self.conn.is_none() {
+            self.refresh()?;
+        }
+        Ok(())
+    }
+
+    /// Re-read the namespace from Redis and run maintenance. Called on attach, after a
+    /// reconnect and every refresh interval.
+    pub fn refresh(&mut self) -> Result<(), RedisFilterError> {
+        self.flush_items()?;
+        let key = self.meta_key.clone();
+        let r: redis::RedisResult<HashMap<String, String>> =
+            self.conn()?.query(redis::cmd("HGETALL").arg(&key));
+        let meta = r.map_err(|e| self.fail(e, false))?;
+        self.last_refresh = Instant::now();
+        if meta.is_empty() {
+            self.tier.clear();
+            return Err(RedisFilterError::NotFound(self.ns.clone()));
+        }
+        let spec: NamespaceSpec = parse_field(&meta, "spec")?;
+        let raw = meta.get("gens").cloned().unwrap_or_default();
+        let gens: Generations = parse_field(&meta, "gens")?;
+        if gens.live.is_empty() {
+            return Err(RedisFilterError::Corrupt("no live generation".into()));
+        }
+        for g in gens.live.iter().chain(gens.retired.iter().map(|r| &r.gen)) {
+            g.check()?;
+        }
+        let instance = meta.get("instance").cloned().unwrap_or_default();
+        if instance != self.instance {
+            self.tier.clear();
+            self.doubt.clear();
+        }
+        // A generation left the live set: what the tier holds may belong to it.
+        if self
+            .gens
+            .live
+            .iter()
+            .any(|g| !gens.live.iter().any(|h| h.id == g.id))
+        {
+            self.tier.clear();
+        }
+        self.items = meta
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix("items:")?.parse().ok()?, v.parse().ok()?)))
+            .collect();
+        self.spec = spec;
+        self.gens = gens;
+        self.gens_raw = raw;
+        self.instance = instance;
+        self.maintain()
+    }
+
+    fn flush_items(&mut self) -> Result<(), RedisFilterError> {
+        if self.pending_items == 0 || self.gens.live.is_empty() || self.conn.is_none() {
+            return Ok(());
+        }
+        let field = format!("items:{}", self.gens.current().id);
+        let n = std::mem::take(&mut self.pending_items);
+        let key = self.meta_key.clone();
+        // Not idempotent; a lost increment only delays growth by that many items.
+        let r: redis::RedisResult<i64> = self
+            .conn()?
+            .query(redis::cmd("HINCRBY").arg(&key).arg(&field).arg(n));
+        r.map(|_| ()).map_err(|e| self.fail(e, false))
+    }
+
+    /// Growth, window rotation, retirement and unlinking, agreed through a compare-and-set on
+    /// the `gens` field: whoever wins applies it, the others re-read.
+    fn maintain(&mut self) -> Result<(), RedisFilterError> {
+        let now = now_secs();
+        let mut next = self.gens.clone();
+        let cur = next.current().clone();
+        let items = self.items.get(&cur.id).copied().unwrap_or(0);
+        let rotate = self
+            .spec
+            .window
+            .map(|w| now.saturating_sub(cur.created) >= (w / self.spec.window_slices as u64).max(1))
+            .unwrap_or(false);
+        let mut added = None;
+        if items >= cur.capacity || rotate {
+            let (cap, p) = if items >= cur.capacity {
+                (
+                    cur.capacity.saturating_mul(GROWTH),
+                    cur.fp_rate * TIGHTENING,
+                )
+            } else {
+                (cur.capacity, cur.fp_rate)
+            };
+            let g = GenSpec::new(
+                cur.id + 1,
+                now,
+                cap,
+                p,
+                cur.k,
+                Some(cur.shards),
+                self.spec.mode == Mode::Exact,
+            )?;
+            next.live.last_mut().expect("live").sealed = Some(now);
+            next.live.push(g.clone());
+            added = Some(g);
+        }
+        if let Some(w) = self.spec.window {
+            let (keep, gone): (Vec<_>, Vec<_>) = next
+                .live
+                .drain(..)
+                .partition(|g| g.sealed.map(|s| now.saturating_sub(s) < w).unwrap_or(true));
+            next.live = keep;
+            next.retired
+                .extend(gone.into_iter().map(|gen| Retired { gen, retired: now }));
+        }
+        let (unlink, keep): (Vec<_>, Vec<_>) = next
+            .retired
+            .drain(..)
+            .partition(|r| now.saturating_sub(r.retired) >= RETIRE_GRACE_SECS);
+        next.retired = keep;
+        if next == self.gens {
+            return Ok(());
+        }
+        if let Some(g) = &added {
+            let ns = self.ns.clone();
+            let conn = self.conn()?;
+            allocate(conn, &ns, g)?;
+        }
+        let raw = serde_json::to_string(&next).expect("gens serialize");
+        let old = self.gens_raw.clone();
+        let key = self.meta_key.clone();
+        let r: redis::RedisResult<i64> =
+            self.conn()?
+                .script(&redis::Script::new(CAS_GENS_LUA), &key, &[&old, &raw]);
+        let won = r.map_err(|e| self.fail(e, false))? == 1;
+        if won {
+            if next
+                .live
+                .iter()
+                .any(|g| !self.gens.live.iter().any(|h| h.id == g.id))
+                || self.gens.live.len() != next.live.len()
+            {
+                // Retirement changes what "seen" means; growth does not, but is rare.
+                if self
+                    .gens
+                    .live
+                    .iter()
+                    .any(|g| !next.live.iter().any(|h| h.id == g.id))
+                {
+                    self.tier.clear();
+                }
+            }
+            self.gens = next;
+            self.gens_raw = raw;
+            let ns = self.ns.clone();
+            let conn = self.conn()?;
+            for r in &unlink {
+                unlink_generation(conn, &ns, &r.gen)?;
+            }
+        } else {
+            // Someone else changed it first: take theirs on the next refresh.
+            self.last_refresh = Instant::now() - self.cfg.refresh_interval * 2;
+        }
+        Ok(())
+    }
+
+    /// Atomic batched check-and-set: `out[i]` = whether `fps[i]` was new; all are inserted.
+    /// Duplicates inside the batch are answered in order (the first is new).
+    pub fn check_and_set(
+        &mut self,
+        fps: &[u128],
+        out: &mut Vec<bool>,
+    ) -> Result<(), RedisFilterError> {
+        out.clear();
+        out.resize(fps.len(), false);
+        self.maybe_refresh()?;
+        let mut todo = std::mem::take(&mut self.todo);
+        todo.clear();
+        for (i, &fp) in fps.iter().enumerate() {
+            if self.tier.contains(fp) {
+                self.stats.tier_hits += 1;
+            } else {
+                todo.push(i);
+            }
+        }
+        let r = self.redis_check_and_set(fps, &mut todo, out);
+        self.todo = todo;
+        r
+    }
+
+    fn redis_check_and_set(
+        &mut self,
+        fps: &[u128],
+        todo: &mut Vec<usize>,
+        out: &mut [bool],
+    ) -> Result<(), RedisFilterError> {
+        if todo.is_empty() {
+            return Ok(());
+        }
+        self.stats.redis_lookups += todo.len() as u64;
+        // Older generations first, read-only: a URL they hold is seen and not re-inserted
+        // (so a recrawl window counts from when the URL was last new).
+        if self.gens.live.len() > 1 {
+            let mut seen = std::mem::take(&mut self.seen);
+            let older: Vec<GenSpec> = self.gens.live[..self.gens.live.len() - 1].to_vec();
+            let r = self.lookup(&older, fps, todo, &mut seen);
+            if let Err(e) = r {
+                self.seen = seen;
+                return Err(e);
+            }
+            let mut j = 0;
+            todo.retain(|&i| {
+                let s = seen[j];
+                j += 1;
+                if s {
+                    self.tier.insert(fps[i]);
+                }
+                !s
+            });
+            self.seen = seen;
+            if todo.is_empty() {
+                return Ok(());
+            }
+        }
+        let cur = self.gens.current().clone();
+        let exact = self.spec.mode == Mode::Exact;
+        let (cmds, groups) = self.write_cmds(&cur, fps, todo, "SET");
+        let replies = match self.pipeline(cmds, true) {
+            Ok(r) => r,
+            Err(e) => {
+                self.stats.ambiguous_failures += 1;
+                self.doubt.extend(todo.iter().map(|&i| fps[i]));
+                return Err(e);
+            }
+        };
+        // Bloom answers per URL, from the old bits.
+        let mut bloom_new = vec![false; fps.len()];
+        for (g, reply) in groups.iter().zip(&replies) {
+            let bits = as_ints(reply)?;
+            let k = cur.k as usize;
+            if bits.len() != g.len() * k {
+                return Err(RedisFilterError::Corrupt(format!(
+                    "BITFIELD returned {} values for {} URLs",
+                    bits.len(),
+                    g.len()
+                )));
+            }
+            for (n, &i) in g.iter().enumerate() {
+                bloom_new[i] = bits[n * k..(n + 1) * k].iter().any(|&b| b == 0);
+            }
+        }
+        let exact_replies = &replies[groups.len()..];
+        for (n, &i) in todo.iter().enumerate() {
+            let mut new = if exact {
+                let added = as_int(&exact_replies[n])? == 1;
+                if added && !bloom_new[i] {
+                    self.stats.bloom_fp_caught += 1;
+                }
+                added
+            } else {
+                bloom_new[i]
+            };
+            if !new && self.doubt.contains(&fps[i]) {
+                self.stats.doubt_rescued += 1;
+                new = true;
+            }
+            out[i] = new;
+            if new {
+                self.stats.new += 1;
+                self.pending_items += 1;
+            }
+            self.tier.insert(fps[i]);
+        }
+        if !self.doubt.is_empty() {
+            for &i in todo.iter() {
+                self.doubt.remove(&fps[i]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Commands writing `todo` into generation `g`: one `BITFIELD` per shard (`op` = SET) and,
+    /// in exact mode, one `SADD` per URL (after them, in `todo` order). Returns the commands and
+    /// the batch indices of each BITFIELD, in order.
+    fn write_cmds(
+        &mut self,
+        g: &GenSpec,
+        fps: &[u128],
+        todo: &[usize],
+        op: &str,
+    ) -> (Vec<Cmd>, Vec<Vec<usize>>) {
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.extend(todo.iter().map(|&i| (g.shard_of(fps[i]), i)));
+        order.sort_by_key(|&(s, _)| s); // stable: batch order inside a shard
+        let mut cmds = Vec::new();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut pos = [0u64; 32];
+        let (cmd_name, field_op) = if op == "SET" {
+            ("BITFIELD", "SET")
+        } else {
+            ("BITFIELD_RO", "GET")
+        };
+        let mut start = 0;
+        // Exact-mode reads go straight to the fingerprint store: SISMEMBER costs Redis what a
+        // BITFIELD_RO costs, so screening with the Bloom bits first would only add work.
+        if op != "SET" && self.spec.mode == Mode::Exact {
+            start = order.len();
+        }
+        while start < order.len() {
+            let shard = order[start].0;
+            let end = start
+                + order[start..]
+                    .iter()
+                    .take_while(|&&(s, _)| s == shard)
+                    .count();
+            let mut c = redis::cmd(cmd_name);
+            c.arg(Keys::shard(&self.ns, g.id, shard));
+            let mut idx = Vec::with_capacity(end - start);
+            for &(_, i) in &order[start..end] {
+                let n = g.positions(fps[i], &mut pos);
+                for &p in &pos[..n] {
+                    c.arg(field_op).arg("u1").arg(p);
+                    if op == "SET" {
+                        c.arg(1);
+                    }
+                }
+                idx.push(i);
+            }
+            cmds.push(c);
+            groups.push(idx);
+            start = end;
+        }
+        if self.spec.mode == Mode::Exact {
+            let name = if op == "SET" { "SADD" } else { "SISMEMBER" };
+            for &i in todo {
+                let (b, member) = g.bucket_of(fps[i]);
+                let mut c = redis::cmd(name);
+                c.arg(Keys::bucket(&self.ns, g.id, g.shard_of(fps[i]), b))
+                    .arg(member);
+                cmds.push(c);
+            }
+        }
+        self.order = order;
+        (cmds, groups)
+    }
+
+    /// Read-only lookup of `todo` in `gens`: `seen[j]` for `todo[j]` = held by any of them.
+    fn lookup(
+        &mut self,
+        gens: &[GenSpec],
+        fps: &[u128],
+        todo: &[usize],
+        seen: &mut Vec<bool>,
+    ) -> Result<(), RedisFilterError> {
+        seen.clear();
+        seen.resize(todo.len(), false);
+        let mut pos_of = HashMap::with_capacity(todo.len());
+        for (j, &i) in todo.iter().enumerate() {
+            pos_of.entry(i).or_insert(j);
+        }
+        let exact = self.spec.mode == Mode::Exact;
+        let mut cmds = Vec::new();
+        let mut plan = Vec::new();
+        for g in gens {
+            let (c, groups) = self.write_cmds(g, fps, todo, "GET");
+            let nb = groups.len();
+            cmds.extend(c);
+            plan.push((g.k as usize, groups, nb));
+        }
+        let replies = self.pipeline(cmds, false)?;
+        let mut at = 0;
+        for (k, groups, nb) in plan {
+            for (g, reply) in groups.iter().zip(&replies[at..at + nb]) {
+                let bits = as_ints(reply)?;
+                for (n, &i) in g.iter().enumerate() {
+                    let all = bits
+                        .get(n * k..(n + 1) * k)
+                        .map(|b| b.iter().all(|&x| x == 1))
+                        .unwrap_or(false);
+                    if all && !exact {
+                        seen[pos_of[&i]] = true;
+                    }
+                }
+            }
+            at += nb;
+            if exact {
+                for (j, reply) in replies[at..at + todo.len()].iter().enumerate() {
+                    if as_int(reply)? == 1 {
+                        seen[j] = true;
+                    }
+                }
+                at += todo.len();
+            }
+        }
+        Ok(())
+    }
+
+    /// Read-only check: `out[i]` = whether `fps[i]` is new (not in any live generation).
+    /// Safe to retry; pair with [`RedisFilter::insert`] once the URL was acted on.
+    pub fn check(&mut self, fps: &[u128], out: &mut Vec<bool>) -> Result<(), RedisFilterError> {
+        out.clear();
+        out.resize(fps.len(), true);
+        self.maybe_refresh()?;
+        let mut todo = std::mem::take(&mut self.todo);
+        todo.clear();
+        for (i, &fp) in fps.iter().enumerate() {
+            if self.tier.contains(fp) {
+                self.stats.tier_hits += 1;
+                out[i] = false;
+            } else {
+                todo.push(i);
+            }
+        }
+        let mut seen = std::mem::take(&mut self.seen);
+        let gens = self.gens.live.clone();
+        let r = if todo.is_empty() {
+            Ok(())
+        } else {
+            self.stats.redis_lookups += todo.len() as u64;
+            self.lookup(&gens, fps, &todo, &mut seen)
+        };
+        if r.is_ok() {
+            for (j, &i) in todo.iter().enumerate() {
+                if seen[j] {
+                    out[i] = false;
+                    self.tier.insert(fps[i]);
+                }
+            }
+        }
+        self.seen = seen;
+        self.todo = todo;
+        r
+    }
+
+    /// Insert `fps` into the current generation (idempotent: safe to retry).
+    pub fn insert(&mut self, fps: &[u128]) -> Result<(), RedisFilterError> {
+        let mut out = Vec::new();
+        self.maybe_refresh()?;
+        let todo: Vec<usize> = (0..fps.len())
+            .filter(|&i| !self.tier.contains(fps[i]))
+            .collect();
+        if todo.is_empty() {
+            return Ok(());
+        }
+        let cur = self.gens.current().clone();
+        let (cmds, groups) = self.write_cmds(&cur, fps, &todo, "SET");
+        let replies = self.pipeline(cmds, false)?;
+        out.resize(fps.len(), false);
+        for (g, reply) in groups.iter().zip(&replies) {
+            let bits = as_ints(reply)?;
+            let k = cur.k as usize;
+            for (n, &i) in g.iter().enumerate() {
+                out[i] = bits.get(n * k..(n + 1) * k).is_some_and(|b| b.contains(&0));
+            }
+        }
+        for &i in &todo {
+            if out[i] {
+                self.pending_items += 1;
+            }
+            self.tier.insert(fps[i]);
+        }
+        Ok(())
+    }
+
+    /// Push buffered counters to Redis (also done on every refresh and on drop).
+    pub fn flush(&mut self) -> Result<(), RedisFilterError> {
+        self.flush_items()
+    }
+
+    /// Fill, estimated FP and memory of every live generation.
+    pub fn stats(&mut self) -> Result<NamespaceStats, RedisFilterError> {
+        self.refresh()?;
+        let gens = self.gens.live.clone();
+        let ns = self.ns.clone();
+        let mut out = Vec::new();
+        for g in &gens {
+            let mut cmds = Vec::new();
+            for s in 0..g.shards {
+                let key = Keys::shard(&ns, g.id, s);
+                cmds.push(redis::cmd("BITCOUNT").arg(&key).clone());
+                cmds.push(
+                    redis::cmd("MEMORY")
+                        .arg("USAGE")
+                        .arg(&key)
+                        .arg("SAMPLES")
+                        .arg(0)
+                        .clone(),
+                );
+                for b in 0..g.buckets {
+                    let bk = Keys::bucket(&ns, g.id, s, b);
+                    cmds.push(redis::cmd("SCARD").arg(&bk).clone());
+                    cmds.push(
+                        redis::cmd("MEMORY")
+                            .arg("USAGE")
+                            .arg(&bk)
+                            .arg("SAMPLES")
+                            .arg(0)
+                            .clone(),
+                    );
+                }
+            }
+            let mut ones = 0u64;
+            let mut mem = 0u64;
+            let mut fps_stored = 0u64;
+            for chunk in cmds.chunks(2000) {
+                let replies = self.pipeline(chunk.to_vec(), false)?;
+                for (c, r) in chunk.iter().zip(replies) {
+                    let v = as_int(&r).unwrap_or(0).max(0) as u64;
+                    let name = c.args_iter().next();
+                    match name {
+                        Some(redis::Arg::Simple(b"BITCOUNT")) => ones += v,
+                        Some(redis::Arg::Simple(b"SCARD")) => fps_stored += v,
+                        _ => mem += v,
+                    }
+                }
+            }
+            let m = (g.data_bits() * g.shards as u64) as f64;
+            let fill = ones as f64 / m;
+            let est = if fill < 1.0 {
+                (-(m / g.k as f64) * (1.0 - fill).ln()) as u64
+            } else {
+                u64::MAX
+            };
+            out.push(GenStats {
+                spec: g.clone(),
+                items: self.items.get(&g.id).copied().unwrap_or(0),
+                fill,
+                estimated_items: est,
+                estimated_fp: fill.powi(g.k as i32),
+                memory_bytes: mem,
+                fingerprints: fps_stored,
+            });
+        }
+        let items: u64 = out.iter().map(|g| g.items).sum();
+        let memory: u64 = out.iter().map(|g| g.memory_bytes).sum();
+        Ok(NamespaceStats {
+            namespace: ns,
+            spec: self.spec.clone(),
+            estimated_fp: out.iter().map(|g| g.estimated_fp).sum::<f64>().min(1.0),
+            items,
+            memory_bytes: memory,
+            bytes_per_item: if items > 0 {
+                memory as f64 / items as f64
+            } else {
+                0.0
+            },
+            generations: out,
+        })
+    }
+
+    /// Delete a namespace: every generation's keys (with UNLINK), then its metadata.
+    /// Returns whether it existed.
+    pub fn drop_namespace(cfg: &RedisConfig, ns: &str) -> Result<bool, RedisFilterError> {
+        layout::check_namespace(ns)?;
+        let mut conn = Conn::connect(cfg).map_err(|e| RedisFilterError::from_redis(e, false))?;
+        let key = Keys::meta(ns);
+        let meta: HashMap<String, String> = conn
+            .query(redis::cmd("HGETALL").arg(&key))
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
+        if meta.is_empty() {
+            return Ok(false);
+        }
+        let gens: Generations = parse_field(&meta, "gens")?;
+        for g in gens.live.iter().chain(gens.retired.iter().map(|r| &r.gen)) {
+            unlink_generation(&mut conn, ns, g)?;
+        }
+        let _: i64 = conn
+            .query(redis::cmd("UNLINK").arg(&key))
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
+        Ok(true)
+    }
+}
+
+impl Drop for RedisFilter {
+    fn drop(&mut self) {
+        let _ = self.flush_items();
+    }
+}
+
+impl CheckAndSet for &mut RedisFilter {
+    type Error = RedisFilterError;
+    fn check_and_set_batch(
+        &mut self,
+        fps: &[u128],
+        out: &mut Vec<bool>,
+    ) -> Result<(), Self::Error> {
+        self.check_and_set(fps, out)
+    }
+}
+
+fn parse_field<T: serde::de::DeserializeOwned>(
+    meta: &HashMap<String, String>,
+    field: &str,
+) -> Result<T, RedisFilterError> {
+    let raw = meta
+        .get(field)
+        .ok_or_else(|| RedisFilterError::Corrupt(format!("metadata has no {field:?} field")))?;
+    serde_json::from_str(raw)
+        .map_err(|e| RedisFilterError::Corrupt(format!("metadata field {field:?}: {e}")))
+}
+
+fn as_int(v: &Value) -> Result<i64, RedisFilterError> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        Value::Nil => Ok(0),
+        other => Err(RedisFilterError::Corrupt(format!(
+            "expected an integer reply, got {other:?}"
+        ))),
+    }
+}
+
+fn as_ints(v: &Value) -> Result<Vec<i64>, RedisFilterError> {
+    match v {
+        Value::Array(items) => items.iter().map(as_int).collect(),
+        other => Err(RedisFilterError::Corrupt(format!(
+            "expected an array reply, got {other:?}"
+        ))),
+    }
+}
+
+/// Create a generation's shard strings at full size (idempotent: writes only the reserved
+/// last byte), so the hot path never grows a string.
+fn allocate(conn: &mut Conn, ns: &str, g: &GenSpec) -> Result<(), RedisFilterError> {
+    let cmds: Vec<Cmd> = (0..g.shards)
+        .map(|s| {
+            redis::cmd("SETRANGE")
+                .arg(Keys::shard(ns, g.id, s))
+                .arg(g.shard_bytes - 1)
+                .arg(&b"\0"[..])
+                .clone()
+        })
+        .collect();
+    for chunk in cmds.chunks(1000) {
+        conn.pipeline(chunk.to_vec())
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
+    }
+    Ok(())
+}
+
+/// UNLINK every key of a generation (one key per command: keys live in different slots).
+fn unlink_generation(conn: &mut Conn, ns: &str, g: &GenSpec) -> Result<(), RedisFilterError> {
+    let mut keys = Vec::new();
+    for s in 0..g.shards {
+        keys.push(Keys::shard(ns, g.id, s));
+        for b in 0..g.buckets {
+            keys.push(Keys::bucket(ns, g.id, s, b));
+        }
+    }
+    for chunk in keys.chunks(1000) {
+        let cmds = chunk
+            .iter()
+            .map(|k| redis::cmd("UNLINK").arg(k).clone())
+            .collect();
+        conn.pipeline(cmds)
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
+    }
+    Ok(())
+}
+
+/// Retry `op` while it fails with a retryable error, backing off from 50 ms to 5 s, for at most
+/// `budget`. The error of the last attempt is returned when the budget is spent.
+pub fn with_retry<T>(
+    budget: Duration,
+    mut on_retry: impl FnMut(&RedisFilterError, Duration),
+    mut op: impl FnMut() -> Result<T, RedisFilterError>,
+) -> Result<T, RedisFilterError> {
+    let start = Instant::now();
+    let mut wait = Duration::from_millis(50);
+    loop {
+        match op() {
+            Err(e) if e.is_retryable() && start.elapsed() + wait <= budget => {
+                on_retry(&e, wait);
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+            r => return r,
+        }
+    }
+}
