@@ -10,6 +10,8 @@ need_apt=()
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "test.sh: installing ${need_apt[*]}" >&2
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -21,6 +23,17 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 command -v cargo >/dev/null 2>&1 || { echo "test.sh: cargo not found; install Rust with rustup (https://rustup.rs)" >&2; exit 1; }
 [ -d ../shared/data ] || { echo "test.sh: ../shared/data is missing: the tests read the shared suites from beside the checkout" >&2; exit 1; }
+
+# A Redis on 127.0.0.1:6379 for the shared-filter tests (the tests start their own extra
+# servers — a 3-node cluster, and ones they kill — on free ports).
+if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+  echo "test.sh: starting redis-server on 127.0.0.1:6379" >&2
+  redis_dir=$(mktemp -d)
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+    --dir "$redis_dir" --logfile "$redis_dir/redis.log"
+  for _ in $(seq 50); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.1; done
+  redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "test.sh: redis-server did not start" >&2; exit 1; }
+fi
 
 shift_args=()
 if [ "${1:-}" = "--" ]; then shift; shift_args=("$@"); fi

@@ -300,6 +300,10 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'spec', ARGV[1], 'gens', ARGV[2], 'instance', ARGV[3])
 return 1";
 
+static INCR_ITEMS_LUA: &str = r"
+if redis.call('HEXISTS', KEYS[1], 'spec') == 0 then return 0 end
+return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])";
+
 static CAS_GENS_LUA: &str = r"
 if redis.call('HGET', KEYS[1], 'gens') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'gens', ARGV[2])
@@ -619,10 +623,12 @@ impl RedisFilter {
         let field = format!("items:{}", self.gens.current().id);
         let n = std::mem::take(&mut self.pending_items);
         let key = self.meta_key.clone();
-        // Not idempotent; a lost increment only delays growth by that many items.
-        let r: redis::RedisResult<i64> = self
-            .conn()?
-            .query(redis::cmd("HINCRBY").arg(&key).arg(&field).arg(n));
+        // Not idempotent; a lost increment only delays growth by that many items. Never
+        // recreates a dropped namespace's metadata.
+        let n = n.to_string();
+        let r: redis::RedisResult<i64> =
+            self.conn()?
+                .script(&redis::Script::new(INCR_ITEMS_LUA), &key, &[&field, &n]);
         r.map(|_| ()).map_err(|e| self.fail(e, false))
     }
 
@@ -1118,9 +1124,11 @@ impl RedisFilter {
         if meta.is_empty() {
             return Ok(false);
         }
-        let gens: Generations = parse_field(&meta, "gens")?;
-        for g in gens.live.iter().chain(gens.retired.iter().map(|r| &r.gen)) {
-            unlink_generation(&mut conn, ns, g)?;
+        // A damaged record (no generations) is dropped too: there is nothing else to unlink.
+        if let Ok(gens) = parse_field::<Generations>(&meta, "gens") {
+            for g in gens.live.iter().chain(gens.retired.iter().map(|r| &r.gen)) {
+                unlink_generation(&mut conn, ns, g)?;
+            }
         }
         let _: i64 = conn
             .query(redis::cmd("UNLINK").arg(&key))

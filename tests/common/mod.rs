@@ -26,3 +26,158 @@ pub fn jsonl(rel: &str) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// The shared Redis the test command starts (or finds) on 127.0.0.1:6379.
+pub const REDIS: &str = "redis://127.0.0.1:6379";
+
+/// A free TCP port on 127.0.0.1 (bound and released; fine for tests).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A redis-server of the test's own, killed on drop.
+pub struct OwnRedis {
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    child: Option<std::process::Child>,
+    args: Vec<String>,
+}
+
+impl OwnRedis {
+    /// Start `redis-server` on a free port with extra `args` (e.g. `--appendonly yes`).
+    pub fn start(args: &[&str]) -> OwnRedis {
+        let mut r = OwnRedis {
+            port: free_port(),
+            dir: tempfile::tempdir().unwrap(),
+            child: None,
+            args: args.iter().map(|s| s.to_string()).collect(),
+        };
+        r.restart();
+        r
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// SIGKILL the server (no shutdown save).
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Start it again on the same port and directory; waits until it answers PING.
+    pub fn restart(&mut self) {
+        self.kill();
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                &self.port.to_string(),
+                "--save",
+                "",
+            ])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(&self.args)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (scripts/test.sh installs it)");
+        self.child = Some(child);
+        for _ in 0..100 {
+            if let Ok(c) = redis::Client::open(self.url()) {
+                if let Ok(mut con) = c.get_connection() {
+                    if redis::cmd("PING").query::<String>(&mut con).is_ok() {
+                        return;
+                    }
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("redis-server on port {} did not start", self.port);
+    }
+
+    /// A plain connection for test-side commands.
+    pub fn con(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A 3-master Redis Cluster on loopback, torn down on drop.
+pub struct OwnCluster {
+    pub nodes: Vec<OwnRedis>,
+}
+
+impl OwnCluster {
+    pub fn start() -> OwnCluster {
+        let nodes: Vec<OwnRedis> = (0..3)
+            .map(|_| {
+                OwnRedis::start(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
+            })
+            .collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let out = std::process::Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli must be installed");
+        assert!(
+            out.status.success(),
+            "cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        // Wait until every node agrees the cluster is ok.
+        for n in &nodes {
+            let mut ok = false;
+            for _ in 0..100 {
+                let info: String = redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query(&mut n.con())
+                    .unwrap();
+                if info.contains("cluster_state:ok") {
+                    ok = true;
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            assert!(ok, "cluster did not become ok");
+        }
+        OwnCluster { nodes }
+    }
+
+    pub fn url(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| n.url())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// `n` distinct URL fingerprints from a seed.
+pub fn fps(seed: u64, n: usize) -> Vec<u128> {
+    (0..n as u64)
+        .map(|i| crawlsieve::bloom::fingerprint(format!("https://t{seed}.example/{i}").as_bytes()))
+        .collect()
+}

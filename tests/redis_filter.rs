@@ -1,0 +1,557 @@
+//! The Redis-shared filter against real Redis servers: the shared one on 127.0.0.1:6379, servers
+//! of the tests' own (killed, paused), and a 3-node Redis Cluster.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use common::{fps, OwnCluster, OwnRedis, REDIS};
+use crawlsieve::redis_filter::{
+    snapshot, Expect, Mode, NamespaceSpec, RedisConfig, RedisFilter, RedisFilterError,
+};
+
+fn cfg(url: &str) -> RedisConfig {
+    RedisConfig::new(url)
+}
+
+fn no_tier(url: &str) -> RedisConfig {
+    let mut c = RedisConfig::new(url);
+    c.local_tier_slots = 0;
+    c
+}
+
+/// A fresh namespace name for a test (dropped first, in case a previous run left it).
+fn fresh(url: &str, name: &str) -> String {
+    let ns = format!("test-{name}");
+    RedisFilter::drop_namespace(&cfg(url), &ns).unwrap();
+    ns
+}
+
+fn cas(f: &mut RedisFilter, fps: &[u128]) -> Vec<bool> {
+    let mut out = Vec::new();
+    f.check_and_set(fps, &mut out).unwrap();
+    out
+}
+
+fn count_new(f: &mut RedisFilter, fps: &[u128]) -> usize {
+    let mut out = Vec::new();
+    let mut n = 0;
+    for chunk in fps.chunks(1000) {
+        f.check(chunk, &mut out).unwrap();
+        n += out.iter().filter(|&&b| b).count();
+    }
+    n
+}
+
+#[test]
+fn check_and_set_answers_in_order_and_the_tier_never_invents_seen() {
+    let ns = fresh(REDIS, "order");
+    let mut f = RedisFilter::create(cfg(REDIS), &ns, &NamespaceSpec::new(10_000, 1e-3)).unwrap();
+    let a = fps(1, 3);
+    // Duplicates inside one batch: the first is new.
+    assert_eq!(
+        cas(&mut f, &[a[0], a[1], a[0], a[2], a[1]]),
+        [true, true, false, true, false]
+    );
+    assert_eq!(cas(&mut f, &a), [false, false, false]);
+    assert_eq!(
+        f.client_stats().tier_hits,
+        3,
+        "repeats are answered locally"
+    );
+    // A second client (empty tier) sees the same through Redis.
+    let mut g = RedisFilter::attach(cfg(REDIS), &ns, &Expect::default()).unwrap();
+    assert_eq!(cas(&mut g, &a), [false, false, false]);
+    assert_eq!(g.client_stats().redis_lookups, 3);
+    // check + insert, the gate's protocol.
+    let b = fps(2, 4);
+    let mut out = Vec::new();
+    g.check(&b, &mut out).unwrap();
+    assert_eq!(out, [true; 4]);
+    g.check(&b, &mut out).unwrap();
+    assert_eq!(out, [true; 4], "check alone inserts nothing");
+    g.insert(&b).unwrap();
+    g.insert(&b).unwrap(); // idempotent
+    f.check(&b, &mut out).unwrap();
+    assert_eq!(out, [false; 4]);
+    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+}
+
+#[test]
+fn namespaces_are_independent_and_parameters_are_checked_on_attach() {
+    let a = fresh(REDIS, "ns-a");
+    let b = fresh(REDIS, "ns-b");
+    let mut fa = RedisFilter::create(cfg(REDIS), &a, &NamespaceSpec::new(1000, 1e-2)).unwrap();
+    let mut spec_b = NamespaceSpec::new(5000, 1e-3);
+    spec_b.mode = Mode::Exact;
+    let mut fb = RedisFilter::create(cfg(REDIS), &b, &spec_b).unwrap();
+    let x = fps(3, 10);
+    assert!(cas(&mut fa, &x).iter().all(|&n| n));
+    assert!(
+        cas(&mut fb, &x).iter().all(|&n| n),
+        "the same URLs are new in another namespace"
+    );
+    // Same parameters: attach. Different: a clear error naming the field.
+    assert!(RedisFilter::create(cfg(REDIS), &a, &NamespaceSpec::new(1000, 1e-2)).is_ok());
+    let e = RedisFilter::create(cfg(REDIS), &a, &NamespaceSpec::new(2000, 1e-2)).unwrap_err();
+    assert!(matches!(e, RedisFilterError::Mismatch { .. }), "{e}");
+    assert!(e.to_string().contains("capacity: 1000 ≠ 2000"), "{e}");
+    let e = RedisFilter::attach(
+        cfg(REDIS),
+        &b,
+        &Expect {
+            mode: Some(Mode::Bloom),
+            ..Expect::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("mode"), "{e}");
+    assert!(!e.is_retryable());
+    let e = RedisFilter::attach(cfg(REDIS), "test-never-created", &Expect::default()).unwrap_err();
+    assert!(matches!(e, RedisFilterError::NotFound(_)), "{e}");
+    assert!(RedisFilter::create(cfg(REDIS), "bad{name}", &NamespaceSpec::new(10, 0.1)).is_err());
+    for ns in [&a, &b] {
+        assert!(RedisFilter::drop_namespace(&cfg(REDIS), ns).unwrap());
+        assert!(!RedisFilter::drop_namespace(&cfg(REDIS), ns).unwrap());
+    }
+}
+
+#[test]
+fn concurrent_clients_report_each_distinct_url_new_exactly_once() {
+    for mode in [Mode::Exact, Mode::Bloom] {
+        let ns = fresh(REDIS, &format!("concurrent-{mode:?}"));
+        let mut spec = NamespaceSpec::new(200_000, 1e-4);
+        spec.mode = mode;
+        spec.shards = Some(4);
+        drop(RedisFilter::create(cfg(REDIS), &ns, &spec).unwrap());
+        // A stream with repeats: 20 000 distinct URLs, each 3 times, in a different order per client.
+        let distinct = fps(4, 20_000);
+        let handles: Vec<_> = (0..4u64)
+            .map(|t| {
+                let ns = ns.clone();
+                let mut stream: Vec<u128> = distinct
+                    .iter()
+                    .chain(&distinct)
+                    .chain(&distinct)
+                    .copied()
+                    .collect();
+                // Deterministic shuffle per client.
+                let mut s = t.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                for i in (1..stream.len()).rev() {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    stream.swap(i, (s % (i as u64 + 1)) as usize);
+                }
+                std::thread::spawn(move || {
+                    let mut f = RedisFilter::attach(cfg(REDIS), &ns, &Expect::default()).unwrap();
+                    let mut news = Vec::new();
+                    let mut out = Vec::new();
+                    for chunk in stream.chunks(700) {
+                        f.check_and_set(chunk, &mut out).unwrap();
+                        news.extend(chunk.iter().zip(&out).filter(|x| *x.1).map(|x| *x.0));
+                    }
+                    news
+                })
+            })
+            .collect();
+        let all: Vec<u128> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        let unique: HashSet<u128> = all.iter().copied().collect();
+        assert_eq!(
+            unique.len(),
+            all.len(),
+            "{mode:?}: a URL was reported new twice"
+        );
+        match mode {
+            Mode::Exact => assert_eq!(all.len(), distinct.len(), "exact mode: every URL new once"),
+            // Bloom: a URL may be lost to a false positive (p = 1e-4 at capacity; far below here).
+            Mode::Bloom => assert!(all.len() >= distinct.len() - 5, "{}", all.len()),
+        }
+        RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+    }
+}
+
+/// Measured FP rate of a filter filled to its capacity, probed with fresh URLs.
+fn measured_fp(url: &str, ns: &str, p: f64, k: u32, shards: u32) -> (f64, RedisFilter) {
+    let mut spec = NamespaceSpec::new(30_000, p);
+    spec.k = k;
+    spec.shards = Some(shards);
+    let mut f = RedisFilter::create(no_tier(url), ns, &spec).unwrap();
+    let cap = f.generations().current().capacity as usize;
+    let keys = fps(10 + k as u64, cap);
+    let mut out = Vec::new();
+    for chunk in keys.chunks(1000) {
+        f.check_and_set(chunk, &mut out).unwrap();
+    }
+    let probes = fps(99, (200.0 / p) as usize);
+    let fp = (probes.len() - count_new(&mut f, &probes)) as f64 / probes.len() as f64;
+    (fp, f)
+}
+
+#[test]
+fn fp_rate_at_capacity_is_within_the_band() {
+    for (p, k, shards) in [(1e-2, 5, 1), (1e-2, 7, 3), (1e-3, 5, 2)] {
+        let ns = fresh(REDIS, &format!("fp-{k}-{shards}"));
+        let (fp, mut f) = measured_fp(REDIS, &ns, p, k, shards);
+        assert!(
+            fp >= 0.8 * p && fp <= 1.25 * p,
+            "p={p} k={k} shards={shards}: measured {fp}"
+        );
+        let s = f.stats().unwrap();
+        let g = &s.generations[0];
+        assert!(
+            (g.estimated_fp / p - 1.0).abs() < 0.25,
+            "estimated {} vs {p}",
+            g.estimated_fp
+        );
+        let rel = g.estimated_items as f64 / g.spec.capacity as f64;
+        assert!((rel - 1.0).abs() < 0.05, "estimated items {rel}");
+        RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+    }
+}
+
+#[test]
+fn exact_mode_never_drops_a_new_url() {
+    let ns = fresh(REDIS, "exact");
+    // A deliberately weak Bloom filter (p = 5%) so that its "maybe" is often wrong.
+    let mut spec = NamespaceSpec::new(5_000, 0.05);
+    spec.mode = Mode::Exact;
+    spec.shards = Some(2);
+    let mut f = RedisFilter::create(no_tier(REDIS), &ns, &spec).unwrap();
+    let cap = f.generations().current().capacity as usize;
+    let old = fps(20, cap);
+    assert!(cas(&mut f, &old).iter().all(|&n| n));
+    let fresh_keys = fps(21, 50_000);
+    let mut out = Vec::new();
+    let mut dropped = 0;
+    for chunk in fresh_keys.chunks(1000) {
+        f.check_and_set(chunk, &mut out).unwrap();
+        dropped += out.iter().filter(|&&n| !n).count();
+    }
+    assert_eq!(dropped, 0, "no new URL may be dropped in exact mode");
+    let caught = f.client_stats().bloom_fp_caught;
+    assert!(
+        caught > 500,
+        "the Bloom filter said maybe {caught} times; the store corrected it"
+    );
+    // Repeats are still found.
+    assert!(cas(&mut f, &old[..2000]).iter().all(|&n| !n));
+    assert_eq!(count_new(&mut f, &fresh_keys[..3000]), 0);
+    let s = f.stats().unwrap();
+    assert!(s.generations.iter().map(|g| g.fingerprints).sum::<u64>() >= (cap + 50_000) as u64);
+    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+}
+
+#[test]
+fn growth_adds_generations_and_keeps_everything_findable() {
+    let ns = fresh(REDIS, "growth");
+    let mut c = no_tier(REDIS);
+    c.refresh_interval = Duration::ZERO;
+    let mut f = RedisFilter::create(c, &ns, &NamespaceSpec::new(2_000, 1e-2)).unwrap();
+    let cap0 = f.generations().current().capacity as usize;
+    let keys = fps(30, cap0 * 5);
+    let mut out = Vec::new();
+    let mut new = 0;
+    for chunk in keys.chunks(500) {
+        f.check_and_set(chunk, &mut out).unwrap();
+        new += out.iter().filter(|&&n| n).count();
+    }
+    f.refresh().unwrap();
+    let gens = f.generations().live.clone();
+    assert!(gens.len() >= 3, "{} generations", gens.len());
+    for w in gens.windows(2) {
+        assert_eq!(w[1].id, w[0].id + 1);
+        assert!(w[1].capacity >= 2 * w[0].capacity * 99 / 100);
+        assert!((w[1].fp_rate - w[0].fp_rate / 2.0).abs() < 1e-12);
+        assert!(w[0].sealed.is_some());
+    }
+    assert!(
+        new as f64 >= keys.len() as f64 * 0.985,
+        "{new} of {}",
+        keys.len()
+    );
+    assert_eq!(count_new(&mut f, &keys), 0, "all generations are consulted");
+    // The union FP stays bounded by 2p (checked with a 25% margin).
+    let probes = fps(31, 40_000);
+    let fp = (probes.len() - count_new(&mut f, &probes)) as f64 / probes.len() as f64;
+    assert!(fp <= 2.0 * 1e-2 * 1.25, "union FP {fp}");
+    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+}
+
+#[test]
+fn recrawl_window_makes_urls_new_again() {
+    let ns = fresh(REDIS, "window");
+    let mut c = cfg(REDIS);
+    c.refresh_interval = Duration::ZERO;
+    let mut spec = NamespaceSpec::new(10_000, 1e-3);
+    spec.window = Some(2);
+    spec.window_slices = 2; // rotate every second; new again between 2 and 3 s
+    let mut f = RedisFilter::create(c, &ns, &spec).unwrap();
+    let a = fps(40, 50);
+    let start = Instant::now();
+    assert!(cas(&mut f, &a).iter().all(|&n| n));
+    // Within the window: seen, from whichever generation holds it.
+    while start.elapsed() < Duration::from_millis(1500) {
+        assert!(
+            cas(&mut f, &a).iter().all(|&n| !n),
+            "seen within the window"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(f.generations().live.len() >= 2, "rotated");
+    std::thread::sleep(
+        Duration::from_millis(2600) - start.elapsed().min(Duration::from_millis(2600)),
+    );
+    // Past window + one period: new again (keep the clients active so rotation happens).
+    let deadline = start + Duration::from_secs(8);
+    let mut became_new = false;
+    while Instant::now() < deadline {
+        let out = cas(&mut f, &a);
+        if out.iter().all(|&n| n) {
+            became_new = true;
+            break;
+        }
+        assert!(out.iter().all(|&n| !n), "all 50 URLs share one generation");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let after = start.elapsed();
+    assert!(became_new, "URLs never became new again");
+    assert!(after >= Duration::from_secs(2), "too early: {after:?}");
+    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+}
+
+#[test]
+fn a_timed_out_write_that_still_ran_loses_no_url_on_retry() {
+    let server = OwnRedis::start(&["--enable-debug-command", "yes"]);
+    let mut c = cfg(&server.url());
+    c.response_timeout = Duration::from_millis(200);
+    let ns = "timeout";
+    let mut f = RedisFilter::create(c.clone(), ns, &NamespaceSpec::new(10_000, 1e-3)).unwrap();
+    let batch = fps(50, 300);
+    // Redis stalls for 1 s: our request times out, then runs on the server anyway (it was
+    // already in the socket buffer when the client gave up).
+    let mut blocker = server.con();
+    let stall = std::thread::spawn(move || {
+        let _: () = redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(1)
+            .query(&mut blocker)
+            .unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let mut out = Vec::new();
+    let e = f.check_and_set(&batch, &mut out).unwrap_err();
+    assert!(e.is_retryable(), "{e}");
+    assert!(
+        matches!(
+            e,
+            RedisFilterError::Unavailable {
+                ambiguous: true,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    stall.join().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    // The lost write did run: a naive client now sees every URL as seen...
+    let mut naive = RedisFilter::attach(no_tier(&server.url()), ns, &Expect::default()).unwrap();
+    let mut probe = Vec::new();
+    naive.check(&batch, &mut probe).unwrap();
+    assert!(probe.iter().all(|&n| !n), "the paused write executed");
+    // ...but the retry reports them all new: nothing is dropped.
+    let out = crawlsieve::redis_filter::with_retry(
+        Duration::from_secs(10),
+        |_, _| {},
+        || {
+            let mut out = Vec::new();
+            f.check_and_set(&batch, &mut out).map(|_| out)
+        },
+    )
+    .unwrap();
+    assert!(out.iter().all(|&n| n), "a retried batch lost new URLs");
+    assert_eq!(f.client_stats().doubt_rescued, 300);
+    // And the doubt is settled: the next time they are duplicates.
+    assert!(cas(&mut f, &batch).iter().all(|&n| !n));
+}
+
+#[test]
+fn redis_killed_and_restarted_mid_run() {
+    // With an fsync-always AOF the namespace survives the kill.
+    let mut server = OwnRedis::start(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut c = cfg(&server.url());
+    c.response_timeout = Duration::from_millis(300);
+    c.connect_timeout = Duration::from_millis(300);
+    let ns = "restart";
+    let mut f = RedisFilter::create(c.clone(), ns, &NamespaceSpec::new(100_000, 1e-4)).unwrap();
+    let mut inserted: HashSet<u128> = HashSet::new();
+    let mut retryable_errors = 0;
+    let keys = fps(60, 30_000);
+    let mut out = Vec::new();
+    for (n, chunk) in keys.chunks(500).enumerate() {
+        if n == 20 {
+            server.kill();
+        }
+        // Each batch repeats half of the previous one, so "seen" answers are exercised.
+        let mut batch: Vec<u128> = chunk.to_vec();
+        if n > 0 {
+            batch.extend_from_slice(&keys[(n - 1) * 500..(n - 1) * 500 + 250]);
+        }
+        loop {
+            match f.check_and_set(&batch, &mut out) {
+                Ok(()) => break,
+                Err(e) => {
+                    assert!(e.is_retryable(), "{e}");
+                    retryable_errors += 1;
+                    // Down for ten attempts, then back with its AOF.
+                    if retryable_errors == 10 {
+                        server.restart();
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+        for (fp, &new) in batch.iter().zip(&out) {
+            if new {
+                inserted.insert(*fp);
+            } else {
+                assert!(inserted.contains(fp), "reported seen but never inserted");
+            }
+        }
+    }
+    assert!(retryable_errors >= 1, "the outage was noticed");
+    assert!(f.client_stats().reconnects >= 1);
+    assert_eq!(inserted.len(), keys.len(), "every URL was new exactly once");
+
+    // Without persistence the namespace is gone after a restart: a clear error, and the local
+    // tier must not answer "seen" for what Redis lost. (The tier trusts Redis for at most one
+    // refresh interval; with an interval of zero every call re-validates.)
+    let mut bare = OwnRedis::start(&[]);
+    let mut c = cfg(&bare.url());
+    c.refresh_interval = Duration::ZERO;
+    let mut f = RedisFilter::create(c, ns, &NamespaceSpec::new(1000, 1e-3)).unwrap();
+    let a = fps(61, 10);
+    assert!(cas(&mut f, &a).iter().all(|&n| n));
+    bare.kill();
+    bare.restart();
+    let mut out = Vec::new();
+    let mut last = None;
+    for _ in 0..5 {
+        match f.check_and_set(&a, &mut out) {
+            Ok(()) => panic!("answered {out:?} for a namespace Redis lost"),
+            Err(e) => last = Some(e),
+        }
+    }
+    let e = last.unwrap();
+    assert!(matches!(e, RedisFilterError::NotFound(_)), "{e}");
+    assert!(e.to_string().contains("bloom import"), "{e}");
+}
+
+#[test]
+fn snapshot_export_import_restores_a_lost_namespace() {
+    let ns = fresh(REDIS, "snap");
+    let mut spec = NamespaceSpec::new(5_000, 1e-3);
+    spec.mode = Mode::Exact;
+    spec.shards = Some(3);
+    let mut f = RedisFilter::create(no_tier(REDIS), &ns, &spec).unwrap();
+    let keys = fps(70, 4_000);
+    assert!(cas(&mut f, &keys).iter().all(|&n| n));
+    f.flush().unwrap();
+    drop(f);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("snap.csredis");
+    let s = snapshot::export(&cfg(REDIS), &ns, &file).unwrap();
+    assert_eq!(s.fingerprints, 4_000);
+    // Redis "loses" the namespace; the import brings it back.
+    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+    let s = snapshot::import(&cfg(REDIS), &file, None, false).unwrap();
+    assert_eq!(s.fingerprints, 4_000);
+    let mut f = RedisFilter::attach(no_tier(REDIS), &ns, &Expect::default()).unwrap();
+    assert_eq!(f.spec(), &spec);
+    assert_eq!(count_new(&mut f, &keys), 0);
+    assert_eq!(count_new(&mut f, &fps(71, 1000)), 1000);
+    assert_eq!(f.stats().unwrap().items, 4_000);
+    // Import over an existing namespace needs --replace; into another name works.
+    assert!(matches!(
+        snapshot::import(&cfg(REDIS), &file, None, false),
+        Err(RedisFilterError::Exists(_))
+    ));
+    let copy = fresh(REDIS, "snap-copy");
+    snapshot::import(&cfg(REDIS), &file, Some(&copy), false).unwrap();
+    let mut g = RedisFilter::attach(no_tier(REDIS), &copy, &Expect::default()).unwrap();
+    assert_eq!(count_new(&mut g, &keys), 0);
+    // A damaged file is refused before anything is written.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    let bad = dir.path().join("bad.csredis");
+    std::fs::write(&bad, &bytes).unwrap();
+    let other = fresh(REDIS, "snap-bad");
+    let e = snapshot::import(&cfg(REDIS), &bad, Some(&other), false).unwrap_err();
+    assert!(e.to_string().contains("checksum"), "{e}");
+    assert!(matches!(
+        RedisFilter::attach(cfg(REDIS), &other, &Expect::default()),
+        Err(RedisFilterError::NotFound(_))
+    ));
+    std::fs::write(&bad, &bytes[..100]).unwrap();
+    assert!(snapshot::import(&cfg(REDIS), &bad, Some(&other), false).is_err());
+    for n in [&ns, &copy] {
+        RedisFilter::drop_namespace(&cfg(REDIS), n).unwrap();
+    }
+}
+
+#[test]
+fn three_node_cluster() {
+    let cluster = OwnCluster::start();
+    let url = cluster.url();
+    let mut spec = NamespaceSpec::new(50_000, 1e-3);
+    spec.shards = Some(12);
+    spec.mode = Mode::Exact;
+    drop(RedisFilter::create(cfg(&url), "crawl", &spec).unwrap());
+    // Shards spread over the nodes (each shard has its own hash tag).
+    let keys_per_node: Vec<i64> = cluster
+        .nodes
+        .iter()
+        .map(|n| redis::cmd("DBSIZE").query(&mut n.con()).unwrap())
+        .collect();
+    assert!(
+        keys_per_node.iter().filter(|&&k| k > 0).count() >= 2,
+        "{keys_per_node:?}"
+    );
+    let distinct = fps(80, 6_000);
+    let handles: Vec<_> = (0..3)
+        .map(|t| {
+            let url = url.clone();
+            let mut stream = distinct.clone();
+            stream.rotate_left(t * 1_000);
+            std::thread::spawn(move || {
+                let mut f = RedisFilter::attach(cfg(&url), "crawl", &Expect::default()).unwrap();
+                let mut out = Vec::new();
+                let mut news = Vec::new();
+                for chunk in stream.chunks(500) {
+                    f.check_and_set(chunk, &mut out).unwrap();
+                    news.extend(chunk.iter().zip(&out).filter(|x| *x.1).map(|x| *x.0));
+                }
+                news
+            })
+        })
+        .collect();
+    let all: Vec<u128> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    assert_eq!(all.len(), distinct.len());
+    assert_eq!(all.iter().collect::<HashSet<_>>().len(), distinct.len());
+    // Snapshots work on a cluster too.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.csredis");
+    snapshot::export(&cfg(&url), "crawl", &file).unwrap();
+    snapshot::import(&cfg(&url), &file, Some("crawl2"), false).unwrap();
+    let mut f = RedisFilter::attach(no_tier(&url), "crawl2", &Expect::default()).unwrap();
+    assert_eq!(count_new(&mut f, &distinct), 0);
+    assert!(RedisFilter::drop_namespace(&cfg(&url), "crawl").unwrap());
+}
