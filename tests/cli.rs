@@ -245,3 +245,91 @@ fn opt_in_merges_dedup_variants_but_emit_the_first_as_written() {
     ));
     assert_eq!(merged, "http://www.h.com/a/\nhttp://h.com/b\n");
 }
+
+#[test]
+fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
+    const R: &str = "redis://127.0.0.1:6379";
+    let sample = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/sample-candidates.txt"
+    ))
+    .unwrap();
+    let _ = run(&["bloom", "--redis", R, "drop", "cli-test"], b"");
+    let local = stdout(&run(
+        &["dedup", "-q", "--base", "https://docs.example.org/guide/"],
+        &sample,
+    ));
+    let args = [
+        "dedup",
+        "-q",
+        "--base",
+        "https://docs.example.org/guide/",
+        "--redis",
+        R,
+        "--namespace",
+        "cli-test",
+    ];
+    let shared = stdout(&run(&args, &sample));
+    assert_eq!(shared, local, "the Redis filter decides like the local one");
+    assert!(shared.lines().count() > 1000);
+    // A second run (another process) sees everything.
+    assert_eq!(stdout(&run(&args, &sample)), "");
+    // Attaching with other parameters is a clear error.
+    let o = run(
+        &[
+            "dedup",
+            "--redis",
+            R,
+            "--namespace",
+            "cli-test",
+            "--capacity",
+            "5",
+        ],
+        b"x\n",
+    );
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("capacity"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // stats / export / drop / import.
+    let stats: serde_json::Value = serde_json::from_str(&stdout(&run(
+        &["bloom", "--redis", R, "stats", "cli-test"],
+        b"",
+    )))
+    .unwrap();
+    assert_eq!(
+        stats["items"].as_u64().unwrap() as usize,
+        local.lines().count()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ns.snap");
+    stdout(&run(
+        &[
+            "bloom",
+            "--redis",
+            R,
+            "export",
+            "cli-test",
+            file.to_str().unwrap(),
+        ],
+        b"",
+    ));
+    stdout(&run(&["bloom", "--redis", R, "drop", "cli-test"], b""));
+    assert!(!run(&["bloom", "--redis", R, "stats", "cli-test"], b"")
+        .status
+        .success());
+    stdout(&run(
+        &["bloom", "--redis", R, "import", file.to_str().unwrap()],
+        b"",
+    ));
+    assert_eq!(
+        stdout(&run(&args, &sample)),
+        "",
+        "restored from the snapshot"
+    );
+    let o = run(&["bloom", "--redis", R, "create", "cli-test"], b"");
+    assert!(!o.status.success(), "create refuses an existing namespace");
+    stdout(&run(&["bloom", "--redis", R, "drop", "cli-test"], b""));
+}

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use redis::{Cmd, RedisResult, Value};
+use redis::{Cmd, IntoConnectionInfo, RedisResult, Value};
+
+use super::resp::{Batch, RawConn, RawError, Replies};
+use super::RedisFilterError;
 
 /// Where Redis is and how long to wait for it.
 #[derive(Debug, Clone)]
@@ -45,8 +48,8 @@ impl RedisConfig {
 
 /// A live connection.
 pub enum Conn {
-    /// One node.
-    Single(redis::Connection),
+    /// One node: redis-rs for administration, a raw socket for the hot path (TCP only).
+    Single(redis::Connection, Option<RawConn>),
     /// A cluster (routes every command by its key's slot; MOVED/ASK are followed, I/O errors
     /// are returned, never silently re-sent).
     Cluster(redis::cluster::ClusterConnection),
@@ -69,11 +72,15 @@ impl Conn {
                 .build()?;
             Ok(Conn::Cluster(client.get_connection()?))
         } else {
-            let client = redis::Client::open(cfg.urls[0].as_str())?;
+            let info = cfg.urls[0].as_str().into_connection_info()?;
+            let client = redis::Client::open(info.clone())?;
             let con = client.get_connection_with_timeout(cfg.connect_timeout)?;
             con.set_read_timeout(Some(cfg.response_timeout))?;
             con.set_write_timeout(Some(cfg.response_timeout))?;
-            Ok(Conn::Single(con))
+            let raw = RawConn::connect(&info, cfg.connect_timeout, cfg.response_timeout)
+                .transpose()
+                .map_err(redis::RedisError::from)?;
+            Ok(Conn::Single(con, raw))
         }
     }
 
@@ -83,7 +90,7 @@ impl Conn {
             return Ok(Vec::new());
         }
         match self {
-            Conn::Single(c) => {
+            Conn::Single(c, _) => {
                 let mut p = redis::pipe();
                 for cmd in cmds {
                     p.add_command(cmd);
@@ -100,10 +107,39 @@ impl Conn {
         }
     }
 
+    /// Whether hot-path batches should be raw RESP.
+    pub fn is_raw(&self) -> bool {
+        matches!(self, Conn::Single(_, Some(_)))
+    }
+
+    /// Run a hot-path batch (built for this connection's kind, see [`Conn::is_raw`]).
+    pub fn exec(&mut self, batch: &mut Batch, out: &mut Replies) -> Result<(), RedisFilterError> {
+        if batch.is_empty() {
+            out.clear();
+            return Ok(());
+        }
+        if let Conn::Single(_, Some(raw)) = self {
+            return raw.exec(batch, out).map_err(|e| match e {
+                RawError::Io(io) => RedisFilterError::from_redis(io.into(), false),
+                RawError::Server(m) => RedisFilterError::from_server_line(&m),
+                RawError::Protocol(m) => RedisFilterError::Corrupt(m),
+            });
+        }
+        let cmds = std::mem::take(&mut batch.cmds);
+        let values = self
+            .pipeline(cmds)
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
+        out.clear();
+        for v in &values {
+            out.push_value(v).map_err(RedisFilterError::Corrupt)?;
+        }
+        Ok(())
+    }
+
     /// Run one command.
     pub fn query<T: redis::FromRedisValue>(&mut self, cmd: &Cmd) -> RedisResult<T> {
         match self {
-            Conn::Single(c) => cmd.query(c),
+            Conn::Single(c, _) => cmd.query(c),
             Conn::Cluster(c) => cmd.query(c),
         }
     }
@@ -120,7 +156,7 @@ impl Conn {
             inv.arg(*a);
         }
         match self {
-            Conn::Single(c) => inv.invoke(c),
+            Conn::Single(c, _) => inv.invoke(c),
             Conn::Cluster(c) => inv.invoke(c),
         }
     }

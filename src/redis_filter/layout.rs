@@ -235,7 +235,21 @@ impl Keys {
 
     /// One shard string; its own hash tag spreads shards over cluster slots.
     pub fn shard(ns: &str, gen: u32, shard: u32) -> String {
-        format!("cs:{{{ns}:{gen}:{shard}}}:bits")
+        let mut s = String::new();
+        Self::write_shard(&mut s, ns, gen, shard);
+        s
+    }
+
+    /// [`Keys::shard`] into a reused buffer (the hot path).
+    pub fn write_shard(out: &mut String, ns: &str, gen: u32, shard: u32) {
+        let mut b = itoa::Buffer::new();
+        out.push_str("cs:{");
+        out.push_str(ns);
+        out.push(':');
+        out.push_str(b.format(gen));
+        out.push(':');
+        out.push_str(b.format(shard));
+        out.push_str("}:bits");
     }
 
     /// One exact-confirm bucket (an intset), in the same slot as its shard.

@@ -23,6 +23,7 @@
 
 mod conn;
 pub mod layout;
+mod resp;
 pub mod snapshot;
 mod tier;
 
@@ -35,6 +36,8 @@ use serde::{Deserialize, Serialize};
 pub use conn::{Conn, RedisConfig};
 pub use layout::{GenSpec, Keys};
 pub use tier::LocalTier;
+
+use resp::{Batch, Replies};
 
 use crate::bloom::CheckAndSet;
 
@@ -87,6 +90,25 @@ impl RedisFilterError {
     /// Whether the same call may succeed later.
     pub fn is_retryable(&self) -> bool {
         matches!(self, RedisFilterError::Unavailable { .. })
+    }
+
+    /// A `-CODE message` reply line of the raw hot path.
+    fn from_server_line(line: &str) -> RedisFilterError {
+        let code = line.split(' ').next().unwrap_or("");
+        let transient = matches!(
+            code,
+            "LOADING" | "OOM" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" | "READONLY" | "BUSY"
+        );
+        let e =
+            redis::RedisError::from((redis::ErrorKind::Extension, "Redis error", line.to_string()));
+        if transient {
+            RedisFilterError::Unavailable {
+                source: e,
+                ambiguous: false,
+            }
+        } else {
+            RedisFilterError::Server(e)
+        }
     }
 
     fn from_redis(e: redis::RedisError, ambiguous: bool) -> RedisFilterError {
@@ -386,6 +408,8 @@ pub struct RedisFilter {
     todo: Vec<usize>,
     order: Vec<(u32, usize)>,
     seen: Vec<bool>,
+    spare: Batch,
+    replies: Replies,
 }
 
 impl std::fmt::Debug for RedisFilter {
@@ -500,6 +524,8 @@ impl RedisFilter {
             todo: Vec::new(),
             order: Vec::new(),
             seen: Vec::new(),
+            spare: Batch::new(false),
+            replies: Replies::default(),
             cfg,
         };
         f.refresh()?;
@@ -787,35 +813,42 @@ impl RedisFilter {
         }
         let cur = self.gens.current().clone();
         let exact = self.spec.mode == Mode::Exact;
-        let (cmds, groups) = self.write_cmds(&cur, fps, todo, "SET");
-        let replies = match self.pipeline(cmds, true) {
-            Ok(r) => r,
-            Err(e) => {
-                self.stats.ambiguous_failures += 1;
-                self.doubt.extend(todo.iter().map(|&i| fps[i]));
-                return Err(e);
-            }
-        };
+        let mut batch = self.batch();
+        let groups = self.write_cmds(&cur, fps, todo, true, &mut batch);
+        let mut replies = std::mem::take(&mut self.replies);
+        if let Err(e) = self.exec(&mut batch, &mut replies, true) {
+            self.stats.ambiguous_failures += 1;
+            self.doubt.extend(todo.iter().map(|&i| fps[i]));
+            self.replies = replies;
+            self.spare = batch;
+            return Err(e);
+        }
         // Bloom answers per URL, from the old bits.
-        let mut bloom_new = vec![false; fps.len()];
-        for (g, reply) in groups.iter().zip(&replies) {
-            let bits = as_ints(reply)?;
-            let k = cur.k as usize;
+        let k = cur.k as usize;
+        let mut bloom_new = std::mem::take(&mut self.seen);
+        bloom_new.clear();
+        bloom_new.resize(fps.len(), false);
+        let mut bad = None;
+        for (c, g) in groups.iter().enumerate() {
+            let bits = replies.get(c);
             if bits.len() != g.len() * k {
-                return Err(RedisFilterError::Corrupt(format!(
-                    "BITFIELD returned {} values for {} URLs",
-                    bits.len(),
-                    g.len()
-                )));
+                bad = Some((bits.len(), g.len()));
+                break;
             }
             for (n, &i) in g.iter().enumerate() {
-                bloom_new[i] = bits[n * k..(n + 1) * k].iter().any(|&b| b == 0);
+                bloom_new[i] = bits[n * k..(n + 1) * k].contains(&0);
             }
         }
-        let exact_replies = &replies[groups.len()..];
+        if let Some((got, urls)) = bad {
+            self.replies = replies;
+            self.seen = bloom_new;
+            return Err(RedisFilterError::Corrupt(format!(
+                "BITFIELD returned {got} values for {urls} URLs"
+            )));
+        }
         for (n, &i) in todo.iter().enumerate() {
             let mut new = if exact {
-                let added = as_int(&exact_replies[n])? == 1;
+                let added = replies.int(groups.len() + n) == 1;
                 if added && !bloom_new[i] {
                     self.stats.bloom_fp_caught += 1;
                 }
@@ -839,73 +872,116 @@ impl RedisFilter {
                 self.doubt.remove(&fps[i]);
             }
         }
+        self.replies = replies;
+        self.seen = bloom_new;
+        self.spare = batch;
         Ok(())
     }
 
-    /// Commands writing `todo` into generation `g`: one `BITFIELD` per shard (`op` = SET) and,
-    /// in exact mode, one `SADD` per URL (after them, in `todo` order). Returns the commands and
-    /// the batch indices of each BITFIELD, in order.
+    /// An empty batch of the right kind for the current connection.
+    fn batch(&mut self) -> Batch {
+        let mut b = std::mem::replace(&mut self.spare, Batch::new(false));
+        let raw = self.conn.as_ref().is_some_and(Conn::is_raw);
+        if b.is_raw() != raw {
+            b = Batch::new(raw);
+        }
+        b.clear();
+        b
+    }
+
+    fn exec(
+        &mut self,
+        batch: &mut Batch,
+        out: &mut Replies,
+        write: bool,
+    ) -> Result<(), RedisFilterError> {
+        let r = self.conn()?.exec(batch, out);
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                if e.is_retryable() {
+                    self.conn = None;
+                    self.tier.clear();
+                }
+                Err(match e {
+                    RedisFilterError::Unavailable { source, .. } => RedisFilterError::Unavailable {
+                        source,
+                        ambiguous: write,
+                    },
+                    other => other,
+                })
+            }
+        }
+    }
+
+    /// Encode the commands for `todo` in generation `g` into `batch`: one `BITFIELD` (`set`) or
+    /// `BITFIELD_RO` per shard and, in exact mode, one `SADD`/`SISMEMBER` per URL after them in
+    /// `todo` order. Returns the batch indices of each BITFIELD, in order. Exact-mode reads go
+    /// straight to the fingerprint store: SISMEMBER costs Redis what a BITFIELD_RO costs, so
+    /// screening with the Bloom bits first would only add work.
     fn write_cmds(
         &mut self,
         g: &GenSpec,
         fps: &[u128],
         todo: &[usize],
-        op: &str,
-    ) -> (Vec<Cmd>, Vec<Vec<usize>>) {
-        let mut order = std::mem::take(&mut self.order);
-        order.clear();
-        order.extend(todo.iter().map(|&i| (g.shard_of(fps[i]), i)));
-        order.sort_by_key(|&(s, _)| s); // stable: batch order inside a shard
-        let mut cmds = Vec::new();
+        set: bool,
+        batch: &mut Batch,
+    ) -> Vec<Vec<usize>> {
+        let exact = self.spec.mode == Mode::Exact;
         let mut groups: Vec<Vec<usize>> = Vec::new();
-        let mut pos = [0u64; 32];
-        let (cmd_name, field_op) = if op == "SET" {
-            ("BITFIELD", "SET")
-        } else {
-            ("BITFIELD_RO", "GET")
-        };
-        let mut start = 0;
-        // Exact-mode reads go straight to the fingerprint store: SISMEMBER costs Redis what a
-        // BITFIELD_RO costs, so screening with the Bloom bits first would only add work.
-        if op != "SET" && self.spec.mode == Mode::Exact {
-            start = order.len();
-        }
-        while start < order.len() {
-            let shard = order[start].0;
-            let end = start
-                + order[start..]
-                    .iter()
-                    .take_while(|&&(s, _)| s == shard)
-                    .count();
-            let mut c = redis::cmd(cmd_name);
-            c.arg(Keys::shard(&self.ns, g.id, shard));
-            let mut idx = Vec::with_capacity(end - start);
-            for &(_, i) in &order[start..end] {
-                let n = g.positions(fps[i], &mut pos);
-                for &p in &pos[..n] {
-                    c.arg(field_op).arg("u1").arg(p);
-                    if op == "SET" {
-                        c.arg(1);
+        if set || !exact {
+            let mut order = std::mem::take(&mut self.order);
+            order.clear();
+            order.extend(todo.iter().map(|&i| (g.shard_of(fps[i]), i)));
+            order.sort_by_key(|&(s, _)| s); // stable: batch order inside a shard
+            let mut pos = [0u64; 32];
+            let k = g.k as usize;
+            let (name, op, per) = if set {
+                ("BITFIELD", &b"SET"[..], 4)
+            } else {
+                ("BITFIELD_RO", &b"GET"[..], 3)
+            };
+            let mut key = String::new();
+            let mut start = 0;
+            while start < order.len() {
+                let shard = order[start].0;
+                let end = start
+                    + order[start..]
+                        .iter()
+                        .take_while(|&&(s, _)| s == shard)
+                        .count();
+                batch.cmd(name, 2 + per * k * (end - start));
+                key.clear();
+                Keys::write_shard(&mut key, &self.ns, g.id, shard);
+                batch.arg(key.as_bytes());
+                let mut idx = Vec::with_capacity(end - start);
+                for &(_, i) in &order[start..end] {
+                    let n = g.positions(fps[i], &mut pos);
+                    for &p in &pos[..n] {
+                        batch.arg(op);
+                        batch.arg(b"u1");
+                        batch.int(p as i64);
+                        if set {
+                            batch.arg(b"1");
+                        }
                     }
+                    idx.push(i);
                 }
-                idx.push(i);
+                groups.push(idx);
+                start = end;
             }
-            cmds.push(c);
-            groups.push(idx);
-            start = end;
+            self.order = order;
         }
-        if self.spec.mode == Mode::Exact {
-            let name = if op == "SET" { "SADD" } else { "SISMEMBER" };
+        if exact {
+            let name = if set { "SADD" } else { "SISMEMBER" };
             for &i in todo {
                 let (b, member) = g.bucket_of(fps[i]);
-                let mut c = redis::cmd(name);
-                c.arg(Keys::bucket(&self.ns, g.id, g.shard_of(fps[i]), b))
-                    .arg(member);
-                cmds.push(c);
+                batch.cmd(name, 3);
+                batch.arg(Keys::bucket(&self.ns, g.id, g.shard_of(fps[i]), b).as_bytes());
+                batch.int(member);
             }
         }
-        self.order = order;
-        (cmds, groups)
+        groups
     }
 
     /// Read-only lookup of `todo` in `gens`: `seen[j]` for `todo[j]` = held by any of them.
@@ -923,39 +999,43 @@ impl RedisFilter {
             pos_of.entry(i).or_insert(j);
         }
         let exact = self.spec.mode == Mode::Exact;
-        let mut cmds = Vec::new();
+        let mut batch = self.batch();
         let mut plan = Vec::new();
         for g in gens {
-            let (c, groups) = self.write_cmds(g, fps, todo, "GET");
-            let nb = groups.len();
-            cmds.extend(c);
-            plan.push((g.k as usize, groups, nb));
+            let groups = self.write_cmds(g, fps, todo, false, &mut batch);
+            plan.push((g.k as usize, groups));
         }
-        let replies = self.pipeline(cmds, false)?;
+        let mut replies = std::mem::take(&mut self.replies);
+        let r = self.exec(&mut batch, &mut replies, false);
+        self.spare = batch;
+        if let Err(e) = r {
+            self.replies = replies;
+            return Err(e);
+        }
         let mut at = 0;
-        for (k, groups, nb) in plan {
-            for (g, reply) in groups.iter().zip(&replies[at..at + nb]) {
-                let bits = as_ints(reply)?;
+        for (k, groups) in plan {
+            for g in &groups {
+                let bits = replies.get(at);
+                at += 1;
                 for (n, &i) in g.iter().enumerate() {
                     let all = bits
                         .get(n * k..(n + 1) * k)
-                        .map(|b| b.iter().all(|&x| x == 1))
-                        .unwrap_or(false);
-                    if all && !exact {
+                        .is_some_and(|b| b.iter().all(|&x| x == 1));
+                    if all {
                         seen[pos_of[&i]] = true;
                     }
                 }
             }
-            at += nb;
             if exact {
-                for (j, reply) in replies[at..at + todo.len()].iter().enumerate() {
-                    if as_int(reply)? == 1 {
-                        seen[j] = true;
+                for s in seen.iter_mut() {
+                    if replies.int(at) == 1 {
+                        *s = true;
                     }
+                    at += 1;
                 }
-                at += todo.len();
             }
         }
+        self.replies = replies;
         Ok(())
     }
 
@@ -998,7 +1078,6 @@ impl RedisFilter {
 
     /// Insert `fps` into the current generation (idempotent: safe to retry).
     pub fn insert(&mut self, fps: &[u128]) -> Result<(), RedisFilterError> {
-        let mut out = Vec::new();
         self.maybe_refresh()?;
         let todo: Vec<usize> = (0..fps.len())
             .filter(|&i| !self.tier.contains(fps[i]))
@@ -1007,22 +1086,28 @@ impl RedisFilter {
             return Ok(());
         }
         let cur = self.gens.current().clone();
-        let (cmds, groups) = self.write_cmds(&cur, fps, &todo, "SET");
-        let replies = self.pipeline(cmds, false)?;
-        out.resize(fps.len(), false);
-        for (g, reply) in groups.iter().zip(&replies) {
-            let bits = as_ints(reply)?;
-            let k = cur.k as usize;
-            for (n, &i) in g.iter().enumerate() {
-                out[i] = bits.get(n * k..(n + 1) * k).is_some_and(|b| b.contains(&0));
+        let mut batch = self.batch();
+        let groups = self.write_cmds(&cur, fps, &todo, true, &mut batch);
+        let mut replies = std::mem::take(&mut self.replies);
+        let r = self.exec(&mut batch, &mut replies, false);
+        self.spare = batch;
+        if let Err(e) = r {
+            self.replies = replies;
+            return Err(e);
+        }
+        let k = cur.k as usize;
+        for (c, g) in groups.iter().enumerate() {
+            let bits = replies.get(c);
+            for n in 0..g.len() {
+                if bits.get(n * k..(n + 1) * k).is_some_and(|b| b.contains(&0)) {
+                    self.pending_items += 1;
+                }
             }
         }
         for &i in &todo {
-            if out[i] {
-                self.pending_items += 1;
-            }
             self.tier.insert(fps[i]);
         }
+        self.replies = replies;
         Ok(())
     }
 
@@ -1171,15 +1256,6 @@ fn as_int(v: &Value) -> Result<i64, RedisFilterError> {
         Value::Nil => Ok(0),
         other => Err(RedisFilterError::Corrupt(format!(
             "expected an integer reply, got {other:?}"
-        ))),
-    }
-}
-
-fn as_ints(v: &Value) -> Result<Vec<i64>, RedisFilterError> {
-    match v {
-        Value::Array(items) => items.iter().map(as_int).collect(),
-        other => Err(RedisFilterError::Corrupt(format!(
-            "expected an array reply, got {other:?}"
         ))),
     }
 }
