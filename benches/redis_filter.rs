@@ -228,6 +228,12 @@ fn main() {
     run("crawlsieve exact + local tier", all, &mut |_| {
         Some(crawlsieve(url, all, capacity, true, Mode::Exact, 5))
     });
+    run("crawlsieve fingerprints + local tier", all, &mut |_| {
+        Some(crawlsieve(url, all, capacity, true, Mode::Fingerprints, 5))
+    });
+    run("crawlsieve fingerprints, no local tier", all, &mut |_| {
+        Some(crawlsieve(url, all, capacity, false, Mode::Fingerprints, 5))
+    });
     run("crawlsieve k=13, no local tier", all, &mut |_| {
         Some(crawlsieve(url, all, capacity, false, Mode::Bloom, 13))
     });

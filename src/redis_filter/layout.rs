@@ -56,9 +56,34 @@ pub struct GenSpec {
     pub shards: u32,
     /// Length of each shard string in bytes (the last byte is reserved).
     pub shard_bytes: u64,
-    /// Exact-confirm fingerprint buckets per shard (0 when the mode is `bloom`).
+    /// Fingerprint buckets per shard (0 when the mode is `bloom`).
     #[serde(default)]
     pub buckets: u32,
+    /// Whether the generation has Bloom bit strings (false in `fingerprints` mode).
+    #[serde(default = "yes")]
+    pub bitmap: bool,
+    /// Bits of each stored fingerprint: 64 (exact mode), 32 or 16 (fingerprints mode).
+    #[serde(default = "sixty_four")]
+    pub fp_bits: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn sixty_four() -> u32 {
+    64
+}
+
+/// How a generation stores URLs (see [`super::Mode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// Bloom bits only.
+    Bloom,
+    /// Bloom bits and 64-bit fingerprints.
+    BloomAndFingerprints,
+    /// Fingerprints only, as narrow as the FP target allows.
+    Fingerprints,
 }
 
 fn size_class_at_least(bytes: u64) -> u64 {
@@ -96,7 +121,7 @@ impl GenSpec {
         fp_rate: f64,
         k: u32,
         shards: Option<u32>,
-        exact: bool,
+        store: Store,
     ) -> Result<GenSpec, RedisFilterError> {
         if capacity == 0 {
             return Err(RedisFilterError::Params(
@@ -112,6 +137,9 @@ impl GenSpec {
             return Err(RedisFilterError::Params(format!(
                 "k must be in 1..=32, got {k}"
             )));
+        }
+        if store == Store::Fingerprints {
+            return Self::fingerprints(id, created, capacity, fp_rate, shards);
         }
         let m = bits_for(capacity, fp_rate, k).ceil() as u64;
         let bytes = m.div_ceil(8);
@@ -144,12 +172,54 @@ impl GenSpec {
             shards: shards as u32,
             shard_bytes,
             buckets: 0,
+            bitmap: true,
+            fp_bits: 64,
         };
         g.capacity = items_for(g.data_bits() * shards, fp_rate, k).max(capacity);
-        if exact {
+        if store == Store::BloomAndFingerprints {
             g.buckets = (g.capacity.div_ceil(shards) / BUCKET_TARGET).max(1) as u32;
         }
         Ok(g)
+    }
+
+    /// A fingerprints-only generation: `capacity / 256` intset buckets; each fingerprint is 16,
+    /// 32 or 64 bits, the narrowest whose FP rate at capacity (256 / 2^bits: 3.9e-3, 6.0e-8,
+    /// 1.4e-17) meets `fp_rate`. Redis stores 16- and 32-bit intset entries in 2 and 4 bytes.
+    fn fingerprints(
+        id: u32,
+        created: u64,
+        capacity: u64,
+        fp_rate: f64,
+        shards: Option<u32>,
+    ) -> Result<GenSpec, RedisFilterError> {
+        let buckets_total = capacity.div_ceil(BUCKET_TARGET).max(1);
+        let shards = match shards {
+            Some(0) => return Err(RedisFilterError::Params("shards must be at least 1".into())),
+            Some(s) => s as u64,
+            None => buckets_total.div_ceil(1 << 16),
+        };
+        let fp_bits = [16u32, 32, 64]
+            .into_iter()
+            .find(|&b| BUCKET_TARGET as f64 / 2f64.powi(b as i32) <= fp_rate)
+            .unwrap_or(64);
+        Ok(GenSpec {
+            id,
+            created,
+            sealed: None,
+            capacity,
+            fp_rate,
+            k: 1,
+            shards: shards as u32,
+            shard_bytes: MIN_SHARD_BYTES,
+            buckets: buckets_total.div_ceil(shards).max(1) as u32,
+            bitmap: false,
+            fp_bits,
+        })
+    }
+
+    /// FP rate of a fingerprint lookup in a bucket of `load` entries.
+    pub fn fingerprint_fp(&self, load: f64) -> f64 {
+        load / 2f64.powi(self.fp_bits as i32)
     }
 
     /// Check a spec read from Redis or a snapshot before trusting its sizes.
@@ -161,7 +231,9 @@ impl GenSpec {
             && self.fp_rate > 0.0
             && self.fp_rate < 1.0
             && self.capacity >= 1
-            && self.buckets <= 1 << 24;
+            && self.buckets <= 1 << 24
+            && matches!(self.fp_bits, 16 | 32 | 64)
+            && (self.bitmap || self.buckets > 0);
         if ok {
             Ok(())
         } else {
@@ -205,7 +277,12 @@ impl GenSpec {
     #[inline]
     pub fn bucket_of(&self, fp: u128) -> (u32, i64) {
         let b = fastrange(mix((fp >> 64) as u64), self.buckets.max(1) as u64) as u32;
-        (b, fp as u64 as i64)
+        let member = match self.fp_bits {
+            16 => fp as u16 as i16 as i64,
+            32 => fp as u32 as i32 as i64,
+            _ => fp as u64 as i64,
+        };
+        (b, member)
     }
 }
 
@@ -280,7 +357,7 @@ mod tests {
 
     #[test]
     fn shards_fit_size_classes_and_keep_the_fp_target() {
-        let g = GenSpec::new(0, 0, 10_000_000, 1e-4, 5, None, false).unwrap();
+        let g = GenSpec::new(0, 0, 10_000_000, 1e-4, 5, None, Store::Bloom).unwrap();
         assert_eq!(g.shards, 1);
         let class = g.shard_bytes + 128;
         let pow = 1u64 << (63 - class.leading_zeros());
@@ -293,17 +370,17 @@ mod tests {
         assert!(p <= 1.0001e-4 && p > 0.95e-4, "{p}");
         // 2^32 bits would cost 640 MiB; the largest shard stays in the 512 MiB class.
         assert_eq!(MAX_SHARD_BYTES + 128, 512 << 20);
-        let big = GenSpec::new(0, 0, 1_000_000_000, 1e-4, 5, None, false).unwrap();
+        let big = GenSpec::new(0, 0, 1_000_000_000, 1e-4, 5, None, Store::Bloom).unwrap();
         assert!(
             big.shard_bytes <= DEFAULT_SHARD_TARGET && big.shards >= 54,
             "{big:?}"
         );
-        assert!(GenSpec::new(0, 0, 1_000_000_000, 1e-4, 5, Some(1), false).is_err());
+        assert!(GenSpec::new(0, 0, 1_000_000_000, 1e-4, 5, Some(1), Store::Bloom).is_err());
     }
 
     #[test]
     fn positions_stay_in_the_data_bits() {
-        let g = GenSpec::new(0, 0, 1000, 1e-2, 7, Some(3), true).unwrap();
+        let g = GenSpec::new(0, 0, 1000, 1e-2, 7, Some(3), Store::BloomAndFingerprints).unwrap();
         let mut pos = [0u64; 32];
         for i in 0..10_000u64 {
             let fp = crate::bloom::fingerprint(&i.to_le_bytes());
@@ -313,6 +390,19 @@ mod tests {
             assert!(pos[..n].iter().all(|&p| p < g.data_bits()));
             assert!(g.bucket_of(fp).0 < g.buckets);
         }
+    }
+
+    #[test]
+    fn fingerprint_width_follows_the_fp_target() {
+        let w = |p| GenSpec::new(0, 0, 1_000_000, p, 5, None, Store::Fingerprints).unwrap();
+        assert_eq!(w(1e-2).fp_bits, 16);
+        assert_eq!(w(1e-4).fp_bits, 32);
+        assert_eq!(w(1e-9).fp_bits, 64);
+        let g = w(1e-4);
+        assert!(!g.bitmap && g.buckets as u64 * g.shards as u64 * BUCKET_TARGET >= 1_000_000);
+        assert!(g.fingerprint_fp(BUCKET_TARGET as f64) < 1e-7);
+        let (_, m) = g.bucket_of(u128::MAX);
+        assert_eq!(m, -1, "32-bit members stay in int32 range");
     }
 
     #[test]

@@ -143,7 +143,7 @@ pub fn export(cfg: &RedisConfig, ns: &str, path: &Path) -> Result<Summary, Redis
         fingerprints: 0,
         file_bytes: 0,
     };
-    for g in &header.generations {
+    for g in header.generations.iter().filter(|g| g.bitmap) {
         for s in 0..g.shards {
             let key = Keys::shard(ns, g.id, s);
             let mut off = 0;
@@ -165,7 +165,7 @@ pub fn export(cfg: &RedisConfig, ns: &str, path: &Path) -> Result<Summary, Redis
             sum.bitmap_bytes += g.shard_bytes;
         }
     }
-    if header.spec.mode == Mode::Exact {
+    if header.spec.mode != Mode::Bloom {
         for g in &header.generations {
             for s in 0..g.shards {
                 let keys: Vec<String> = (0..g.buckets)
@@ -243,7 +243,9 @@ fn read_header<R: Read>(r: &mut R) -> Result<Header, RedisFilterError> {
     for g in &h.generations {
         g.check()
             .map_err(|e| RedisFilterError::Snapshot(e.to_string()))?;
-        if (h.spec.mode == Mode::Exact) != (g.buckets > 0) {
+        if (h.spec.mode != Mode::Bloom) != (g.buckets > 0)
+            || (h.spec.mode == Mode::Fingerprints) == g.bitmap
+        {
             return Err(RedisFilterError::Snapshot(format!(
                 "generation {} does not match the mode {:?}",
                 g.id, h.spec.mode
@@ -262,7 +264,7 @@ fn walk_body<R: Read>(
 ) -> Result<(), RedisFilterError> {
     let truncated = || RedisFilterError::Snapshot("truncated body".into());
     let mut buf = vec![0u8; CHUNK as usize];
-    for g in &h.generations {
+    for g in h.generations.iter().filter(|g| g.bitmap) {
         for s in 0..g.shards {
             let mut off = 0;
             while off < g.shard_bytes {
@@ -273,7 +275,7 @@ fn walk_body<R: Read>(
             }
         }
     }
-    if h.spec.mode == Mode::Exact {
+    if h.spec.mode != Mode::Bloom {
         let mut members = Vec::new();
         for g in &h.generations {
             for s in 0..g.shards {
@@ -384,7 +386,7 @@ pub fn import(
             Ok(())
         },
     )?;
-    for g in &header.generations {
+    for g in header.generations.iter().filter(|g| g.bitmap) {
         sum_ref.bitmap_bytes += g.shard_bytes * g.shards as u64;
     }
     let gens = Generations {
@@ -415,7 +417,7 @@ pub fn import(
         );
     }
     conn.pipeline(cmds).map_err(redis_err)?;
-    if header.spec.mode == Mode::Exact {
+    if header.spec.mode != Mode::Bloom {
         let mut cmds = Vec::new();
         for g in &header.generations {
             for s in 0..g.shards {
