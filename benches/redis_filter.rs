@@ -132,7 +132,39 @@ fn crawlsieve(url: &str, urls: &[String], capacity: u64, tier: bool, mode: Mode,
         f.check_and_set(&fps, &mut out).unwrap();
         new += out.iter().filter(|&&b| b).count();
     }
+    let c = f.client_stats();
+    eprintln!(
+        "    ({} answered by the local tier, {} sent to Redis)",
+        c.tier_hits, c.redis_lookups
+    );
     new
+}
+
+/// The host of a URL (what Kafka partitions are keyed by in the gate).
+fn host(u: &str) -> &str {
+    let rest = u.split_once("://").map(|x| x.1).unwrap_or(u);
+    rest.split(['/', '?', '#']).next().unwrap_or(rest)
+}
+
+/// Split the stream into `n` parts by host, as a consumer group with host-keyed partitions does.
+fn partition(urls: &[String], n: usize) -> Vec<Vec<String>> {
+    let mut parts = vec![Vec::new(); n];
+    for u in urls {
+        let h = xxhash_rust::xxh3::xxh3_64(host(u).as_bytes()) as usize % n;
+        parts[h].push(u.clone());
+    }
+    parts
+}
+
+/// `n` clients in parallel, one per part.
+fn parallel<F>(parts: &[Vec<String>], f: F) -> usize
+where
+    F: Fn(&[String]) -> usize + Sync,
+{
+    std::thread::scope(|s| {
+        let hs: Vec<_> = parts.iter().map(|p| s.spawn(|| f(p))).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).sum()
+    })
 }
 
 fn main() {
@@ -180,9 +212,14 @@ fn main() {
         .get_connection()
         .unwrap();
     let mut rows = Vec::new();
+    // ONLY=substring runs just the matching approaches (profiling).
+    let only = std::env::var("ONLY").unwrap_or_default();
     let mut run = |name: &str,
                    urls: &[String],
                    f: &mut dyn FnMut(&mut redis::Connection) -> Option<usize>| {
+        if !name.contains(only.as_str()) {
+            return;
+        }
         flush(&mut con);
         let before = used_memory(&mut con);
         let t = Instant::now();
@@ -219,6 +256,48 @@ fn main() {
     run("RedisBloom BF.MADD", all, &mut |c| {
         bf_madd(c, all, capacity)
     });
+    // Several clients, the stream split by host as a consumer group with host-keyed partitions
+    // does (CLIENTS, default 4).
+    let clients: usize = std::env::var("CLIENTS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4);
+    let parts = partition(all, clients);
+    run(
+        &format!("RedisBloom BF.MADD, {clients} clients"),
+        all,
+        &mut |c| {
+            bf_madd(c, &[], capacity)?;
+            Some(parallel(&parts, |p| {
+                let mut con = redis::Client::open(url.as_str())
+                    .unwrap()
+                    .get_connection()
+                    .unwrap();
+                let mut new = 0;
+                for chunk in p.chunks(BATCH) {
+                    let r: Vec<i64> = redis::cmd("BF.MADD")
+                        .arg("bf")
+                        .arg(chunk)
+                        .query(&mut con)
+                        .unwrap();
+                    new += r.iter().filter(|&&x| x == 1).count();
+                }
+                new
+            }))
+        },
+    );
+    run(
+        &format!("crawlsieve fingerprints + local tier, {clients} clients"),
+        all,
+        &mut |_| {
+            let mut cfg = RedisConfig::new(url);
+            cfg.local_tier_slots = 1 << 21;
+            drop(RedisFilter::create(cfg, "bench", &NamespaceSpec::new(capacity, P)).unwrap());
+            Some(parallel(&parts, |p| {
+                crawlsieve(url, p, capacity, true, Mode::Fingerprints, 5)
+            }))
+        },
+    );
     run("crawlsieve k=5 + local tier", all, &mut |_| {
         Some(crawlsieve(url, all, capacity, true, Mode::Bloom, 5))
     });

@@ -119,7 +119,7 @@ fn namespaces_are_independent_and_parameters_are_checked_on_attach() {
 
 #[test]
 fn concurrent_clients_report_each_distinct_url_new_exactly_once() {
-    for mode in [Mode::Exact, Mode::Bloom] {
+    for mode in [Mode::Exact, Mode::Bloom, Mode::Fingerprints] {
         let ns = fresh(REDIS, &format!("concurrent-{mode:?}"));
         let mut spec = NamespaceSpec::new(200_000, 1e-4);
         spec.mode = mode;
@@ -167,7 +167,9 @@ fn concurrent_clients_report_each_distinct_url_new_exactly_once() {
             "{mode:?}: a URL was reported new twice"
         );
         match mode {
-            Mode::Exact => assert_eq!(all.len(), distinct.len(), "exact mode: every URL new once"),
+            Mode::Exact | Mode::Fingerprints => {
+                assert_eq!(all.len(), distinct.len(), "{mode:?}: every URL new once")
+            }
             // Bloom: a URL may be lost to a false positive (p = 1e-4 at capacity; far below here).
             Mode::Bloom => assert!(all.len() >= distinct.len() - 5, "{}", all.len()),
         }
@@ -178,6 +180,7 @@ fn concurrent_clients_report_each_distinct_url_new_exactly_once() {
 /// Measured FP rate of a filter filled to its capacity, probed with fresh URLs.
 fn measured_fp(url: &str, ns: &str, p: f64, k: u32, shards: u32) -> (f64, RedisFilter) {
     let mut spec = NamespaceSpec::new(30_000, p);
+    spec.mode = Mode::Bloom;
     spec.k = k;
     spec.shards = Some(shards);
     let mut f = RedisFilter::create(no_tier(url), ns, &spec).unwrap();
@@ -215,6 +218,40 @@ fn fp_rate_at_capacity_is_within_the_band() {
 }
 
 #[test]
+fn fingerprints_mode_fp_rate_follows_its_model() {
+    // 16-bit fingerprints (chosen for p ≥ 256/65536): FP = bucket load / 65536, measurable.
+    let ns = fresh(REDIS, "fp16");
+    let mut spec = NamespaceSpec::new(40_000, 5e-3);
+    spec.mode = Mode::Fingerprints;
+    let mut f = RedisFilter::create(no_tier(REDIS), &ns, &spec).unwrap();
+    let g = f.generations().current().clone();
+    assert_eq!((g.fp_bits, g.bitmap), (16, false));
+    let keys = fps(25, 40_000);
+    let mut out = Vec::new();
+    let mut new = 0;
+    for chunk in keys.chunks(1000) {
+        f.check_and_set(chunk, &mut out).unwrap();
+        new += out.iter().filter(|&&b| b).count();
+    }
+    let stats = f.stats().unwrap();
+    let stored = stats.generations[0].fingerprints;
+    assert_eq!(stored as usize, new, "one entry per new URL");
+    let load = stored as f64 / (g.buckets as f64 * g.shards as f64);
+    let model = g.fingerprint_fp(load);
+    assert!(model <= 5e-3 && (stats.estimated_fp / model - 1.0).abs() < 1e-9);
+    let probes = fps(26, 200_000);
+    let fp = (probes.len() - count_new(&mut f, &probes)) as f64 / probes.len() as f64;
+    assert!(
+        fp >= 0.8 * model && fp <= 1.25 * model,
+        "measured {fp}, model {model}"
+    );
+    // Memory: 16-bit intset entries.
+    let per = stats.memory_bytes as f64 / stored as f64;
+    assert!(per < 4.0, "{per} B per URL");
+    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+}
+
+#[test]
 fn exact_mode_never_drops_a_new_url() {
     let ns = fresh(REDIS, "exact");
     // A deliberately weak Bloom filter (p = 5%) so that its "maybe" is often wrong.
@@ -248,10 +285,18 @@ fn exact_mode_never_drops_a_new_url() {
 
 #[test]
 fn growth_adds_generations_and_keeps_everything_findable() {
-    let ns = fresh(REDIS, "growth");
+    for mode in [Mode::Bloom, Mode::Fingerprints] {
+        growth(mode);
+    }
+}
+
+fn growth(mode: Mode) {
+    let ns = fresh(REDIS, &format!("growth-{mode:?}"));
     let mut c = no_tier(REDIS);
     c.refresh_interval = Duration::ZERO;
-    let mut f = RedisFilter::create(c, &ns, &NamespaceSpec::new(2_000, 1e-2)).unwrap();
+    let mut spec = NamespaceSpec::new(2_000, 1e-2);
+    spec.mode = mode;
+    let mut f = RedisFilter::create(c, &ns, &spec).unwrap();
     let cap0 = f.generations().current().capacity as usize;
     let keys = fps(30, cap0 * 5);
     let mut out = Vec::new();
@@ -453,9 +498,15 @@ fn redis_killed_and_restarted_mid_run() {
 
 #[test]
 fn snapshot_export_import_restores_a_lost_namespace() {
-    let ns = fresh(REDIS, "snap");
+    for mode in [Mode::Exact, Mode::Fingerprints, Mode::Bloom] {
+        snapshot_roundtrip(mode);
+    }
+}
+
+fn snapshot_roundtrip(mode: Mode) {
+    let ns = fresh(REDIS, &format!("snap-{mode:?}"));
     let mut spec = NamespaceSpec::new(5_000, 1e-3);
-    spec.mode = Mode::Exact;
+    spec.mode = mode;
     spec.shards = Some(3);
     let mut f = RedisFilter::create(no_tier(REDIS), &ns, &spec).unwrap();
     let keys = fps(70, 4_000);
@@ -464,12 +515,13 @@ fn snapshot_export_import_restores_a_lost_namespace() {
     drop(f);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("snap.csredis");
+    let stored = if mode == Mode::Bloom { 0 } else { 4_000 };
     let s = snapshot::export(&cfg(REDIS), &ns, &file).unwrap();
-    assert_eq!(s.fingerprints, 4_000);
+    assert_eq!(s.fingerprints, stored);
     // Redis "loses" the namespace; the import brings it back.
     RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
     let s = snapshot::import(&cfg(REDIS), &file, None, false).unwrap();
-    assert_eq!(s.fingerprints, 4_000);
+    assert_eq!(s.fingerprints, stored);
     let mut f = RedisFilter::attach(no_tier(REDIS), &ns, &Expect::default()).unwrap();
     assert_eq!(f.spec(), &spec);
     assert_eq!(count_new(&mut f, &keys), 0);
@@ -480,7 +532,7 @@ fn snapshot_export_import_restores_a_lost_namespace() {
         snapshot::import(&cfg(REDIS), &file, None, false),
         Err(RedisFilterError::Exists(_))
     ));
-    let copy = fresh(REDIS, "snap-copy");
+    let copy = fresh(REDIS, &format!("snap-copy-{mode:?}"));
     snapshot::import(&cfg(REDIS), &file, Some(&copy), false).unwrap();
     let mut g = RedisFilter::attach(no_tier(REDIS), &copy, &Expect::default()).unwrap();
     assert_eq!(count_new(&mut g, &keys), 0);
@@ -490,7 +542,7 @@ fn snapshot_export_import_restores_a_lost_namespace() {
     bytes[mid] ^= 0x40;
     let bad = dir.path().join("bad.csredis");
     std::fs::write(&bad, &bytes).unwrap();
-    let other = fresh(REDIS, "snap-bad");
+    let other = fresh(REDIS, &format!("snap-bad-{mode:?}"));
     let e = snapshot::import(&cfg(REDIS), &bad, Some(&other), false).unwrap_err();
     assert!(e.to_string().contains("checksum"), "{e}");
     assert!(matches!(

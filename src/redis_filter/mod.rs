@@ -142,7 +142,8 @@ impl RedisFilterError {
     }
 }
 
-/// What a namespace stores per URL.
+/// What a namespace stores per URL. The default is `fingerprints` (docs/redis-filter.md has
+/// the measurements behind that choice).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -210,7 +211,7 @@ impl NamespaceSpec {
             fp_rate,
             k: layout::DEFAULT_K,
             shards: None,
-            mode: Mode::Bloom,
+            mode: Mode::Fingerprints,
             window: None,
             window_slices: 4,
         }
@@ -237,15 +238,7 @@ impl NamespaceSpec {
                 (self.capacity.div_ceil(s), self.fp_rate / (s + 1) as f64)
             }
         };
-        GenSpec::new(
-            0,
-            now,
-            cap,
-            p,
-            self.k,
-            self.shards,
-            self.mode.store(),
-        )
+        GenSpec::new(0, now, cap, p, self.k, self.shards, self.mode.store())
     }
 }
 
