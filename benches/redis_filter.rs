@@ -3,8 +3,11 @@
 //! - scrapy-redis's approach: `SADD` of the SHA-1 hex fingerprint of each URL (pipelined);
 //! - a Lua loop of `SETBIT` over k = 13 positions per URL (textbook Bloom filter in Redis);
 //! - RedisBloom `BF.MADD`, when the server has the module;
-//! - crawlsieve's Redis filter: with its local tier, without it, in exact mode, and with the
-//!   textbook k = 13.
+//! - crawlsieve's Redis filter in each mode, with and without its local tier, and with the
+//!   textbook k = 13; crawlsieve keeps DEPTH batches in flight (`submit`/`complete`), so
+//!   RedisBloom is also run with DEPTH batches per pipeline;
+//! - CLIENTS clients in parallel (stream split by host, as host-keyed Kafka partitions do) for
+//!   RedisBloom and crawlsieve's default mode.
 //!
 //! Every approach gets the same URLs in batches of 1000 and a freshly flushed Redis; Bloom
 //! filters are sized for the stream's distinct URLs at p = 1e-4. Reported: URLs/s of
@@ -20,6 +23,8 @@ use crawlsieve::bloom::fingerprint;
 use crawlsieve::redis_filter::{Mode, NamespaceSpec, RedisConfig, RedisFilter};
 
 const BATCH: usize = 1000;
+/// Batches in flight for the pipelined variants (env DEPTH overrides).
+const DEPTH: usize = 8;
 const P: f64 = 1e-4;
 
 struct Row {
@@ -114,6 +119,25 @@ fn bf_madd(con: &mut redis::Connection, urls: &[String], capacity: u64) -> Optio
     Some(new)
 }
 
+/// BF.MADD with DEPTH batches per round trip (a pipeline), for a like-for-like comparison.
+fn bf_madd_pipelined(con: &mut redis::Connection, urls: &[String], capacity: u64) -> Option<usize> {
+    bf_madd(con, &[], capacity)?;
+    let depth: usize = std::env::var("DEPTH")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(DEPTH);
+    let mut new = 0;
+    for group in urls.chunks(BATCH * depth) {
+        let mut p = redis::pipe();
+        for chunk in group.chunks(BATCH) {
+            p.cmd("BF.MADD").arg("bf").arg(chunk);
+        }
+        let r: Vec<Vec<i64>> = p.query(con).unwrap();
+        new += r.iter().flatten().filter(|&&x| x == 1).count();
+    }
+    Some(new)
+}
+
 fn crawlsieve(url: &str, urls: &[String], capacity: u64, tier: bool, mode: Mode, k: u32) -> usize {
     let mut cfg = RedisConfig::new(url);
     if !tier {
@@ -126,10 +150,22 @@ fn crawlsieve(url: &str, urls: &[String], capacity: u64, tier: bool, mode: Mode,
     let mut fps = Vec::with_capacity(BATCH);
     let mut out = Vec::with_capacity(BATCH);
     let mut new = 0;
+    // DEPTH batches in flight: Redis works on them while the client prepares the next.
+    let depth: usize = std::env::var("DEPTH")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(DEPTH);
     for chunk in urls.chunks(BATCH) {
         fps.clear();
         fps.extend(chunk.iter().map(|u| fingerprint(u.as_bytes())));
-        f.check_and_set(&fps, &mut out).unwrap();
+        f.submit(&fps).unwrap();
+        if f.in_flight() >= depth {
+            f.complete(&mut out).unwrap();
+            new += out.iter().filter(|&&b| b).count();
+        }
+    }
+    while f.in_flight() > 0 {
+        f.complete(&mut out).unwrap();
         new += out.iter().filter(|&&b| b).count();
     }
     let c = f.client_stats();
@@ -255,6 +291,9 @@ fn main() {
     );
     run("RedisBloom BF.MADD", all, &mut |c| {
         bf_madd(c, all, capacity)
+    });
+    run("RedisBloom BF.MADD, pipelined", all, &mut |c| {
+        bf_madd_pipelined(c, all, capacity)
     });
     // Several clients, the stream split by host as a consumer group with host-keyed partitions
     // does (CLIENTS, default 4).

@@ -510,7 +510,9 @@ fn snapshot_roundtrip(mode: Mode) {
     spec.shards = Some(3);
     let mut f = RedisFilter::create(no_tier(REDIS), &ns, &spec).unwrap();
     let keys = fps(70, 4_000);
-    assert!(cas(&mut f, &keys).iter().all(|&n| n));
+    let new = cas(&mut f, &keys).iter().filter(|&&n| n).count();
+    // A Bloom filter may call a few of them seen (FP); fingerprints never do.
+    assert!(new == 4_000 || (mode == Mode::Bloom && new >= 3_990), "{new}");
     f.flush().unwrap();
     drop(f);
     let dir = tempfile::tempdir().unwrap();
@@ -525,8 +527,8 @@ fn snapshot_roundtrip(mode: Mode) {
     let mut f = RedisFilter::attach(no_tier(REDIS), &ns, &Expect::default()).unwrap();
     assert_eq!(f.spec(), &spec);
     assert_eq!(count_new(&mut f, &keys), 0);
-    assert_eq!(count_new(&mut f, &fps(71, 1000)), 1000);
-    assert_eq!(f.stats().unwrap().items, 4_000);
+    assert!(count_new(&mut f, &fps(71, 1000)) >= 995);
+    assert_eq!(f.stats().unwrap().items, new as u64);
     // Import over an existing namespace needs --replace; into another name works.
     assert!(matches!(
         snapshot::import(&cfg(REDIS), &file, None, false),
@@ -606,4 +608,72 @@ fn three_node_cluster() {
     let mut f = RedisFilter::attach(no_tier(&url), "crawl2", &Expect::default()).unwrap();
     assert_eq!(count_new(&mut f, &distinct), 0);
     assert!(RedisFilter::drop_namespace(&cfg(&url), "crawl").unwrap());
+}
+
+#[test]
+fn pipelined_submit_complete_matches_check_and_set_and_survives_a_restart() {
+    let mut server = OwnRedis::start(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut c = cfg(&server.url());
+    c.response_timeout = Duration::from_millis(300);
+    let mut f = RedisFilter::create(c, "pipe", &NamespaceSpec::new(100_000, 1e-4)).unwrap();
+    // A stream with repeats across and inside batches, three batches in flight.
+    let base = fps(90, 6_000);
+    let stream: Vec<u128> = (0..12_000).map(|i| base[(i * 7919) % 6_000]).collect();
+    let batches: Vec<&[u128]> = stream.chunks(500).collect();
+    let mut seen_new: HashSet<u128> = HashSet::new();
+    let mut out = Vec::new();
+    let mut next = 0;
+    let mut done = 0;
+    let mut errors = 0;
+    while done < batches.len() {
+        while next < batches.len() && f.in_flight() < 3 {
+            if next == 10 && errors == 0 {
+                server.kill();
+            }
+            match f.submit(batches[next]) {
+                Ok(()) => next += 1,
+                Err(e) => {
+                    assert!(e.is_retryable(), "{e}");
+                    errors += 1;
+                    break;
+                }
+            }
+        }
+        if f.in_flight() == 0 {
+            // The submit failed with nothing in flight: wait for Redis, retry.
+            if errors >= 3 && errors < 100 {
+                server.restart();
+                errors = 100;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        match f.complete(&mut out) {
+            Ok(()) => {
+                for (fp, &new) in batches[done].iter().zip(&out) {
+                    if new {
+                        assert!(seen_new.insert(*fp), "reported new twice");
+                    } else {
+                        assert!(seen_new.contains(fp), "reported seen but never inserted");
+                    }
+                }
+                done += 1;
+            }
+            Err(e) => {
+                assert!(e.is_retryable(), "{e}");
+                errors += 1;
+                // Resubmit everything from the failed batch on (in order).
+                while f.in_flight() > 0 {
+                    let _ = f.complete(&mut out);
+                }
+                next = done;
+            }
+        }
+    }
+    assert!(errors > 0, "the outage was noticed");
+    assert_eq!(
+        seen_new.len(),
+        6_000,
+        "every distinct URL reported new exactly once"
+    );
 }

@@ -119,11 +119,7 @@ impl Conn {
             return Ok(());
         }
         if let Conn::Single(_, Some(raw)) = self {
-            return raw.exec(batch, out).map_err(|e| match e {
-                RawError::Io(io) => RedisFilterError::from_redis(io.into(), false),
-                RawError::Server(m) => RedisFilterError::from_server_line(&m),
-                RawError::Protocol(m) => RedisFilterError::Corrupt(m),
-            });
+            return raw.exec(batch, out).map_err(raw_error);
         }
         let cmds = std::mem::take(&mut batch.cmds);
         let values = self
@@ -134,6 +130,26 @@ impl Conn {
             out.push_value(v).map_err(RedisFilterError::Corrupt)?;
         }
         Ok(())
+    }
+
+    /// Send a raw batch without waiting (single node only; see [`Conn::is_raw`]).
+    pub fn send(&mut self, batch: &Batch) -> Result<(), RedisFilterError> {
+        match self {
+            Conn::Single(_, Some(raw)) => raw.send(batch).map_err(raw_error),
+            _ => Err(RedisFilterError::Params(
+                "pipelined send needs a raw connection".into(),
+            )),
+        }
+    }
+
+    /// Receive the replies of a batch of `n` commands sent with [`Conn::send`].
+    pub fn recv(&mut self, n: usize, out: &mut Replies) -> Result<(), RedisFilterError> {
+        match self {
+            Conn::Single(_, Some(raw)) => raw.recv(n, out).map_err(raw_error),
+            _ => Err(RedisFilterError::Params(
+                "pipelined recv needs a raw connection".into(),
+            )),
+        }
     }
 
     /// Run one command.
@@ -159,5 +175,13 @@ impl Conn {
             Conn::Single(c, _) => inv.invoke(c),
             Conn::Cluster(c) => inv.invoke(c),
         }
+    }
+}
+
+fn raw_error(e: RawError) -> RedisFilterError {
+    match e {
+        RawError::Io(io) => RedisFilterError::from_redis(io.into(), false),
+        RawError::Server(m) => RedisFilterError::from_server_line(&m),
+        RawError::Protocol(m) => RedisFilterError::Corrupt(m),
     }
 }

@@ -422,6 +422,40 @@ pub struct RedisFilter {
     seen: Vec<bool>,
     spare: Batch,
     replies: Replies,
+    inflight: std::collections::VecDeque<Inflight>,
+    epoch: u64,
+}
+
+/// A batch between [`RedisFilter::submit`] and [`RedisFilter::complete`].
+struct Inflight {
+    fps: Vec<u128>,
+    todo: Vec<usize>,
+    out: Vec<bool>,
+    kind: Pending,
+}
+
+enum Pending {
+    /// Answered without Redis (all tier hits).
+    Done,
+    /// Run synchronously at complete() time (cluster, or several generations).
+    Deferred,
+    /// Sent on connection `epoch`; `n` replies to read.
+    Sent {
+        groups: Vec<Vec<usize>>,
+        gen: GenSpec,
+        n: usize,
+        epoch: u64,
+    },
+}
+
+fn ambiguous(e: RedisFilterError) -> RedisFilterError {
+    match e {
+        RedisFilterError::Unavailable { source, .. } => RedisFilterError::Unavailable {
+            source,
+            ambiguous: true,
+        },
+        other => other,
+    }
 }
 
 impl std::fmt::Debug for RedisFilter {
@@ -538,6 +572,8 @@ impl RedisFilter {
             seen: Vec::new(),
             spare: Batch::new(false),
             replies: Replies::default(),
+            inflight: std::collections::VecDeque::new(),
+            epoch: 0,
             cfg,
         };
         f.refresh()?;
@@ -575,6 +611,7 @@ impl RedisFilter {
         if self.conn.is_none() {
             let c = Conn::connect(&self.cfg).map_err(|e| RedisFilterError::from_redis(e, false))?;
             self.stats.reconnects += 1;
+            self.epoch += 1;
             self.conn = Some(c);
             // Redis may have restarted and lost what the tier remembers.
             self.tier.clear();
@@ -772,6 +809,7 @@ impl RedisFilter {
         fps: &[u128],
         out: &mut Vec<bool>,
     ) -> Result<(), RedisFilterError> {
+        self.idle()?;
         out.clear();
         out.resize(fps.len(), false);
         self.maybe_refresh()?;
@@ -824,17 +862,35 @@ impl RedisFilter {
             }
         }
         let cur = self.gens.current().clone();
-        let exact = self.spec.mode.uses_store();
         let mut batch = self.batch();
         let groups = self.write_cmds(&cur, fps, todo, true, &mut batch);
         let mut replies = std::mem::take(&mut self.replies);
-        if let Err(e) = self.exec(&mut batch, &mut replies, true) {
-            self.stats.ambiguous_failures += 1;
-            self.doubt.extend(todo.iter().map(|&i| fps[i]));
-            self.replies = replies;
-            self.spare = batch;
-            return Err(e);
-        }
+        let r = self.exec(&mut batch, &mut replies, true);
+        self.spare = batch;
+        let r = match r {
+            Ok(()) => self.apply(fps, todo, out, &groups, &cur, &replies),
+            Err(e) => {
+                self.stats.ambiguous_failures += 1;
+                self.doubt.extend(todo.iter().map(|&i| fps[i]));
+                Err(e)
+            }
+        };
+        self.replies = replies;
+        r
+    }
+
+    /// Turn the replies of a check-and-set into answers: old bits / `SADD` results, the doubt
+    /// set, the tier and the counters.
+    fn apply(
+        &mut self,
+        fps: &[u128],
+        todo: &[usize],
+        out: &mut [bool],
+        groups: &[Vec<usize>],
+        cur: &GenSpec,
+        replies: &Replies,
+    ) -> Result<(), RedisFilterError> {
+        let exact = self.spec.mode.uses_store();
         // Bloom answers per URL, from the old bits.
         let k = cur.k as usize;
         let mut bloom_new = std::mem::take(&mut self.seen);
@@ -852,7 +908,6 @@ impl RedisFilter {
             }
         }
         if let Some((got, urls)) = bad {
-            self.replies = replies;
             self.seen = bloom_new;
             return Err(RedisFilterError::Corrupt(format!(
                 "BITFIELD returned {got} values for {urls} URLs"
@@ -884,10 +939,135 @@ impl RedisFilter {
                 self.doubt.remove(&fps[i]);
             }
         }
-        self.replies = replies;
         self.seen = bloom_new;
-        self.spare = batch;
         Ok(())
+    }
+
+    /// Pipelined check-and-set, first half: answer what the tier can and send the rest to
+    /// Redis without waiting. Up to a few batches may be in flight; [`RedisFilter::complete`]
+    /// returns their answers in submission order. Keeping the next batch queued while Redis
+    /// works on this one is what saturates a Redis core from one client (docs/redis-filter.md).
+    /// Other calls (`check`, `insert`, `stats`, …) refuse to run while batches are in flight.
+    pub fn submit(&mut self, fps: &[u128]) -> Result<(), RedisFilterError> {
+        if self.inflight.is_empty() {
+            self.maybe_refresh()?;
+        }
+        let mut it = Inflight {
+            fps: fps.to_vec(),
+            todo: Vec::new(),
+            out: vec![false; fps.len()],
+            kind: Pending::Deferred,
+        };
+        for (i, &fp) in fps.iter().enumerate() {
+            if self.tier.contains(fp) {
+                self.stats.tier_hits += 1;
+            } else {
+                it.todo.push(i);
+            }
+        }
+        // Sent batches must not overtake a deferred one: both would read the same socket.
+        let raw = self.conn.as_ref().is_some_and(Conn::is_raw)
+            && !self
+                .inflight
+                .iter()
+                .any(|i| matches!(i.kind, Pending::Deferred));
+        if it.todo.is_empty() {
+            it.kind = Pending::Done;
+        } else if raw && self.gens.live.len() == 1 {
+            self.stats.redis_lookups += it.todo.len() as u64;
+            let cur = self.gens.current().clone();
+            let mut batch = self.batch();
+            let groups = self.write_cmds(&cur, &it.fps, &it.todo, true, &mut batch);
+            let n = batch.len();
+            let r = self.conn()?.send(&batch);
+            self.spare = batch;
+            if let Err(e) = r {
+                self.stats.ambiguous_failures += 1;
+                self.doubt.extend(it.todo.iter().map(|&i| it.fps[i]));
+                self.lose_connection(&e);
+                return Err(ambiguous(e));
+            }
+            it.kind = Pending::Sent {
+                groups,
+                gen: cur,
+                n,
+                epoch: self.epoch,
+            };
+        }
+        self.inflight.push_back(it);
+        Ok(())
+    }
+
+    /// Pipelined check-and-set, second half: the answers of the oldest submitted batch. On
+    /// error the batch's URLs are in doubt (reported new when retried) and may be resubmitted.
+    pub fn complete(&mut self, out: &mut Vec<bool>) -> Result<(), RedisFilterError> {
+        let mut it = self.inflight.pop_front().ok_or_else(|| {
+            RedisFilterError::Params("complete() without a submitted batch".into())
+        })?;
+        let r = match std::mem::replace(&mut it.kind, Pending::Done) {
+            Pending::Done => Ok(()),
+            Pending::Deferred => {
+                let mut todo = std::mem::take(&mut it.todo);
+                let r = self.redis_check_and_set(&it.fps, &mut todo, &mut it.out);
+                it.todo = todo;
+                r
+            }
+            Pending::Sent {
+                groups,
+                gen,
+                n,
+                epoch,
+            } => {
+                let mut replies = std::mem::take(&mut self.replies);
+                let r = match self.conn.as_mut() {
+                    Some(c) if epoch == self.epoch => c.recv(n, &mut replies),
+                    _ => Err(RedisFilterError::from_redis(
+                        std::io::Error::new(
+                            std::io::ErrorKind::ConnectionAborted,
+                            "the connection was lost with this batch in flight",
+                        )
+                        .into(),
+                        true,
+                    )),
+                };
+                let r = match r {
+                    Ok(()) => self.apply(&it.fps, &it.todo, &mut it.out, &groups, &gen, &replies),
+                    Err(e) => {
+                        self.stats.ambiguous_failures += 1;
+                        self.doubt.extend(it.todo.iter().map(|&i| it.fps[i]));
+                        self.lose_connection(&e);
+                        Err(ambiguous(e))
+                    }
+                };
+                self.replies = replies;
+                r
+            }
+        };
+        out.clear();
+        out.extend_from_slice(&it.out);
+        r
+    }
+
+    /// Batches submitted and not yet completed.
+    pub fn in_flight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    fn lose_connection(&mut self, e: &RedisFilterError) {
+        if e.is_retryable() || matches!(e, RedisFilterError::Corrupt(_)) {
+            self.conn = None;
+            self.tier.clear();
+        }
+    }
+
+    fn idle(&self) -> Result<(), RedisFilterError> {
+        if self.inflight.is_empty() {
+            Ok(())
+        } else {
+            Err(RedisFilterError::Params(
+                "complete() the submitted batches first".into(),
+            ))
+        }
     }
 
     /// An empty batch of the right kind for the current connection.
@@ -1054,6 +1234,7 @@ impl RedisFilter {
     /// Read-only check: `out[i]` = whether `fps[i]` is new (not in any live generation).
     /// Safe to retry; pair with [`RedisFilter::insert`] once the URL was acted on.
     pub fn check(&mut self, fps: &[u128], out: &mut Vec<bool>) -> Result<(), RedisFilterError> {
+        self.idle()?;
         out.clear();
         out.resize(fps.len(), true);
         self.maybe_refresh()?;
@@ -1090,6 +1271,7 @@ impl RedisFilter {
 
     /// Insert `fps` into the current generation (idempotent: safe to retry).
     pub fn insert(&mut self, fps: &[u128]) -> Result<(), RedisFilterError> {
+        self.idle()?;
         self.maybe_refresh()?;
         let todo: Vec<usize> = (0..fps.len())
             .filter(|&i| !self.tier.contains(fps[i]))
@@ -1125,11 +1307,13 @@ impl RedisFilter {
 
     /// Push buffered counters to Redis (also done on every refresh and on drop).
     pub fn flush(&mut self) -> Result<(), RedisFilterError> {
+        self.idle()?;
         self.flush_items()
     }
 
     /// Fill, estimated FP and memory of every live generation.
     pub fn stats(&mut self) -> Result<NamespaceStats, RedisFilterError> {
+        self.idle()?;
         self.refresh()?;
         let gens = self.gens.live.clone();
         let ns = self.ns.clone();

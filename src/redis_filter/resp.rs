@@ -213,10 +213,20 @@ impl RawConn {
     /// Send the batch and parse its replies into `out`. A server error in one reply is
     /// returned after all replies were read (the connection stays usable).
     pub fn exec(&mut self, batch: &Batch, out: &mut Replies) -> Result<(), RawError> {
+        self.send(batch)?;
+        self.recv(batch.n, out)
+    }
+
+    /// Send a batch without waiting for its replies (read them, in order, with [`RawConn::recv`]).
+    pub fn send(&mut self, batch: &Batch) -> Result<(), RawError> {
+        self.stream.write_all(&batch.resp).map_err(RawError::Io)
+    }
+
+    /// Read the replies of `n` commands sent earlier.
+    pub fn recv(&mut self, n: usize, out: &mut Replies) -> Result<(), RawError> {
         out.clear();
-        self.stream.write_all(&batch.resp).map_err(RawError::Io)?;
         let mut first_err = None;
-        for _ in 0..batch.n {
+        for _ in 0..n {
             let start = out.ints.len();
             match self.reply(out) {
                 Ok(()) => {}
