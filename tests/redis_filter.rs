@@ -28,6 +28,26 @@ fn fresh(url: &str, name: &str) -> String {
     ns
 }
 
+/// A client thread: attaches to `ns`, check-and-sets `stream` in batches, returns what it was
+/// told is new.
+fn client(
+    url: String,
+    ns: String,
+    stream: Vec<u128>,
+    batch: usize,
+) -> std::thread::JoinHandle<Vec<u128>> {
+    std::thread::spawn(move || {
+        let mut f = RedisFilter::attach(cfg(&url), &ns, &Expect::default()).unwrap();
+        let mut news = Vec::new();
+        let mut out = Vec::new();
+        for chunk in stream.chunks(batch) {
+            f.check_and_set(chunk, &mut out).unwrap();
+            news.extend(chunk.iter().zip(&out).filter(|x| *x.1).map(|x| *x.0));
+        }
+        news
+    })
+}
+
 fn cas(f: &mut RedisFilter, fps: &[u128]) -> Vec<bool> {
     let mut out = Vec::new();
     f.check_and_set(fps, &mut out).unwrap();
@@ -144,16 +164,7 @@ fn concurrent_clients_report_each_distinct_url_new_exactly_once() {
                     s ^= s << 17;
                     stream.swap(i, (s % (i as u64 + 1)) as usize);
                 }
-                std::thread::spawn(move || {
-                    let mut f = RedisFilter::attach(cfg(REDIS), &ns, &Expect::default()).unwrap();
-                    let mut news = Vec::new();
-                    let mut out = Vec::new();
-                    for chunk in stream.chunks(700) {
-                        f.check_and_set(chunk, &mut out).unwrap();
-                        news.extend(chunk.iter().zip(&out).filter(|x| *x.1).map(|x| *x.0));
-                    }
-                    news
-                })
+                client(REDIS.to_string(), ns, stream, 700)
             })
             .collect();
         let all: Vec<u128> = handles
@@ -512,7 +523,10 @@ fn snapshot_roundtrip(mode: Mode) {
     let keys = fps(70, 4_000);
     let new = cas(&mut f, &keys).iter().filter(|&&n| n).count();
     // A Bloom filter may call a few of them seen (FP); fingerprints never do.
-    assert!(new == 4_000 || (mode == Mode::Bloom && new >= 3_990), "{new}");
+    assert!(
+        new == 4_000 || (mode == Mode::Bloom && new >= 3_990),
+        "{new}"
+    );
     f.flush().unwrap();
     drop(f);
     let dir = tempfile::tempdir().unwrap();
@@ -579,19 +593,9 @@ fn three_node_cluster() {
     let distinct = fps(80, 6_000);
     let handles: Vec<_> = (0..3)
         .map(|t| {
-            let url = url.clone();
             let mut stream = distinct.clone();
             stream.rotate_left(t * 1_000);
-            std::thread::spawn(move || {
-                let mut f = RedisFilter::attach(cfg(&url), "crawl", &Expect::default()).unwrap();
-                let mut out = Vec::new();
-                let mut news = Vec::new();
-                for chunk in stream.chunks(500) {
-                    f.check_and_set(chunk, &mut out).unwrap();
-                    news.extend(chunk.iter().zip(&out).filter(|x| *x.1).map(|x| *x.0));
-                }
-                news
-            })
+            client(url.clone(), "crawl".to_string(), stream, 500)
         })
         .collect();
     let all: Vec<u128> = handles

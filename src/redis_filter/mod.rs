@@ -810,10 +810,12 @@ impl RedisFilter {
         out: &mut Vec<bool>,
     ) -> Result<(), RedisFilterError> {
         self.idle()?;
-        out.clear();
-        out.resize(fps.len(), false);
-        self.maybe_refresh()?;
-        let mut todo = std::mem::take(&mut self.todo);
+        self.submit(fps)?;
+        self.complete(out)
+    }
+
+    /// Indices of `fps` the local tier cannot answer (counting the hits).
+    fn tier_misses(&mut self, fps: &[u128], todo: &mut Vec<usize>) {
         todo.clear();
         for (i, &fp) in fps.iter().enumerate() {
             if self.tier.contains(fp) {
@@ -822,9 +824,6 @@ impl RedisFilter {
                 todo.push(i);
             }
         }
-        let r = self.redis_check_and_set(fps, &mut todo, out);
-        self.todo = todo;
-        r
     }
 
     fn redis_check_and_set(
@@ -958,13 +957,7 @@ impl RedisFilter {
             out: vec![false; fps.len()],
             kind: Pending::Deferred,
         };
-        for (i, &fp) in fps.iter().enumerate() {
-            if self.tier.contains(fp) {
-                self.stats.tier_hits += 1;
-            } else {
-                it.todo.push(i);
-            }
-        }
+        self.tier_misses(fps, &mut it.todo);
         // Sent batches must not overtake a deferred one: both would read the same socket.
         let raw = self.conn.as_ref().is_some_and(Conn::is_raw)
             && !self
@@ -1239,13 +1232,13 @@ impl RedisFilter {
         out.resize(fps.len(), true);
         self.maybe_refresh()?;
         let mut todo = std::mem::take(&mut self.todo);
-        todo.clear();
-        for (i, &fp) in fps.iter().enumerate() {
-            if self.tier.contains(fp) {
-                self.stats.tier_hits += 1;
-                out[i] = false;
+        self.tier_misses(fps, &mut todo);
+        let mut j = 0;
+        for (i, o) in out.iter_mut().enumerate() {
+            if todo.get(j) == Some(&i) {
+                j += 1;
             } else {
-                todo.push(i);
+                *o = false; // a tier hit
             }
         }
         let mut seen = std::mem::take(&mut self.seen);
