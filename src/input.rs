@@ -4,7 +4,7 @@
 use std::io::{self, BufRead};
 
 /// One line as read.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Line {
     /// The bytes, without the line terminator (`\n` or `\r\n`), at most the reader's cap.
     pub bytes: Vec<u8>,

@@ -186,15 +186,30 @@ impl BatchResult {
     /// Second half of [`Sieve::process_batch`]: check-and-set the batch's fingerprints and
     /// mark the new ones. On error nothing is marked and the call may be repeated.
     pub fn decide<F: CheckAndSet>(&mut self, mut filter: F) -> Result<(), F::Error> {
-        filter.check_and_set_batch(&self.fps, &mut self.news)?;
-        for (&i, &new) in self.pending.iter().zip(&self.news) {
+        let mut news = std::mem::take(&mut self.news);
+        let r = filter.check_and_set_batch(&self.fps, &mut news);
+        if r.is_ok() {
+            self.apply(&news);
+        }
+        self.news = news;
+        r
+    }
+
+    /// The dedup fingerprints of the lines that passed, in line order (for a filter driven by
+    /// the caller, e.g. the pipelined Redis filter).
+    pub fn fps(&self) -> &[u128] {
+        &self.fps
+    }
+
+    /// Mark the lines that passed new or duplicate: `news[j]` answers `fps()[j]`.
+    pub fn apply(&mut self, news: &[bool]) {
+        for (&i, &new) in self.pending.iter().zip(news) {
             self.verdicts[i] = if new {
                 Verdict::Keep
             } else {
                 Verdict::Duplicate
             };
         }
-        Ok(())
     }
 
     /// Number of lines in the batch.

@@ -1,5 +1,7 @@
 //! The `crawlsieve` binary end to end: output contracts, state across runs, bad input.
 
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
@@ -332,4 +334,71 @@ fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
     let o = run(&["bloom", "--redis", R, "create", "cli-test"], b"");
     assert!(!o.status.success(), "create refuses an existing namespace");
     stdout(&run(&["bloom", "--redis", R, "drop", "cli-test"], b""));
+}
+
+#[test]
+fn dedup_redis_survives_a_redis_restart_without_losing_a_url() {
+    use std::collections::HashSet;
+    let mut server = common::OwnRedis::start(&["--appendonly", "yes", "--appendfsync", "always"]);
+    // 400 000 lines, 100 000 distinct URLs, each seen 4 times.
+    let mut input = String::new();
+    for i in 0..400_000u64 {
+        let u = (i * 7919) % 100_000;
+        input.push_str(&format!(
+            "https://h{}.example.org/item/{u}?p={}\n",
+            u % 977,
+            u % 13
+        ));
+    }
+    let expect: HashSet<String> = stdout(&run(&["dedup", "-q"], input.as_bytes()))
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(expect.len(), 100_000);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args([
+            "dedup",
+            "--redis",
+            &server.url(),
+            "--namespace",
+            "restart",
+            "--redis-timeout",
+            "300ms",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin_pipe = child.stdin.take().unwrap();
+    let data = input.into_bytes();
+    let writer = std::thread::spawn(move || {
+        // Half the input, then the outage, then the rest.
+        stdin_pipe.write_all(&data[..data.len() / 2]).unwrap();
+        stdin_pipe.flush().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        server.kill();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        server.restart();
+        stdin_pipe.write_all(&data[data.len() / 2..]).unwrap();
+        server
+    });
+    let out = child.wait_with_output().unwrap();
+    let _server = writer.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("retrying"), "the outage was noticed: {err}");
+    let got: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let got_set: HashSet<String> = got.iter().cloned().collect();
+    assert_eq!(got_set, expect, "every URL emitted, nothing else");
+    // Repeats are only possible for the batches that were in flight during the outage.
+    assert!(
+        got.len() - expect.len() <= 4 * 512 * 2,
+        "{} repeats",
+        got.len() - expect.len()
+    );
 }

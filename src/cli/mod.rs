@@ -473,27 +473,107 @@ enum DedupFilter {
     Redis(Box<crate::redis_filter::RedisFilter>, std::time::Duration),
 }
 
-impl DedupFilter {
-    fn decide(&mut self, res: &mut BatchResult, quiet: bool) -> Result<()> {
-        match self {
-            DedupFilter::Local(f) => match res.decide(f) {
-                Ok(()) => Ok(()),
-                Err(e) => match e {},
-            },
-            DedupFilter::Redis(f, budget) => {
-                let f = &mut **f;
-                crate::redis_filter::with_retry(
-                    *budget,
-                    |e, wait| {
-                        if !quiet {
-                            eprintln!("crawlsieve: {e}; retrying in {wait:?}");
-                        }
-                    },
-                    || res.decide(&mut *f),
-                )
-                .context("the Redis filter failed (nothing was written for this batch)")
+/// Batches `dedup` keeps in flight to Redis: classification of the next batches overlaps Redis'
+/// work on the earlier ones.
+const REDIS_DEPTH: usize = 4;
+
+/// Writes verdicts out and counts them.
+struct Emitter {
+    out: Box<dyn Write>,
+    sum: Summary,
+    format: Format,
+}
+
+impl Emitter {
+    fn emit(&mut self, res: &BatchResult, lines: &[Line]) -> Result<()> {
+        for (i, line) in lines.iter().enumerate() {
+            let v = res.verdict(i);
+            self.sum.lines += 1;
+            match v {
+                Verdict::Keep => self.sum.new += 1,
+                Verdict::Duplicate => self.sum.duplicates += 1,
+                Verdict::Reject(r) => self.sum.rejected[r.index()] += 1,
+            }
+            match self.format {
+                Format::Plain => {
+                    if let (Verdict::Keep, Some(c)) = (v, res.canonical(i)) {
+                        self.out.write_all(c.as_bytes())?;
+                        self.out.write_all(b"\n")?;
+                    }
+                }
+                Format::Jsonl => write_json_line(
+                    &mut *self.out,
+                    &line.bytes,
+                    v.as_str(),
+                    v.reason(),
+                    res.canonical(i),
+                )?,
             }
         }
+        Ok(())
+    }
+}
+
+/// The Redis side of `dedup`: batches in flight, answered in order, emitted in order.
+struct RedisPipe<'a> {
+    f: &'a mut crate::redis_filter::RedisFilter,
+    budget: std::time::Duration,
+    quiet: bool,
+    queue: std::collections::VecDeque<(BatchResult, Vec<Line>)>,
+    pool: Vec<(BatchResult, Vec<Line>)>,
+    news: Vec<bool>,
+}
+
+impl RedisPipe<'_> {
+    fn push(&mut self, res: BatchResult, lines: Vec<Line>, em: &mut Emitter) -> Result<()> {
+        self.queue.push_back((res, lines));
+        let fps = &self.queue.back().expect("just pushed").0;
+        if let Err(e) = self.f.submit(fps.fps()) {
+            self.recover(e)?;
+        }
+        self.drain_to(REDIS_DEPTH, em)
+    }
+
+    /// Complete batches until at most `keep` are in flight.
+    fn drain_to(&mut self, keep: usize, em: &mut Emitter) -> Result<()> {
+        while self.queue.len() > keep {
+            match self.f.complete(&mut self.news) {
+                Ok(()) => {
+                    let (mut res, lines) = self.queue.pop_front().expect("in flight");
+                    res.apply(&self.news);
+                    em.emit(&res, &lines)?;
+                    self.pool.push((res, lines));
+                }
+                Err(e) => self.recover(e)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// After a failure: drop what is in flight and resubmit every queued batch, in order, with
+    /// backoff. URLs of a batch whose write may have run are reported new (never lost).
+    fn recover(&mut self, first: crate::redis_filter::RedisFilterError) -> Result<()> {
+        if !first.is_retryable() {
+            return Err(first).context("the Redis filter failed");
+        }
+        let quiet = self.quiet;
+        let (f, queue, news) = (&mut *self.f, &self.queue, &mut self.news);
+        let report = |e: &crate::redis_filter::RedisFilterError, wait| {
+            if !quiet {
+                eprintln!("crawlsieve: {e}; retrying in {wait:?}");
+            }
+        };
+        report(&first, std::time::Duration::ZERO);
+        crate::redis_filter::with_retry(self.budget, report, || {
+            while f.in_flight() > 0 {
+                let _ = f.complete(news);
+            }
+            for (res, _) in queue {
+                f.submit(res.fps())?;
+            }
+            Ok(())
+        })
+        .context("the Redis filter failed (nothing was written for the batches in flight)")
     }
 }
 
@@ -503,40 +583,45 @@ fn dedup(a: DedupArgs) -> Result<()> {
         Some(f) => DedupFilter::Redis(Box::new(f), a.redis.redis_retry_for.0),
         None => DedupFilter::Local(load_or_create(&a)?),
     };
-    let mut out = open_output(&a.output)?;
     let started = Instant::now();
-    let mut sum = Summary::default();
+    let mut em = Emitter {
+        out: open_output(&a.output)?,
+        sum: Summary::default(),
+        format: a.format,
+    };
     let progress = Progress::maybe(&a.input, a.quiet);
     let mut res = BatchResult::default();
-    for_each_batch(&a.input, progress.as_ref(), |lines| {
-        sieve.classify_batch(lines.iter().map(|l| (&l.bytes[..], l.truncated)), &mut res);
-        filter.decide(&mut res, a.quiet)?;
-        for (i, line) in lines.iter().enumerate() {
-            let v = res.verdict(i);
-            sum.lines += 1;
-            match v {
-                Verdict::Keep => sum.new += 1,
-                Verdict::Duplicate => sum.duplicates += 1,
-                Verdict::Reject(r) => sum.rejected[r.index()] += 1,
-            }
-            match a.format {
-                Format::Plain => {
-                    if let (Verdict::Keep, Some(c)) = (v, res.canonical(i)) {
-                        out.write_all(c.as_bytes())?;
-                        out.write_all(b"\n")?;
-                    }
+    match &mut filter {
+        DedupFilter::Local(f) => {
+            for_each_batch(&a.input, progress.as_ref(), |lines| {
+                sieve.classify_batch(lines.iter().map(|l| (&l.bytes[..], l.truncated)), &mut res);
+                match res.decide(&mut *f) {
+                    Ok(()) => {}
+                    Err(e) => match e {},
                 }
-                Format::Jsonl => write_json_line(
-                    &mut *out,
-                    &line.bytes,
-                    v.as_str(),
-                    v.reason(),
-                    res.canonical(i),
-                )?,
-            }
+                em.emit(&res, lines)
+            })?;
         }
-        Ok(())
-    })?;
+        DedupFilter::Redis(f, budget) => {
+            let mut pipe = RedisPipe {
+                f: &mut **f,
+                budget: *budget,
+                quiet: a.quiet,
+                queue: Default::default(),
+                pool: Vec::new(),
+                news: Vec::new(),
+            };
+            for_each_batch(&a.input, progress.as_ref(), |lines| {
+                let (mut res, mut kept) = pipe.pool.pop().unwrap_or_default();
+                sieve.classify_batch(lines.iter().map(|l| (&l.bytes[..], l.truncated)), &mut res);
+                kept.clear();
+                kept.extend_from_slice(lines);
+                pipe.push(res, kept, &mut em)
+            })?;
+            pipe.drain_to(0, &mut em)?;
+        }
+    }
+    let Emitter { mut out, sum, .. } = em;
     // Deliver, then remember: the state is saved only once every new URL was written out.
     out.flush().context("writing the output")?;
     drop(out);

@@ -302,6 +302,13 @@ pub struct Generations {
 }
 
 impl Generations {
+    /// Whether going from `self` to `next` removes a live generation.
+    fn retires_into(&self, next: &Generations) -> bool {
+        self.live
+            .iter()
+            .any(|g| !next.live.iter().any(|h| h.id == g.id))
+    }
+
     /// The generation that receives inserts.
     pub fn current(&self) -> &GenSpec {
         self.live
@@ -309,6 +316,9 @@ impl Generations {
             .expect("a namespace always has a live generation")
     }
 }
+
+/// Most fingerprint buckets `stats` reads per generation (more are sampled evenly).
+const STATS_SAMPLE: u64 = 20_000;
 
 /// Seconds a retired generation is kept before its keys are unlinked.
 const RETIRE_GRACE_SECS: u64 = 30;
@@ -672,12 +682,7 @@ impl RedisFilter {
             self.doubt.clear();
         }
         // A generation left the live set: what the tier holds may belong to it.
-        if self
-            .gens
-            .live
-            .iter()
-            .any(|g| !gens.live.iter().any(|h| h.id == g.id))
-        {
+        if self.gens.retires_into(&gens) {
             self.tier.clear();
         }
         self.items = meta
@@ -772,21 +777,9 @@ impl RedisFilter {
                 .script(&redis::Script::new(CAS_GENS_LUA), &key, &[&old, &raw]);
         let won = r.map_err(|e| self.fail(e, false))? == 1;
         if won {
-            if next
-                .live
-                .iter()
-                .any(|g| !self.gens.live.iter().any(|h| h.id == g.id))
-                || self.gens.live.len() != next.live.len()
-            {
-                // Retirement changes what "seen" means; growth does not, but is rare.
-                if self
-                    .gens
-                    .live
-                    .iter()
-                    .any(|g| !next.live.iter().any(|h| h.id == g.id))
-                {
-                    self.tier.clear();
-                }
+            // Retirement changes what "seen" means (growth does not).
+            if self.gens.retires_into(&next) {
+                self.tier.clear();
             }
             self.gens = next;
             self.gens_raw = raw;
@@ -1313,47 +1306,69 @@ impl RedisFilter {
         let mut out = Vec::new();
         for g in &gens {
             let mut cmds = Vec::new();
+            let usage = |key: &str| {
+                redis::cmd("MEMORY")
+                    .arg("USAGE")
+                    .arg(key)
+                    .arg("SAMPLES")
+                    .arg(0)
+                    .clone()
+            };
             for s in 0..g.shards {
-                let key = Keys::shard(&ns, g.id, s);
                 if g.bitmap {
+                    let key = Keys::shard(&ns, g.id, s);
                     cmds.push(redis::cmd("BITCOUNT").arg(&key).clone());
-                    cmds.push(
-                        redis::cmd("MEMORY")
-                            .arg("USAGE")
-                            .arg(&key)
-                            .arg("SAMPLES")
-                            .arg(0)
-                            .clone(),
-                    );
-                }
-                for b in 0..g.buckets {
-                    let bk = Keys::bucket(&ns, g.id, s, b);
-                    cmds.push(redis::cmd("SCARD").arg(&bk).clone());
-                    cmds.push(
-                        redis::cmd("MEMORY")
-                            .arg("USAGE")
-                            .arg(&bk)
-                            .arg("SAMPLES")
-                            .arg(0)
-                            .clone(),
-                    );
+                    cmds.push(usage(&key));
                 }
             }
+            // Fingerprint buckets: all of them up to STATS_SAMPLE, else an even sample (a
+            // namespace of 10⁹ URLs has ~4 M buckets), scaled up.
+            let total = g.buckets as u64 * g.shards as u64;
+            let step = total.div_ceil(STATS_SAMPLE).max(1);
+            let mut sampled = 0u64;
+            let mut i = 0;
+            while i < total {
+                let bk = Keys::bucket(
+                    &ns,
+                    g.id,
+                    (i / g.buckets as u64) as u32,
+                    (i % g.buckets as u64) as u32,
+                );
+                cmds.push(redis::cmd("SCARD").arg(&bk).clone());
+                cmds.push(usage(&bk));
+                sampled += 1;
+                i += step;
+            }
+            let scale = if sampled > 0 {
+                total as f64 / sampled as f64
+            } else {
+                1.0
+            };
             let mut ones = 0u64;
-            let mut mem = 0u64;
-            let mut fps_stored = 0u64;
+            let mut bits_mem = 0u64;
+            let mut fp_mem = 0u64;
+            let mut fps_sampled = 0u64;
             for chunk in cmds.chunks(2000) {
                 let replies = self.pipeline(chunk.to_vec(), false)?;
+                let mut last = "";
                 for (c, r) in chunk.iter().zip(replies) {
                     let v = as_int(&r).unwrap_or(0).max(0) as u64;
-                    let name = c.args_iter().next();
-                    match name {
-                        Some(redis::Arg::Simple(b"BITCOUNT")) => ones += v,
-                        Some(redis::Arg::Simple(b"SCARD")) => fps_stored += v,
-                        _ => mem += v,
+                    match c.args_iter().next() {
+                        Some(redis::Arg::Simple(b"BITCOUNT")) => {
+                            ones += v;
+                            last = "bits";
+                        }
+                        Some(redis::Arg::Simple(b"SCARD")) => {
+                            fps_sampled += v;
+                            last = "fp";
+                        }
+                        _ if last == "bits" => bits_mem += v,
+                        _ => fp_mem += v,
                     }
                 }
             }
+            let mem = bits_mem + (fp_mem as f64 * scale) as u64;
+            let fps_stored = (fps_sampled as f64 * scale).round() as u64;
             let (fill, est, fp) = if g.bitmap {
                 let m = (g.data_bits() * g.shards as u64) as f64;
                 let fill = ones as f64 / m;
