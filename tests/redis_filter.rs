@@ -483,6 +483,21 @@ fn redis_killed_and_restarted_mid_run() {
     assert!(f.client_stats().reconnects >= 1);
     assert_eq!(inserted.len(), keys.len(), "every URL was new exactly once");
 
+    assert!(f.warnings().is_empty(), "{:?}", f.warnings());
+    // A server whose intset limit defeats the fingerprint buckets is reported.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("set-max-intset-entries")
+        .arg(128)
+        .query(&mut server.con())
+        .unwrap();
+    let g = RedisFilter::attach(cfg(&server.url()), ns, &Expect::default()).unwrap();
+    assert!(
+        g.warnings()[0].contains("set-max-intset-entries is 128"),
+        "{:?}",
+        g.warnings()
+    );
+
     // Without persistence the namespace is gone after a restart: a clear error, and the local
     // tier must not answer "seen" for what Redis lost. (The tier trusts Redis for at most one
     // refresh interval; with an interval of zero every call re-validates.)

@@ -134,6 +134,9 @@ impl RedisArgs {
             r => r,
         }
         .with_context(|| format!("cannot attach to the Redis namespace {ns:?}"))?;
+        for w in f.warnings() {
+            eprintln!("crawlsieve: warning: {w}");
+        }
         Ok(Some(f))
     }
 }

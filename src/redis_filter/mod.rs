@@ -434,6 +434,7 @@ pub struct RedisFilter {
     replies: Replies,
     inflight: std::collections::VecDeque<Inflight>,
     epoch: u64,
+    warnings: Vec<String>,
 }
 
 /// A batch between [`RedisFilter::submit`] and [`RedisFilter::complete`].
@@ -584,6 +585,7 @@ impl RedisFilter {
             replies: Replies::default(),
             inflight: std::collections::VecDeque::new(),
             epoch: 0,
+            warnings: Vec::new(),
             cfg,
         };
         f.refresh()?;
@@ -594,6 +596,7 @@ impl RedisFilter {
                 diff: diff.join(", "),
             });
         }
+        f.check_server();
         Ok(f)
     }
 
@@ -605,6 +608,39 @@ impl RedisFilter {
     /// The live generations as last read.
     pub fn generations(&self) -> &Generations {
         &self.gens
+    }
+
+    /// Server settings that defeat this namespace's sizing, found on attach (CONFIG GET may be
+    /// refused on managed Redis; then nothing is reported).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    fn check_server(&mut self) {
+        if self.spec.mode == Mode::Bloom {
+            return;
+        }
+        let r: redis::RedisResult<Vec<String>> = match self.conn() {
+            Ok(c) => c.query(
+                redis::cmd("CONFIG")
+                    .arg("GET")
+                    .arg("set-max-intset-entries"),
+            ),
+            Err(_) => return,
+        };
+        if let Some(limit) = r
+            .ok()
+            .and_then(|v| v.get(1).and_then(|x| x.parse::<u64>().ok()))
+        {
+            if limit < 2 * layout::BUCKET_TARGET {
+                self.warnings.push(format!(
+                    "Redis set-max-intset-entries is {limit}: fingerprint buckets hold ~{} entries \
+                     and past {limit} each becomes a hash table (~10× the memory); set it to 512 \
+                     or more",
+                    layout::BUCKET_TARGET
+                ));
+            }
+        }
     }
 
     /// This client's counters.
