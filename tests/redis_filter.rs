@@ -95,6 +95,9 @@ fn check_and_set_answers_in_order_and_the_tier_never_invents_seen() {
     g.insert(&b).unwrap(); // idempotent
     f.check(&b, &mut out).unwrap();
     assert_eq!(out, [false; 4]);
+    // Inserts count toward the generation's items (growth depends on it): 4 + the 3 above.
+    drop(g);
+    assert_eq!(f.stats().unwrap().items, 7);
     RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
 }
 

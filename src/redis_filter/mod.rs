@@ -1311,12 +1311,19 @@ impl RedisFilter {
             self.replies = replies;
             return Err(e);
         }
+        // Count what was new (the fingerprint store's answer where there is one), for growth.
         let k = cur.k as usize;
-        for (c, g) in groups.iter().enumerate() {
-            let bits = replies.get(c);
-            for n in 0..g.len() {
-                if bits.get(n * k..(n + 1) * k).is_some_and(|b| b.contains(&0)) {
-                    self.pending_items += 1;
+        if self.spec.mode.uses_store() {
+            self.pending_items += (0..todo.len())
+                .filter(|&n| replies.int(groups.len() + n) == 1)
+                .count() as u64;
+        } else {
+            for (c, g) in groups.iter().enumerate() {
+                let bits = replies.get(c);
+                for n in 0..g.len() {
+                    if bits.get(n * k..(n + 1) * k).is_some_and(|b| b.contains(&0)) {
+                        self.pending_items += 1;
+                    }
                 }
             }
         }
