@@ -663,7 +663,7 @@ fn pipelined_submit_complete_matches_check_and_set_and_survives_a_restart() {
         }
         if f.in_flight() == 0 {
             // The submit failed with nothing in flight: wait for Redis, retry.
-            if errors >= 3 && errors < 100 {
+            if (3..100).contains(&errors) {
                 server.restart();
                 errors = 100;
             }

@@ -604,7 +604,7 @@ fn dedup(a: DedupArgs) -> Result<()> {
         }
         DedupFilter::Redis(f, budget) => {
             let mut pipe = RedisPipe {
-                f: &mut **f,
+                f,
                 budget: *budget,
                 quiet: a.quiet,
                 queue: Default::default(),

@@ -49,10 +49,10 @@ impl RedisConfig {
 /// A live connection.
 pub enum Conn {
     /// One node: redis-rs for administration, a raw socket for the hot path (TCP only).
-    Single(redis::Connection, Option<RawConn>),
+    Single(redis::Connection, Option<Box<RawConn>>),
     /// A cluster (routes every command by its key's slot; MOVED/ASK are followed, I/O errors
     /// are returned, never silently re-sent).
-    Cluster(redis::cluster::ClusterConnection),
+    Cluster(Box<redis::cluster::ClusterConnection>),
 }
 
 impl Conn {
@@ -70,7 +70,7 @@ impl Conn {
                 .response_timeout(cfg.response_timeout)
                 .retries(3)
                 .build()?;
-            Ok(Conn::Cluster(client.get_connection()?))
+            Ok(Conn::Cluster(Box::new(client.get_connection()?)))
         } else {
             let info = cfg.urls[0].as_str().into_connection_info()?;
             let client = redis::Client::open(info.clone())?;
@@ -79,7 +79,8 @@ impl Conn {
             con.set_write_timeout(Some(cfg.response_timeout))?;
             let raw = RawConn::connect(&info, cfg.connect_timeout, cfg.response_timeout)
                 .transpose()
-                .map_err(redis::RedisError::from)?;
+                .map_err(redis::RedisError::from)?
+                .map(Box::new);
             Ok(Conn::Single(con, raw))
         }
     }

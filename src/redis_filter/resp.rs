@@ -341,3 +341,83 @@ mod tests {
         assert_eq!(b.len(), 1);
     }
 }
+
+#[cfg(test)]
+mod wire_tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    /// A fake server that answers with `reply`, written a few bytes at a time.
+    fn fake(reply: &'static [u8]) -> RawConn {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            for part in reply.chunks(3) {
+                s.write_all(part).unwrap();
+                s.flush().unwrap();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        });
+        let info = redis::IntoConnectionInfo::into_connection_info(format!(
+            "redis://{}:{}",
+            addr.ip(),
+            addr.port()
+        ))
+        .unwrap();
+        RawConn::connect(&info, Duration::from_secs(1), Duration::from_secs(1))
+            .unwrap()
+            .unwrap()
+    }
+
+    fn batch(n: usize) -> Batch {
+        let mut b = Batch::new(true);
+        for _ in 0..n {
+            b.cmd("PING", 1);
+        }
+        b
+    }
+
+    #[test]
+    fn parses_fragmented_replies() {
+        let mut c = fake(b":1\r\n*3\r\n:0\r\n:1\r\n$-1\r\n+OK\r\n$-1\r\n:-42\r\n");
+        let mut out = Replies::default();
+        c.exec(&batch(5), &mut out).unwrap();
+        assert_eq!(out.get(0), [1]);
+        assert_eq!(out.get(1), [0, 1, 0]);
+        assert!(out.get(2).is_empty() && out.get(3).is_empty());
+        assert_eq!(out.int(4), -42);
+    }
+
+    #[test]
+    fn a_server_error_is_reported_after_reading_every_reply() {
+        let mut c = fake(b"-WRONGTYPE Operation against a key\r\n:1\r\n");
+        let mut out = Replies::default();
+        match c.exec(&batch(2), &mut out) {
+            Err(RawError::Server(m)) => assert!(m.starts_with("WRONGTYPE")),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(out.int(1), 1, "the stream stays in sync");
+    }
+
+    #[test]
+    fn garbage_and_eof_are_errors_not_panics() {
+        let mut c = fake(b"?what\r\n");
+        let mut out = Replies::default();
+        assert!(matches!(
+            c.exec(&batch(1), &mut out),
+            Err(RawError::Protocol(_))
+        ));
+        let mut c = fake(b":12");
+        assert!(matches!(c.exec(&batch(1), &mut out), Err(RawError::Io(_))));
+        let mut c = fake(b"*2\r\n+x\r\n");
+        assert!(matches!(
+            c.exec(&batch(1), &mut out),
+            Err(RawError::Protocol(_))
+        ));
+    }
+}
