@@ -8,11 +8,13 @@
 //! * [`redis_filter`] — the Redis-shared filter: namespaces, generations, local tier, snapshots.
 //! * [`sieve`] — the gate's core step: validate → canonicalize → check-and-set, shared by every
 //!   front end (embedded `dedup`, and later the Kafka gate and the HTTP API).
+//! * [`events`] — the gate's Kafka events (schemas/*.v1.json) and how a message is decoded.
 //! * [`input`] — bounded line reading (a megabyte line never becomes a problem).
 //! * [`cli`] — the `crawlsieve` command line (`dedup`, `check`, `canon`, `pattern`).
 
 pub mod bloom;
 pub mod cli;
+pub mod events;
 pub mod input;
 pub mod redis_filter;
 pub mod sieve;

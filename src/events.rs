@@ -1,0 +1,384 @@
+//! The gate's Kafka events, one type per JSON Schema in `schemas/` (versioned `.v1`):
+//!
+//! | type | schema | topic |
+//! |---|---|---|
+//! | [`UrlEvent`] | `url-event.v1.json` | input (a bare URL string as the value is accepted too) |
+//! | [`FetchEvent`] | `fetch-event.v1.json` | fetch topic, keyed by host |
+//! | [`RejectedEvent`] | `rejected-event.v1.json` | optional audit topic |
+//! | [`DeadLetter`] | `dead-letter.v1.json` | dead-letter topic |
+//!
+//! Decoding never panics: a message that is not one of the accepted forms becomes a
+//! [`DeadLetterCode`] with a detail, and its offset still advances. Unknown top-level fields
+//! are refused (they are usually typos: `"ulr"`); `metadata` is the extension point and is
+//! passed through untouched.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::url::Reason;
+
+/// Largest input message accepted by default (bytes); larger ones are dead-lettered.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1 << 20;
+
+/// HTTP method of the request the URL is meant for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Method {
+    /// GET (the default).
+    Get,
+    /// HEAD.
+    Head,
+    /// POST.
+    Post,
+    /// PUT.
+    Put,
+    /// PATCH.
+    Patch,
+    /// DELETE.
+    Delete,
+    /// OPTIONS.
+    Options,
+}
+
+/// A URL candidate, as the link extractor publishes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UrlEvent {
+    /// The candidate, as extracted (may be relative, or junk: the gate decides).
+    pub url: String,
+    /// The page it was found on (also the base for relative candidates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Link depth from the crawl's seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// When the link extractor found it (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovered_at: Option<String>,
+    /// The filter namespace to use (default: the gate's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Crawl identifier, passed through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crawl_id: Option<String>,
+    /// HTTP method (default GET).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<Method>,
+    /// Free-form data, passed through to the fetch event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// Why a message went to the dead-letter topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadLetterCode {
+    /// Larger than the configured maximum.
+    TooLarge,
+    /// Not valid UTF-8.
+    NotUtf8,
+    /// Starts like JSON but does not parse.
+    NotJson,
+    /// Valid JSON that is not a URL event (wrong types, unknown or missing fields, bad values).
+    SchemaInvalid,
+    /// Empty value (or only whitespace).
+    Empty,
+}
+
+impl DeadLetterCode {
+    /// The stable code.
+    pub fn code(self) -> &'static str {
+        match self {
+            DeadLetterCode::TooLarge => "too_large",
+            DeadLetterCode::NotUtf8 => "not_utf8",
+            DeadLetterCode::NotJson => "not_json",
+            DeadLetterCode::SchemaInvalid => "schema_invalid",
+            DeadLetterCode::Empty => "empty",
+        }
+    }
+}
+
+/// A message that could not be decoded: its code and a human-readable detail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Stable code.
+    pub code: DeadLetterCode,
+    /// What exactly is wrong.
+    pub detail: String,
+}
+
+fn bad(code: DeadLetterCode, detail: impl Into<String>) -> DecodeError {
+    DecodeError {
+        code,
+        detail: detail.into(),
+    }
+}
+
+/// Namespace names, as the Redis filter accepts them.
+fn valid_namespace(ns: &str) -> bool {
+    !ns.is_empty()
+        && ns.len() <= 64
+        && ns
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+impl UrlEvent {
+    /// An event carrying only a URL.
+    pub fn bare(url: impl Into<String>) -> UrlEvent {
+        UrlEvent {
+            url: url.into(),
+            source: None,
+            depth: None,
+            discovered_at: None,
+            namespace: None,
+            crawl_id: None,
+            method: None,
+            metadata: None,
+        }
+    }
+
+    /// Decode a message value: a JSON object (`url-event.v1.json`), a JSON string, or a bare
+    /// URL (any value not starting with `{` or `"`; surrounding whitespace is trimmed).
+    pub fn decode(value: &[u8], max_bytes: usize) -> Result<UrlEvent, DecodeError> {
+        if value.len() > max_bytes {
+            return Err(bad(
+                DeadLetterCode::TooLarge,
+                format!("{} bytes (the limit is {max_bytes})", value.len()),
+            ));
+        }
+        let text = std::str::from_utf8(value).map_err(|e| {
+            bad(
+                DeadLetterCode::NotUtf8,
+                format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+            )
+        })?;
+        let t = text.trim();
+        if t.is_empty() {
+            return Err(bad(DeadLetterCode::Empty, "empty message"));
+        }
+        let ev = match t.as_bytes()[0] {
+            b'{' => serde_json::from_str::<UrlEvent>(t).map_err(json_error)?,
+            b'"' => UrlEvent::bare(serde_json::from_str::<String>(t).map_err(json_error)?),
+            _ => UrlEvent::bare(t),
+        };
+        ev.check()?;
+        Ok(ev)
+    }
+
+    /// Value checks the types alone cannot express (the schema states them too).
+    pub fn check(&self) -> Result<(), DecodeError> {
+        if self.url.trim().is_empty() {
+            return Err(bad(DeadLetterCode::SchemaInvalid, "url is empty"));
+        }
+        if let Some(ns) = &self.namespace {
+            if !valid_namespace(ns) {
+                return Err(bad(
+                    DeadLetterCode::SchemaInvalid,
+                    format!("namespace {ns:?}: use 1–64 of A–Z a–z 0–9 . _ -"),
+                ));
+            }
+        }
+        if let Some(t) = &self.discovered_at {
+            if humantime::parse_rfc3339_weak(t).is_err() {
+                return Err(bad(
+                    DeadLetterCode::SchemaInvalid,
+                    format!("discovered_at {t:?} is not an RFC 3339 time"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn json_error(e: serde_json::Error) -> DecodeError {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => {
+            bad(DeadLetterCode::NotJson, e.to_string())
+        }
+        Category::Data => bad(DeadLetterCode::SchemaInvalid, e.to_string()),
+    }
+}
+
+/// A new URL, for the fetchers. Keyed by `host` on the fetch topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FetchEvent {
+    /// The canonical URL (what to fetch).
+    pub url: String,
+    /// The candidate as it arrived.
+    pub original: String,
+    /// Its URL pattern (`/item/{int}`-style, see `crawlsieve pattern`).
+    pub pattern: String,
+    /// Host (lowercase, with a non-default port), the message key.
+    pub host: String,
+    /// The filter namespace that judged it new.
+    pub namespace: String,
+    /// Passed through from the input event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Passed through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// Passed through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovered_at: Option<String>,
+    /// Passed through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crawl_id: Option<String>,
+    /// Passed through (absent = GET).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<Method>,
+    /// Passed through untouched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    /// When the gate emitted it (RFC 3339, UTC).
+    pub gated_at: String,
+}
+
+/// A rejected candidate, for the optional audit topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RejectedEvent {
+    /// The candidate as it arrived.
+    pub url: String,
+    /// Why (a stable reason code, as in `crawlsieve check`).
+    pub reason: Reason,
+    /// Namespace of the input event, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Passed through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Passed through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crawl_id: Option<String>,
+    /// When the gate judged it (RFC 3339, UTC).
+    pub gated_at: String,
+}
+
+/// A message the gate could not read, with where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetter {
+    /// Stable error code.
+    pub error: DeadLetterCode,
+    /// What exactly is wrong.
+    pub detail: String,
+    /// Source topic.
+    pub topic: String,
+    /// Source partition.
+    pub partition: i32,
+    /// Source offset.
+    pub offset: i64,
+    /// The message key, if it was UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Size of the value in bytes.
+    pub value_bytes: usize,
+    /// The first bytes of the value (at most [`DEAD_LETTER_PREFIX`]), lossily decoded.
+    pub value_prefix: String,
+    /// When the gate received it (RFC 3339, UTC).
+    pub received_at: String,
+}
+
+/// Bytes of a dead-lettered value kept in [`DeadLetter::value_prefix`].
+pub const DEAD_LETTER_PREFIX: usize = 1024;
+
+impl DeadLetter {
+    /// A dead letter for `value` at `topic/partition/offset`.
+    pub fn new(
+        err: &DecodeError,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        key: Option<&[u8]>,
+        value: &[u8],
+    ) -> DeadLetter {
+        let mut end = value.len().min(DEAD_LETTER_PREFIX);
+        // Do not cut a UTF-8 sequence in half when the value is text.
+        while end > 0 && end < value.len() && (value[end] & 0xC0) == 0x80 {
+            end -= 1;
+        }
+        DeadLetter {
+            error: err.code,
+            detail: err.detail.clone(),
+            topic: topic.to_string(),
+            partition,
+            offset,
+            key: key
+                .and_then(|k| std::str::from_utf8(k).ok())
+                .map(String::from),
+            value_bytes: value.len(),
+            value_prefix: String::from_utf8_lossy(&value[..end]).into_owned(),
+            received_at: now_rfc3339(),
+        }
+    }
+}
+
+/// The current time, RFC 3339 UTC with milliseconds.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_every_accepted_form() {
+        let max = DEFAULT_MAX_MESSAGE_BYTES;
+        assert_eq!(
+            UrlEvent::decode(b"  https://a.example/x \n", max).unwrap(),
+            UrlEvent::bare("https://a.example/x")
+        );
+        assert_eq!(
+            UrlEvent::decode(br#""/relative""#, max).unwrap(),
+            UrlEvent::bare("/relative")
+        );
+        let ev = UrlEvent::decode(
+            br#"{"url":"/a","source":"https://s.example/","depth":2,"method":"POST","metadata":{"k":[1]}}"#,
+            max,
+        )
+        .unwrap();
+        assert_eq!(ev.depth, Some(2));
+        assert_eq!(ev.method, Some(Method::Post));
+    }
+
+    #[test]
+    fn refuses_with_a_code() {
+        let max = 64;
+        let code = |v: &[u8]| UrlEvent::decode(v, max).unwrap_err().code;
+        assert_eq!(code(&[b'x'; 65]), DeadLetterCode::TooLarge);
+        assert_eq!(code(b"\xff\xfe"), DeadLetterCode::NotUtf8);
+        assert_eq!(code(b"{\"url\": "), DeadLetterCode::NotJson);
+        assert_eq!(code(b"{\"ulr\": \"x\"}"), DeadLetterCode::SchemaInvalid);
+        assert_eq!(code(b"{\"url\": 5}"), DeadLetterCode::SchemaInvalid);
+        assert_eq!(
+            code(b"{\"url\": \"x\", \"depth\": -1}"),
+            DeadLetterCode::SchemaInvalid
+        );
+        assert_eq!(
+            code(b"{\"url\": \"x\", \"namespace\": \"a b\"}"),
+            DeadLetterCode::SchemaInvalid
+        );
+        assert_eq!(
+            code(b"{\"url\": \"x\", \"discovered_at\": \"yesterday\"}"),
+            DeadLetterCode::SchemaInvalid
+        );
+        assert_eq!(code(b"{\"url\": \"  \"}"), DeadLetterCode::SchemaInvalid);
+        assert_eq!(code(b" \n"), DeadLetterCode::Empty);
+    }
+
+    #[test]
+    fn dead_letters_keep_a_bounded_prefix() {
+        let value = "é".repeat(DEAD_LETTER_PREFIX); // 2 bytes each
+        let err = bad(DeadLetterCode::TooLarge, "x");
+        let d = DeadLetter::new(&err, "in", 3, 42, Some(b"k"), value.as_bytes());
+        assert_eq!(d.value_bytes, 2 * DEAD_LETTER_PREFIX);
+        assert!(d.value_prefix.len() <= DEAD_LETTER_PREFIX);
+        assert!(!d.value_prefix.contains('\u{fffd}'), "no split character");
+        assert_eq!(d.key.as_deref(), Some("k"));
+    }
+}
