@@ -5,6 +5,7 @@
 //! * [`url`] — URL candidates: the junk validator with its reason codes, canonicalization, and URL
 //!   patterns. Pure functions, no I/O.
 //! * [`bloom`] — Bloom filter sizing, the lock-free in-process filter, and snapshot files.
+//! * [`patterns`] — URL-pattern verdicts (seed 003): the Redis format the render stage writes and the gate reads.
 //! * [`redis_filter`] — the Redis-shared filter: namespaces, generations, local tier, snapshots.
 //! * [`sieve`] — the gate's core step: validate → canonicalize → check-and-set, shared by every
 //!   front end (embedded `dedup`, and later the Kafka gate and the HTTP API).
@@ -16,6 +17,7 @@ pub mod bloom;
 pub mod cli;
 pub mod events;
 pub mod input;
+pub mod patterns;
 pub mod redis_filter;
 pub mod sieve;
 pub mod url;

@@ -699,3 +699,71 @@ fn pipelined_submit_complete_matches_check_and_set_and_survives_a_restart() {
         "every distinct URL reported new exactly once"
     );
 }
+
+#[test]
+fn pattern_verdicts_written_by_render_are_read_by_the_gate() {
+    use crawlsieve::patterns::{self, PatternConfig, PatternVerdicts};
+    use crawlsieve::redis_filter::Conn;
+    let mut conn = Conn::connect(&cfg(REDIS)).unwrap();
+    let ns = "test-patterns";
+    let (similar, sampling, different, garbage, unknown) = (
+        "example.com/list?page=",
+        "example.com/product?id=",
+        "example.com/article/{int}",
+        "example.com/broken",
+        "example.com/never-seen",
+    );
+    patterns::write(&mut conn, ns, similar, 3, 0.93).unwrap();
+    patterns::write(&mut conn, ns, sampling, 2, 0.99).unwrap();
+    patterns::write(&mut conn, ns, different, 5, 0.40).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(patterns::key(ns, garbage))
+        .arg("{not json")
+        .query(
+            &mut redis::Client::open(REDIS)
+                .unwrap()
+                .get_connection()
+                .unwrap(),
+        )
+        .unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(patterns::key(ns, unknown))
+        .query(
+            &mut redis::Client::open(REDIS)
+                .unwrap()
+                .get_connection()
+                .unwrap(),
+        )
+        .unwrap();
+    let all = [similar, sampling, different, garbage, unknown];
+    let mut r = PatternVerdicts::new(PatternConfig::default(), ns);
+    let mut skip = Vec::new();
+    r.skip_batch(&mut conn, &all, &mut skip).unwrap();
+    assert_eq!(skip, [true, false, false, false, false]);
+    assert_eq!(r.unreadable, 1);
+    // A stricter gate (threshold 0.95) decides differently from the same measurements.
+    let strict = PatternConfig {
+        url_pattern_dom_threshold: 0.95,
+        ..PatternConfig::default()
+    };
+    PatternVerdicts::new(strict, ns)
+        .skip_batch(&mut conn, &all, &mut skip)
+        .unwrap();
+    assert_eq!(skip, [false; 5]);
+    // Cached: a new verdict is seen only after the TTL.
+    patterns::write(&mut conn, ns, sampling, 3, 0.9).unwrap();
+    r.skip_batch(&mut conn, &all, &mut skip).unwrap();
+    assert!(!skip[1], "still cached");
+    let mut fresh = PatternVerdicts::new(PatternConfig::default(), ns);
+    fresh.skip_batch(&mut conn, &all, &mut skip).unwrap();
+    assert!(skip[1], "verified similar after the third sample");
+    // Off switch.
+    let off = PatternConfig {
+        enable_url_pattern_dom_dedup: false,
+        ..PatternConfig::default()
+    };
+    PatternVerdicts::new(off, ns)
+        .skip_batch(&mut conn, &all, &mut skip)
+        .unwrap();
+    assert_eq!(skip, [false; 5]);
+}

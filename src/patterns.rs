@@ -1,0 +1,200 @@
+//! URL-pattern verdicts (seed 003): the render stage samples a few pages of each URL pattern and
+//! decides whether the pattern serves near-identical pages; the gate then skips further URLs of a
+//! pattern verified *similar* (reason code `pattern_similar`).
+//!
+//! # Redis format (version 1)
+//! One string per (namespace, pattern): key `cs:pv:{NAME:H}` where `H` is the 16-hex-digit
+//! xxh3-64 of the pattern (the hash tag spreads patterns over cluster slots), value a JSON
+//! object:
+//!
+//! ```json
+//! {"v":1,"pattern":"example.com/product?id=","samples":3,"similarity":0.93,
+//!  "updated_at":"2026-11-22T10:15:31.002Z"}
+//! ```
+//!
+//! `samples` is how many pages of the pattern were compared, `similarity` their mean pairwise DOM
+//! similarity in [0, 1]. The writer (render stage) only records measurements; the decision uses
+//! the reader's configuration, as the seed's: a pattern is *similar* when
+//! `samples ≥ url_pattern_dom_sample_count` and `similarity ≥ url_pattern_dom_threshold`. Until
+//! then (sampling, or measured different) its URLs pass. The gate caches verdicts for
+//! [`PatternConfig::cache_ttl`] and reads misses with one pipelined `GET` per batch.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::redis_filter::{Conn, RedisFilterError};
+
+/// The seed's switches, with its defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PatternConfig {
+    /// Skip URLs whose pattern was verified similar.
+    pub enable_url_pattern_dom_dedup: bool,
+    /// Pages of a pattern compared before its verdict counts.
+    pub url_pattern_dom_sample_count: u32,
+    /// Mean DOM similarity at which a pattern counts as similar.
+    pub url_pattern_dom_threshold: f64,
+    /// How long the gate trusts a cached verdict (seconds).
+    pub cache_ttl: u64,
+}
+
+impl Default for PatternConfig {
+    fn default() -> Self {
+        PatternConfig {
+            enable_url_pattern_dom_dedup: true,
+            url_pattern_dom_sample_count: 3,
+            url_pattern_dom_threshold: 0.85,
+            cache_ttl: 30,
+        }
+    }
+}
+
+/// One stored measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PatternVerdict {
+    /// Format version (1).
+    pub v: u32,
+    /// The URL pattern, as `crawlsieve pattern` prints it.
+    pub pattern: String,
+    /// Pages compared.
+    pub samples: u32,
+    /// Mean pairwise DOM similarity of those pages, in [0, 1].
+    pub similarity: f64,
+    /// When it was written (RFC 3339).
+    pub updated_at: String,
+}
+
+impl PatternVerdict {
+    /// Whether, under `cfg`, URLs of this pattern are to be skipped.
+    pub fn is_similar(&self, cfg: &PatternConfig) -> bool {
+        self.samples >= cfg.url_pattern_dom_sample_count
+            && self.similarity >= cfg.url_pattern_dom_threshold
+    }
+}
+
+/// The Redis key of a pattern's verdict in namespace `ns`.
+pub fn key(ns: &str, pattern: &str) -> String {
+    format!(
+        "cs:pv:{{{ns}:{:016x}}}",
+        xxhash_rust::xxh3::xxh3_64(pattern.as_bytes())
+    )
+}
+
+/// Write a measurement (the render stage's side; tests use it too).
+pub fn write(
+    conn: &mut Conn,
+    ns: &str,
+    pattern: &str,
+    samples: u32,
+    similarity: f64,
+) -> Result<(), RedisFilterError> {
+    let v = PatternVerdict {
+        v: 1,
+        pattern: pattern.to_string(),
+        samples,
+        similarity: similarity.clamp(0.0, 1.0),
+        updated_at: crate::events::now_rfc3339(),
+    };
+    let json = serde_json::to_string(&v).expect("verdict serializes");
+    conn.query::<()>(redis::cmd("SET").arg(key(ns, pattern)).arg(json))
+        .map_err(|e| RedisFilterError::Params(format!("writing a pattern verdict: {e}")))
+}
+
+/// The gate's reader: answers "skip this pattern?" for a batch, from a cache refreshed from
+/// Redis.
+pub struct PatternVerdicts {
+    cfg: PatternConfig,
+    ns: String,
+    cache: HashMap<u64, (bool, Instant)>,
+    /// Verdicts stored in a form this build does not read (counted, treated as "pass").
+    pub unreadable: u64,
+}
+
+impl PatternVerdicts {
+    /// A reader for namespace `ns`.
+    pub fn new(cfg: PatternConfig, ns: &str) -> PatternVerdicts {
+        PatternVerdicts {
+            cfg,
+            ns: ns.to_string(),
+            cache: HashMap::new(),
+            unreadable: 0,
+        }
+    }
+
+    /// `skip[i]` = whether URLs of `patterns[i]` are to be skipped. One pipelined round trip
+    /// for the patterns not cached (or expired); none when the feature is off.
+    pub fn skip_batch(
+        &mut self,
+        conn: &mut Conn,
+        patterns: &[&str],
+        skip: &mut Vec<bool>,
+    ) -> Result<(), RedisFilterError> {
+        skip.clear();
+        skip.resize(patterns.len(), false);
+        if !self.cfg.enable_url_pattern_dom_dedup {
+            return Ok(());
+        }
+        let ttl = Duration::from_secs(self.cfg.cache_ttl);
+        let now = Instant::now();
+        let mut misses: Vec<(usize, u64)> = Vec::new();
+        for (i, p) in patterns.iter().enumerate() {
+            let h = xxhash_rust::xxh3::xxh3_64(p.as_bytes());
+            match self.cache.get(&h) {
+                Some(&(s, at)) if now.duration_since(at) < ttl => skip[i] = s,
+                _ => misses.push((i, h)),
+            }
+        }
+        if misses.is_empty() {
+            return Ok(());
+        }
+        let cmds: Vec<redis::Cmd> = misses
+            .iter()
+            .map(|&(i, _)| redis::cmd("GET").arg(key(&self.ns, patterns[i])).clone())
+            .collect();
+        let replies = conn
+            .pipeline(cmds)
+            .map_err(|e| RedisFilterError::Params(format!("reading pattern verdicts: {e}")))?;
+        for (&(i, h), r) in misses.iter().zip(replies) {
+            let s = match r {
+                redis::Value::BulkString(b) => match serde_json::from_slice::<PatternVerdict>(&b) {
+                    Ok(v) if v.v == 1 && v.pattern == patterns[i] => v.is_similar(&self.cfg),
+                    _ => {
+                        self.unreadable += 1;
+                        false
+                    }
+                },
+                _ => false,
+            };
+            skip[i] = s;
+            self.cache.insert(h, (s, now));
+        }
+        if self.cache.len() > 1 << 20 {
+            self.cache
+                .retain(|_, (_, at)| now.duration_since(*at) < ttl);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_decision_follows_the_seed_defaults() {
+        let cfg = PatternConfig::default();
+        let v = |samples, similarity| PatternVerdict {
+            v: 1,
+            pattern: "p".into(),
+            samples,
+            similarity,
+            updated_at: String::new(),
+        };
+        assert!(v(3, 0.85).is_similar(&cfg));
+        assert!(!v(2, 0.99).is_similar(&cfg), "still sampling");
+        assert!(!v(3, 0.84).is_similar(&cfg), "measured different");
+        assert!(key("ns", "a").starts_with("cs:pv:{ns:") && key("ns", "a") != key("ns", "b"));
+    }
+}
