@@ -10,7 +10,8 @@
 //! Decoding never panics: a message that is not one of the accepted forms becomes a
 //! [`DeadLetterCode`] with a detail, and its offset still advances. Unknown top-level fields
 //! are refused (they are usually typos: `"ulr"`); `metadata` is the extension point and is
-//! passed through untouched.
+//! passed through untouched. (The pass-through fields are spelled out in each type rather than
+//! shared through `#[serde(flatten)]`, which serde cannot combine with `deny_unknown_fields`.)
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -1,29 +1,57 @@
 //! The JSON Schemas in schemas/ are a contract: they must stay in step with the Rust types.
 
+use crawlsieve::events::DeadLetterCode;
 use crawlsieve::url::Reason;
+
+/// The strings of the enum at JSON pointer `at` in `schemas/<file>`.
+fn schema_enum(file: &str, at: &str) -> Vec<String> {
+    let path = format!("{}/schemas/{file}", env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    schema
+        .pointer(at)
+        .and_then(|v| v.as_array())
+        .unwrap_or_else(|| panic!("{file}: no enum at {at}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn reason_codes() -> Vec<String> {
+    Reason::ALL.iter().map(|r| r.code().to_string()).collect()
+}
 
 #[test]
 fn verdict_line_schema_lists_exactly_the_reason_codes() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/schemas/verdict-line.v1.json"
-    ))
-    .unwrap();
-    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let codes: Vec<&str> = schema["properties"]["reason"]["oneOf"][1]["enum"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
-    let ours: Vec<&str> = Reason::ALL.iter().map(|r| r.code()).collect();
     assert_eq!(
-        codes, ours,
+        schema_enum("verdict-line.v1.json", "/properties/reason/oneOf/1/enum"),
+        reason_codes(),
         "schemas/verdict-line.v1.json must list every reason code, in order"
     );
-    let verdicts = &schema["properties"]["verdict"]["enum"];
     assert_eq!(
-        verdicts,
-        &serde_json::json!(["keep", "reject", "duplicate"])
+        schema_enum("verdict-line.v1.json", "/properties/verdict/enum"),
+        ["keep", "reject", "duplicate"]
+    );
+}
+
+#[test]
+fn event_schemas_list_exactly_the_codes() {
+    assert_eq!(
+        schema_enum("rejected-event.v1.json", "/properties/reason/enum"),
+        reason_codes()
+    );
+    let dead: Vec<String> = [
+        DeadLetterCode::TooLarge,
+        DeadLetterCode::NotUtf8,
+        DeadLetterCode::NotJson,
+        DeadLetterCode::SchemaInvalid,
+        DeadLetterCode::Empty,
+    ]
+    .iter()
+    .map(|c| c.code().to_string())
+    .collect();
+    assert_eq!(
+        schema_enum("dead-letter.v1.json", "/properties/error/enum"),
+        dead
     );
 }
