@@ -10,12 +10,14 @@
 //! * [`sieve`] — the gate's core step: validate → canonicalize → check-and-set, shared by every
 //!   front end (embedded `dedup`, and later the Kafka gate and the HTTP API).
 //! * [`events`] — the gate's Kafka events (schemas/*.v1.json) and how a message is decoded.
+//! * [`gate`] — the Kafka gate stage (in progress: at-least-once offset bookkeeping).
 //! * [`input`] — bounded line reading (a megabyte line never becomes a problem).
 //! * [`cli`] — the `crawlsieve` command line (`dedup`, `check`, `canon`, `pattern`).
 
 pub mod bloom;
 pub mod cli;
 pub mod events;
+pub mod gate;
 pub mod input;
 pub mod patterns;
 pub mod redis_filter;
