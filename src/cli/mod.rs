@@ -12,7 +12,7 @@ use url::Url;
 
 mod redis;
 
-pub use redis::{BloomArgs, RedisArgs};
+pub use redis::{BloomArgs, Dur, RedisArgs};
 
 use crate::bloom::{snapshot, BloomFilter, BloomParams};
 use crate::input::{Line, LineReader};

@@ -1,0 +1,335 @@
+//! `gate.toml`: the gate's configuration, with environment and command-line overrides.
+//!
+//! Precedence, lowest first: built-in defaults → the file → `CRAWLSIEVE__SECTION__KEY=value`
+//! environment variables → `--set section.key=value` flags. Override values are read as TOML
+//! scalars when they parse as one (`5`, `true`, `0.9`, `"quoted"`), else as strings. Unknown
+//! keys are errors naming their path (a typo must not silently fall back to a default).
+//!
+//! ```toml
+//! [kafka]
+//! brokers = "127.0.0.1:9092"
+//! group_id = "crawlsieve-gate"
+//! input_topic = "urls"
+//! fetch_topic = "fetch"
+//! dead_letter_topic = "urls.dead-letter"
+//! # audit_topic = "urls.rejected"      # rejected URLs with their reason codes (off by default)
+//! batch_size = 1000
+//! max_message_bytes = 1048576
+//! [kafka.client]                       # passed to librdkafka as is (SASL/TLS, timeouts, ...)
+//! "security.protocol" = "SASL_SSL"
+//!
+//! [redis]
+//! url = "redis://127.0.0.1:6379"
+//! namespace = "default"
+//!
+//! [patterns]
+//! enable_url_pattern_dom_dedup = true
+//! url_pattern_dom_sample_count = 3
+//! url_pattern_dom_threshold = 0.85
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::patterns::PatternConfig;
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct GateConfig {
+    /// Kafka: brokers, topics, group, batching, client passthrough.
+    pub kafka: KafkaConfig,
+    /// The Redis-shared filter.
+    pub redis: RedisSection,
+    /// URL-pattern feedback (seed 003).
+    pub patterns: PatternConfig,
+}
+
+/// `[kafka]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KafkaConfig {
+    /// `bootstrap.servers`.
+    pub brokers: String,
+    /// Consumer group.
+    pub group_id: String,
+    /// Topic of URL events.
+    pub input_topic: String,
+    /// Topic of fetch events (keyed by host).
+    pub fetch_topic: String,
+    /// Topic of dead letters.
+    pub dead_letter_topic: String,
+    /// Topic of rejected-URL events; none = not published.
+    pub audit_topic: Option<String>,
+    /// Messages per batch.
+    pub batch_size: usize,
+    /// Larger input messages are dead-lettered.
+    pub max_message_bytes: usize,
+    /// librdkafka properties, passed through (`security.protocol`, `sasl.*`, `ssl.*`, …).
+    pub client: BTreeMap<String, String>,
+}
+
+impl Default for KafkaConfig {
+    fn default() -> Self {
+        KafkaConfig {
+            brokers: "127.0.0.1:9092".into(),
+            group_id: "crawlsieve-gate".into(),
+            input_topic: "urls".into(),
+            fetch_topic: "fetch".into(),
+            dead_letter_topic: "urls.dead-letter".into(),
+            audit_topic: None,
+            batch_size: 1000,
+            max_message_bytes: crate::events::DEFAULT_MAX_MESSAGE_BYTES,
+            client: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[redis]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisSection {
+    /// URL, or comma-separated cluster seeds.
+    pub url: String,
+    /// Force the cluster protocol with one seed.
+    pub cluster: bool,
+    /// Default namespace (an event may name its own).
+    pub namespace: String,
+    /// Request timeout, e.g. `"2s"`.
+    pub timeout: String,
+}
+
+impl Default for RedisSection {
+    fn default() -> Self {
+        RedisSection {
+            url: "redis://127.0.0.1:6379".into(),
+            cluster: false,
+            namespace: "default".into(),
+            timeout: "2s".into(),
+        }
+    }
+}
+
+/// A configuration that cannot be used, with the reason.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not TOML, or a value of the wrong type / an unknown key.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Build the configuration: defaults, then `file` (if any), then environment variables
+/// (`env` as (name, value) pairs; only `CRAWLSIEVE__*` are read), then `--set` overrides.
+pub fn load(
+    file: Option<&Path>,
+    env: impl IntoIterator<Item = (String, String)>,
+    sets: &[String],
+) -> Result<GateConfig, ConfigError> {
+    let mut doc = match file {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                path: p.display().to_string(),
+                source,
+            })?;
+            text.parse::<toml::Table>()
+                .map_err(|e| ConfigError::Invalid(format!("{}: {e}", p.display())))?
+        }
+        None => toml::Table::new(),
+    };
+    let mut env: Vec<(String, String)> = env
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let path = k.strip_prefix("CRAWLSIEVE__")?;
+            Some((
+                path.split("__")
+                    .map(|s| s.to_ascii_lowercase())
+                    .collect::<Vec<_>>()
+                    .join("."),
+                v,
+            ))
+        })
+        .collect();
+    env.sort();
+    for (path, value) in env {
+        set(&mut doc, &path, &value)
+            .map_err(|e| ConfigError::Invalid(format!("environment CRAWLSIEVE__…: {e}")))?;
+    }
+    for s in sets {
+        let (path, value) = s.split_once('=').ok_or_else(|| {
+            ConfigError::Invalid(format!("--set {s:?}: expected section.key=value"))
+        })?;
+        set(&mut doc, path.trim(), value.trim())
+            .map_err(|e| ConfigError::Invalid(format!("--set {s:?}: {e}")))?;
+    }
+    let cfg: GateConfig = toml::Value::Table(doc)
+        .try_into()
+        .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
+    cfg.check()?;
+    Ok(cfg)
+}
+
+/// Set `path` (dotted; a quoted last part may contain dots: `kafka.client."security.protocol"`)
+/// to `value` read as a TOML scalar if it is one, else as a string.
+fn set(doc: &mut toml::Table, path: &str, value: &str) -> Result<(), String> {
+    let parts = split_path(path)?;
+    let (last, tables) = parts.split_last().ok_or("empty key")?;
+    let mut t = doc;
+    for p in tables {
+        let entry = t
+            .entry(p.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        t = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("{p} is a value, not a section"))?;
+    }
+    let parsed = format!("v = {value}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut tb| tb.remove("v"))
+        .filter(|v| !v.is_table() && !v.is_array());
+    t.insert(
+        last.clone(),
+        parsed.unwrap_or_else(|| toml::Value::String(value.to_string())),
+    );
+    Ok(())
+}
+
+fn split_path(path: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('"') {
+            let end = r.find('"').ok_or("unclosed quote")?;
+            out.push(r[..end].to_string());
+            rest = r[end + 1..].strip_prefix('.').unwrap_or(&r[end + 1..]);
+        } else {
+            let (head, tail) = rest.split_once('.').unwrap_or((rest, ""));
+            if head.is_empty() {
+                return Err(format!("empty part in {path:?}"));
+            }
+            out.push(head.to_string());
+            rest = tail;
+        }
+    }
+    Ok(out)
+}
+
+impl GateConfig {
+    /// Values the types alone cannot check.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        let k = &self.kafka;
+        for (name, v) in [
+            ("kafka.brokers", &k.brokers),
+            ("kafka.group_id", &k.group_id),
+            ("kafka.input_topic", &k.input_topic),
+            ("kafka.fetch_topic", &k.fetch_topic),
+            ("kafka.dead_letter_topic", &k.dead_letter_topic),
+        ] {
+            if v.trim().is_empty() {
+                return bad(format!("{name} is empty"));
+            }
+        }
+        if k.input_topic == k.fetch_topic || k.input_topic == k.dead_letter_topic {
+            return bad("kafka.input_topic must differ from the output topics".into());
+        }
+        if !(1..=100_000).contains(&k.batch_size) {
+            return bad(format!(
+                "kafka.batch_size {} is outside 1..=100000",
+                k.batch_size
+            ));
+        }
+        if k.max_message_bytes < 64 {
+            return bad("kafka.max_message_bytes must be at least 64".into());
+        }
+        if let Err(e) = self.redis.timeout.parse::<crate::cli::Dur>() {
+            return bad(format!("redis.timeout: {e}"));
+        }
+        let p = &self.patterns;
+        if !(0.0..=1.0).contains(&p.url_pattern_dom_threshold) {
+            return bad("patterns.url_pattern_dom_threshold must be in [0, 1]".into());
+        }
+        if p.url_pattern_dom_sample_count < 2 {
+            return bad("patterns.url_pattern_dom_sample_count must be at least 2".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn file_then_env_then_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("gate.toml");
+        std::fs::write(
+            &f,
+            "[kafka]\nbrokers = \"k1:9092\"\nbatch_size = 500\n[kafka.client]\n\"security.protocol\" = \"SASL_SSL\"\n[patterns]\nurl_pattern_dom_threshold = 0.9\n",
+        )
+        .unwrap();
+        let cfg = load(
+            Some(&f),
+            env(&[
+                ("CRAWLSIEVE__KAFKA__BATCH_SIZE", "800"),
+                ("CRAWLSIEVE__REDIS__NAMESPACE", "crawl-42"),
+                ("UNRELATED", "x"),
+            ]),
+            &[
+                "kafka.batch_size=900".into(),
+                "kafka.client.\"sasl.mechanism\"=PLAIN".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(cfg.kafka.brokers, "k1:9092");
+        assert_eq!(cfg.kafka.batch_size, 900, "flag beats env beats file");
+        assert_eq!(cfg.redis.namespace, "crawl-42");
+        assert_eq!(cfg.kafka.client["security.protocol"], "SASL_SSL");
+        assert_eq!(cfg.kafka.client["sasl.mechanism"], "PLAIN");
+        assert_eq!(cfg.patterns.url_pattern_dom_threshold, 0.9);
+        assert_eq!(cfg.patterns.url_pattern_dom_sample_count, 3, "seed default");
+        assert_eq!(cfg.kafka.fetch_topic, "fetch", "built-in default");
+    }
+
+    #[test]
+    fn typos_and_bad_values_are_errors_naming_the_key() {
+        let err = |sets: &[&str]| {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            load(None, Vec::new(), &sets).unwrap_err().to_string()
+        };
+        assert!(err(&["kafka.brokrs=x"]).contains("brokrs"));
+        assert!(err(&["kafka.batch_size=lots"]).contains("batch_size"));
+        assert!(err(&["kafka.batch_size=0"]).contains("batch_size"));
+        assert!(err(&["kafka.fetch_topic=urls"]).contains("differ"));
+        assert!(err(&["redis.timeout=soon"]).contains("redis.timeout"));
+        assert!(err(&["patterns.url_pattern_dom_threshold=1.5"]).contains("threshold"));
+        assert!(err(&["no-equals"]).contains("section.key=value"));
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("bad.toml");
+        std::fs::write(&f, "[kafka\n").unwrap();
+        assert!(load(Some(&f), Vec::new(), &[])
+            .unwrap_err()
+            .to_string()
+            .contains("bad.toml"));
+        assert!(load(Some(&dir.path().join("missing.toml")), Vec::new(), &[]).is_err());
+        assert!(load(None, Vec::new(), &[]).is_ok(), "defaults are valid");
+    }
+}
