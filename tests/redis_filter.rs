@@ -767,3 +767,42 @@ fn pattern_verdicts_written_by_render_are_read_by_the_gate() {
         .unwrap();
     assert_eq!(skip, [false; 5]);
 }
+
+#[test]
+fn racing_creators_with_different_sizes_leave_no_orphan_keys() {
+    let server = OwnRedis::start(&[]);
+    for round in 0..5 {
+        let ns = format!("race-{round}");
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let handles: Vec<_> = [10_000u64, 20_000]
+            .into_iter()
+            .map(|cap| {
+                let (url, ns, barrier) = (server.url(), ns.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let mut spec = NamespaceSpec::new(cap, 1e-3);
+                    spec.mode = Mode::Bloom;
+                    spec.shards = Some(2);
+                    barrier.wait();
+                    RedisFilter::create(cfg(&url), &ns, &spec).map(|f| f.spec().capacity)
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let winners: Vec<u64> = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok().copied())
+            .collect();
+        assert_eq!(winners.len(), 1, "{results:?}");
+        for r in &results {
+            if let Err(e) = r {
+                assert!(matches!(e, RedisFilterError::Mismatch { .. }), "{e}");
+            }
+        }
+        // Only the winner's keys: its metadata and its two shard strings.
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("cs:{{{ns}*"))
+            .query(&mut server.con())
+            .unwrap();
+        assert_eq!(keys.len(), 3, "{keys:?}");
+    }
+}

@@ -65,6 +65,11 @@ pub struct GenSpec {
     /// Bits of each stored fingerprint: 64 (exact mode), 32 or 16 (fingerprints mode).
     #[serde(default = "sixty_four")]
     pub fp_bits: u32,
+    /// Random tag in the generation's key names, so that two clients racing to create
+    /// generation N with different sizes never write into each other's keys (the loser's keys
+    /// are unlinked).
+    #[serde(default)]
+    pub nonce: u32,
 }
 
 fn yes() -> bool {
@@ -174,6 +179,7 @@ impl GenSpec {
             buckets: 0,
             bitmap: true,
             fp_bits: 64,
+            nonce: new_nonce(),
         };
         g.capacity = items_for(g.data_bits() * shards, fp_rate, k).max(capacity);
         if store == Store::BloomAndFingerprints {
@@ -214,6 +220,7 @@ impl GenSpec {
             buckets: buckets_total.div_ceil(shards).max(1) as u32,
             bitmap: false,
             fp_bits,
+            nonce: new_nonce(),
         })
     }
 
@@ -286,6 +293,21 @@ impl GenSpec {
     }
 }
 
+fn new_nonce() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let seed = format!(
+        "{t}:{}:{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    (xxhash_rust::xxh3::xxh3_64(seed.as_bytes()) as u32).max(1)
+}
+
 #[inline]
 fn fastrange(x: u64, n: u64) -> u64 {
     ((x as u128 * n as u128) >> 64) as u64
@@ -311,27 +333,41 @@ impl Keys {
     }
 
     /// One shard string; its own hash tag spreads shards over cluster slots.
-    pub fn shard(ns: &str, gen: u32, shard: u32) -> String {
+    pub fn shard(ns: &str, g: &GenSpec, shard: u32) -> String {
         let mut s = String::new();
-        Self::write_shard(&mut s, ns, gen, shard);
+        Self::write_shard(&mut s, ns, g, shard);
         s
     }
 
     /// [`Keys::shard`] into a reused buffer (the hot path).
-    pub fn write_shard(out: &mut String, ns: &str, gen: u32, shard: u32) {
+    pub fn write_shard(out: &mut String, ns: &str, g: &GenSpec, shard: u32) {
+        Self::write_tag(out, ns, g, shard);
+        out.push_str(":bits");
+    }
+
+    /// `cs:{NS:GEN[-NONCE]:SHARD}`: the hash-tagged prefix of a shard's keys.
+    fn write_tag(out: &mut String, ns: &str, g: &GenSpec, shard: u32) {
         let mut b = itoa::Buffer::new();
         out.push_str("cs:{");
         out.push_str(ns);
         out.push(':');
-        out.push_str(b.format(gen));
+        out.push_str(b.format(g.id));
+        if g.nonce != 0 {
+            out.push('-');
+            out.push_str(b.format(g.nonce));
+        }
         out.push(':');
         out.push_str(b.format(shard));
-        out.push_str("}:bits");
+        out.push('}');
     }
 
-    /// One exact-confirm bucket (an intset), in the same slot as its shard.
-    pub fn bucket(ns: &str, gen: u32, shard: u32, bucket: u32) -> String {
-        format!("cs:{{{ns}:{gen}:{shard}}}:fp:{bucket}")
+    /// One fingerprint bucket (an intset), in the same slot as its shard.
+    pub fn bucket(ns: &str, g: &GenSpec, shard: u32, bucket: u32) -> String {
+        let mut s = String::new();
+        Self::write_tag(&mut s, ns, g, shard);
+        s.push_str(":fp:");
+        s.push_str(itoa::Buffer::new().format(bucket));
+        s
     }
 }
 

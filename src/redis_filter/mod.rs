@@ -515,18 +515,25 @@ impl RedisFilter {
         if !exists {
             allocate(&mut conn, ns, &g0)?;
             let gens = Generations {
-                live: vec![g0],
+                live: vec![g0.clone()],
                 retired: vec![],
             };
             let spec_json = serde_json::to_string(spec).expect("spec serializes");
             let gens_json = serde_json::to_string(&gens).expect("gens serialize");
-            let _: i64 = conn
+            let created: i64 = conn
                 .script(
                     &redis::Script::new(CREATE_LUA),
                     &meta_key,
                     &[&spec_json, &gens_json, &new_instance_id()],
                 )
                 .map_err(|e| RedisFilterError::from_redis(e, false))?;
+            if created != 1 {
+                // Another client created it first: our allocation is nobody's.
+                unlink_generation(&mut conn, ns, &g0)?;
+                if must_be_new {
+                    return Err(RedisFilterError::Exists(ns.to_string()));
+                }
+            }
         } else if must_be_new {
             return Err(RedisFilterError::Exists(ns.to_string()));
         }
@@ -825,8 +832,14 @@ impl RedisFilter {
                 unlink_generation(conn, &ns, &r.gen)?;
             }
         } else {
-            // Someone else changed it first: take theirs on the next refresh.
+            // Someone else changed it first: take theirs on the next refresh, and drop the
+            // generation we allocated for nothing (its nonce makes its keys ours alone).
             self.last_refresh = Instant::now() - self.cfg.refresh_interval * 2;
+            if let Some(g) = &added {
+                let ns = self.ns.clone();
+                let conn = self.conn()?;
+                unlink_generation(conn, &ns, g)?;
+            }
         }
         Ok(())
     }
@@ -1166,7 +1179,7 @@ impl RedisFilter {
                         .count();
                 batch.cmd(name, 2 + per * k * (end - start));
                 key.clear();
-                Keys::write_shard(&mut key, &self.ns, g.id, shard);
+                Keys::write_shard(&mut key, &self.ns, g, shard);
                 batch.arg(key.as_bytes());
                 let mut idx = Vec::with_capacity(end - start);
                 for &(_, i) in &order[start..end] {
@@ -1191,7 +1204,7 @@ impl RedisFilter {
             for &i in todo {
                 let (b, member) = g.bucket_of(fps[i]);
                 batch.cmd(name, 3);
-                batch.arg(Keys::bucket(&self.ns, g.id, g.shard_of(fps[i]), b).as_bytes());
+                batch.arg(Keys::bucket(&self.ns, g, g.shard_of(fps[i]), b).as_bytes());
                 batch.int(member);
             }
         }
@@ -1359,7 +1372,7 @@ impl RedisFilter {
             };
             for s in 0..g.shards {
                 if g.bitmap {
-                    let key = Keys::shard(&ns, g.id, s);
+                    let key = Keys::shard(&ns, g, s);
                     cmds.push(redis::cmd("BITCOUNT").arg(&key).clone());
                     cmds.push(usage(&key));
                 }
@@ -1373,7 +1386,7 @@ impl RedisFilter {
             while i < total {
                 let bk = Keys::bucket(
                     &ns,
-                    g.id,
+                    g,
                     (i / g.buckets as u64) as u32,
                     (i % g.buckets as u64) as u32,
                 );
@@ -1528,7 +1541,7 @@ fn allocate(conn: &mut Conn, ns: &str, g: &GenSpec) -> Result<(), RedisFilterErr
     let cmds: Vec<Cmd> = (0..g.shards)
         .map(|s| {
             redis::cmd("SETRANGE")
-                .arg(Keys::shard(ns, g.id, s))
+                .arg(Keys::shard(ns, g, s))
                 .arg(g.shard_bytes - 1)
                 .arg(&b"\0"[..])
                 .clone()
@@ -1546,10 +1559,10 @@ fn unlink_generation(conn: &mut Conn, ns: &str, g: &GenSpec) -> Result<(), Redis
     let mut keys = Vec::new();
     for s in 0..g.shards {
         if g.bitmap {
-            keys.push(Keys::shard(ns, g.id, s));
+            keys.push(Keys::shard(ns, g, s));
         }
         for b in 0..g.buckets {
-            keys.push(Keys::bucket(ns, g.id, s, b));
+            keys.push(Keys::bucket(ns, g, s, b));
         }
     }
     for chunk in keys.chunks(1000) {

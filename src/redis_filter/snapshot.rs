@@ -145,7 +145,7 @@ pub fn export(cfg: &RedisConfig, ns: &str, path: &Path) -> Result<Summary, Redis
     };
     for g in header.generations.iter().filter(|g| g.bitmap) {
         for s in 0..g.shards {
-            let key = Keys::shard(ns, g.id, s);
+            let key = Keys::shard(ns, g, s);
             let mut off = 0;
             while off < g.shard_bytes {
                 let end = (off + CHUNK).min(g.shard_bytes) - 1;
@@ -168,9 +168,7 @@ pub fn export(cfg: &RedisConfig, ns: &str, path: &Path) -> Result<Summary, Redis
     if header.spec.mode != Mode::Bloom {
         for g in &header.generations {
             for s in 0..g.shards {
-                let keys: Vec<String> = (0..g.buckets)
-                    .map(|b| Keys::bucket(ns, g.id, s, b))
-                    .collect();
+                let keys: Vec<String> = (0..g.buckets).map(|b| Keys::bucket(ns, g, s, b)).collect();
                 for chunk in keys.chunks(1000) {
                     let cmds = chunk
                         .iter()
@@ -362,7 +360,7 @@ pub fn import(
         &mut r,
         &header,
         |g, s, off, bytes| {
-            let key = Keys::shard(&ns, g.id, s);
+            let key = Keys::shard(&ns, g, s);
             let cmd = if off == 0 {
                 redis::cmd("SET").arg(&key).arg(bytes).clone()
             } else {
@@ -375,7 +373,7 @@ pub fn import(
             Ok(())
         },
         |g, s, b, members| {
-            let key = Keys::bucket(&ns, g.id, s, b);
+            let key = Keys::bucket(&ns, g, s, b);
             let mut cmds = vec![redis::cmd("DEL").arg(&key).clone()];
             for part in members.chunks(1000) {
                 cmds.push(redis::cmd("SADD").arg(&key).arg(part).clone());
@@ -422,11 +420,7 @@ pub fn import(
         for g in &header.generations {
             for s in 0..g.shards {
                 for b in 0..g.buckets {
-                    cmds.push(
-                        redis::cmd("SCARD")
-                            .arg(Keys::bucket(&ns, g.id, s, b))
-                            .clone(),
-                    );
+                    cmds.push(redis::cmd("SCARD").arg(Keys::bucket(&ns, g, s, b)).clone());
                 }
             }
         }
