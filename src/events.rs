@@ -115,15 +115,6 @@ fn bad(code: DeadLetterCode, detail: impl Into<String>) -> DecodeError {
     }
 }
 
-/// Namespace names, as the Redis filter accepts them.
-fn valid_namespace(ns: &str) -> bool {
-    !ns.is_empty()
-        && ns.len() <= 64
-        && ns
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
 impl UrlEvent {
     /// An event carrying only a URL.
     pub fn bare(url: impl Into<String>) -> UrlEvent {
@@ -173,7 +164,7 @@ impl UrlEvent {
             return Err(bad(DeadLetterCode::SchemaInvalid, "url is empty"));
         }
         if let Some(ns) = &self.namespace {
-            if !valid_namespace(ns) {
+            if !crate::redis_filter::layout::is_namespace(ns) {
                 return Err(bad(
                     DeadLetterCode::SchemaInvalid,
                     format!("namespace {ns:?}: use 1–64 of A–Z a–z 0–9 . _ -"),

@@ -716,24 +716,18 @@ fn pattern_verdicts_written_by_render_are_read_by_the_gate() {
     patterns::write(&mut conn, ns, similar, 3, 0.93).unwrap();
     patterns::write(&mut conn, ns, sampling, 2, 0.99).unwrap();
     patterns::write(&mut conn, ns, different, 5, 0.40).unwrap();
+    let mut plain = redis::Client::open(REDIS)
+        .unwrap()
+        .get_connection()
+        .unwrap();
     let _: () = redis::cmd("SET")
         .arg(patterns::key(ns, garbage))
         .arg("{not json")
-        .query(
-            &mut redis::Client::open(REDIS)
-                .unwrap()
-                .get_connection()
-                .unwrap(),
-        )
+        .query(&mut plain)
         .unwrap();
     let _: () = redis::cmd("DEL")
         .arg(patterns::key(ns, unknown))
-        .query(
-            &mut redis::Client::open(REDIS)
-                .unwrap()
-                .get_connection()
-                .unwrap(),
-        )
+        .query(&mut plain)
         .unwrap();
     let all = [similar, sampling, different, garbage, unknown];
     let mut r = PatternVerdicts::new(PatternConfig::default(), ns);

@@ -293,7 +293,9 @@ impl GenSpec {
     }
 }
 
-fn new_nonce() -> u32 {
+/// A value unique to this call (time, process and a counter, hashed): instance ids and
+/// generation nonces.
+pub(crate) fn unique_u64() -> u64 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let t = std::time::SystemTime::now()
@@ -305,7 +307,11 @@ fn new_nonce() -> u32 {
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     );
-    (xxhash_rust::xxh3::xxh3_64(seed.as_bytes()) as u32).max(1)
+    xxhash_rust::xxh3::xxh3_64(seed.as_bytes())
+}
+
+fn new_nonce() -> u32 {
+    (unique_u64() as u32).max(1)
 }
 
 #[inline]
@@ -371,14 +377,18 @@ impl Keys {
     }
 }
 
-/// Validate a namespace name.
-pub fn check_namespace(ns: &str) -> Result<(), RedisFilterError> {
-    let ok = !ns.is_empty()
+/// Whether `ns` is a valid namespace name (`[A-Za-z0-9._-]{1,64}`).
+pub fn is_namespace(ns: &str) -> bool {
+    !ns.is_empty()
         && ns.len() <= 64
         && ns
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if ok {
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Validate a namespace name.
+pub fn check_namespace(ns: &str) -> Result<(), RedisFilterError> {
+    if is_namespace(ns) {
         Ok(())
     } else {
         Err(RedisFilterError::Params(format!(

@@ -331,12 +331,7 @@ fn now_secs() -> u64 {
 }
 
 fn new_instance_id() -> String {
-    let t = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let seed = format!("{t}:{}:{:p}", std::process::id(), &t);
-    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(seed.as_bytes()))
+    format!("{:016x}", layout::unique_u64())
 }
 
 static CREATE_LUA: &str = r"
