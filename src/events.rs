@@ -84,9 +84,23 @@ pub enum DeadLetterCode {
     SchemaInvalid,
     /// Empty value (or only whitespace).
     Empty,
+    /// Names a namespace the gate will not serve: beyond its `redis.max_namespaces` (each
+    /// costs a filter client and its local tier; an unbounded set would let producers exhaust
+    /// the gate's memory), or missing from Redis while `redis.create_missing` is off.
+    NamespaceRefused,
 }
 
 impl DeadLetterCode {
+    /// Every code, in the schema's order.
+    pub const ALL: [DeadLetterCode; 6] = [
+        DeadLetterCode::TooLarge,
+        DeadLetterCode::NotUtf8,
+        DeadLetterCode::NotJson,
+        DeadLetterCode::SchemaInvalid,
+        DeadLetterCode::Empty,
+        DeadLetterCode::NamespaceRefused,
+    ];
+
     /// The stable code.
     pub fn code(self) -> &'static str {
         match self {
@@ -95,6 +109,7 @@ impl DeadLetterCode {
             DeadLetterCode::NotJson => "not_json",
             DeadLetterCode::SchemaInvalid => "schema_invalid",
             DeadLetterCode::Empty => "empty",
+            DeadLetterCode::NamespaceRefused => "namespace_refused",
         }
     }
 }

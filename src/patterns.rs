@@ -153,9 +153,10 @@ impl PatternVerdicts {
             .iter()
             .map(|&(i, _)| redis::cmd("GET").arg(key(&self.ns, patterns[i])).clone())
             .collect();
+        // A transport failure is retryable like the filter's own (the gate backs off and pauses).
         let replies = conn
             .pipeline(cmds)
-            .map_err(|e| RedisFilterError::Params(format!("reading pattern verdicts: {e}")))?;
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
         for (&(i, h), r) in misses.iter().zip(replies) {
             let s = match r {
                 redis::Value::BulkString(b) => match serde_json::from_slice::<PatternVerdict>(&b) {

@@ -90,7 +90,7 @@ impl Sieve {
     /// The fingerprint a canonical URL is deduplicated by: of the URL itself, or of its key under
     /// the opt-in merges ([`crate::url::Merge`]).
     /// Works on the canonical URL in `self.buf`, as left by [`Sieve::classify`].
-    fn dedup_fingerprint(&mut self) -> u128 {
+    pub fn dedup_fingerprint(&mut self) -> u128 {
         if self.canon.merges() {
             self.canon.dedup_key(&self.buf, &mut self.key);
             fingerprint(self.key.as_bytes())

@@ -40,16 +40,10 @@ fn event_schemas_list_exactly_the_codes() {
         schema_enum("rejected-event.v1.json", "/properties/reason/enum"),
         reason_codes()
     );
-    let dead: Vec<String> = [
-        DeadLetterCode::TooLarge,
-        DeadLetterCode::NotUtf8,
-        DeadLetterCode::NotJson,
-        DeadLetterCode::SchemaInvalid,
-        DeadLetterCode::Empty,
-    ]
-    .iter()
-    .map(|c| c.code().to_string())
-    .collect();
+    let dead: Vec<String> = DeadLetterCode::ALL
+        .iter()
+        .map(|c| c.code().to_string())
+        .collect();
     assert_eq!(
         schema_enum("dead-letter.v1.json", "/properties/error/enum"),
         dead

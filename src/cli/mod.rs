@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use url::Url;
 
+mod gate;
 mod redis;
 
 pub use redis::{BloomArgs, Dur, RedisArgs};
@@ -42,6 +43,8 @@ pub enum Command {
     Pattern(PatternArgs),
     /// Manage Redis-shared filters: create, stats, export, import, drop.
     Bloom(BloomArgs),
+    /// The Kafka stage: URL events in, new URLs to the fetch topic (at least once).
+    Gate(gate::GateArgs),
 }
 
 /// Input files and the line cap.
@@ -221,6 +224,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Canon(a) => canon(a),
         Command::Pattern(a) => pattern_cmd(a),
         Command::Bloom(a) => redis::bloom(a),
+        Command::Gate(a) => gate::gate(a),
     }
 }
 

@@ -14,13 +14,28 @@
 //! dead_letter_topic = "urls.dead-letter"
 //! # audit_topic = "urls.rejected"      # rejected URLs with their reason codes (off by default)
 //! batch_size = 1000
+//! batch_linger_ms = 20                 # wait at most this long to fill a batch
 //! max_message_bytes = 1048576
+//! workers = 1                          # consumers (threads) in this process
 //! [kafka.client]                       # passed to librdkafka as is (SASL/TLS, timeouts, ...)
 //! "security.protocol" = "SASL_SSL"
+//! [kafka.consumer]                     # consumer-only librdkafka properties
+//! "session.timeout.ms" = "45000"
+//! [kafka.producer]                     # producer-only librdkafka properties
+//! "compression.type" = "lz4"
 //!
 //! [redis]
 //! url = "redis://127.0.0.1:6379"
 //! namespace = "default"
+//! create_missing = true                # namespaces named by events are created on first use
+//! capacity = 10000000                  # ... with these parameters
+//! fp_rate = 0.0001
+//! mode = "fingerprints"
+//! max_namespaces = 64
+//! local_tier_slots = 1048576           # per namespace, 16 bytes each
+//!
+//! [metrics]
+//! listen = "0.0.0.0:9464"              # /metrics and /healthz (off when absent)
 //!
 //! [patterns]
 //! enable_url_pattern_dom_dedup = true
@@ -45,6 +60,16 @@ pub struct GateConfig {
     pub redis: RedisSection,
     /// URL-pattern feedback (seed 003).
     pub patterns: PatternConfig,
+    /// The metrics listener.
+    pub metrics: MetricsSection,
+}
+
+/// `[metrics]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSection {
+    /// `host:port` to serve `/metrics` and `/healthz` on; none = no listener.
+    pub listen: Option<String>,
 }
 
 /// `[kafka]`.
@@ -65,10 +90,23 @@ pub struct KafkaConfig {
     pub audit_topic: Option<String>,
     /// Messages per batch.
     pub batch_size: usize,
+    /// How long to wait for a batch to fill before processing what arrived (milliseconds).
+    pub batch_linger_ms: u64,
     /// Larger input messages are dead-lettered.
     pub max_message_bytes: usize,
-    /// librdkafka properties, passed through (`security.protocol`, `sasl.*`, `ssl.*`, …).
+    /// Consumers in this process (each a thread with its own consumer, producer and Redis
+    /// connection; partitions are spread over them by the group protocol).
+    pub workers: usize,
+    /// librdkafka properties for both clients, passed through (`security.protocol`, `sasl.*`,
+    /// `ssl.*`, …). Values may be strings, numbers or booleans.
+    #[serde(deserialize_with = "scalar_map")]
     pub client: BTreeMap<String, String>,
+    /// librdkafka properties for the consumer only (applied after `client`).
+    #[serde(deserialize_with = "scalar_map")]
+    pub consumer: BTreeMap<String, String>,
+    /// librdkafka properties for the producer only (applied after `client`).
+    #[serde(deserialize_with = "scalar_map")]
+    pub producer: BTreeMap<String, String>,
 }
 
 impl Default for KafkaConfig {
@@ -81,10 +119,40 @@ impl Default for KafkaConfig {
             dead_letter_topic: "urls.dead-letter".into(),
             audit_topic: None,
             batch_size: 1000,
+            batch_linger_ms: 20,
             max_message_bytes: crate::events::DEFAULT_MAX_MESSAGE_BYTES,
+            workers: 1,
             client: BTreeMap::new(),
+            consumer: BTreeMap::new(),
+            producer: BTreeMap::new(),
         }
     }
+}
+
+/// A table of librdkafka properties: every value becomes the string librdkafka expects
+/// (`6000` and `"6000"`, `true` and `"true"` are the same setting).
+fn scalar_map<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
+    use serde::de::Error;
+    let raw = BTreeMap::<String, toml::Value>::deserialize(d)?;
+    raw.into_iter()
+        .map(|(k, v)| {
+            let s = match v {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                other => {
+                    return Err(D::Error::custom(format!(
+                        "{k}: expected a string, number or boolean, found {}",
+                        other.type_str()
+                    )))
+                }
+            };
+            Ok((k, s))
+        })
+        .collect()
 }
 
 /// `[redis]`.
@@ -99,6 +167,20 @@ pub struct RedisSection {
     pub namespace: String,
     /// Request timeout, e.g. `"2s"`.
     pub timeout: String,
+    /// Create a namespace an event names (or the default one) when it does not exist, with the
+    /// parameters below; when false such events wait (back-pressure) until it is created.
+    pub create_missing: bool,
+    /// Capacity of namespaces the gate creates.
+    pub capacity: u64,
+    /// FP target of namespaces the gate creates.
+    pub fp_rate: f64,
+    /// Storage mode of namespaces the gate creates.
+    pub mode: crate::redis_filter::Mode,
+    /// Distinct namespaces one worker serves; events naming more are dead-lettered
+    /// (`namespace_limit`).
+    pub max_namespaces: usize,
+    /// Local first-tier slots per namespace (16 bytes each; 0 disables the tier).
+    pub local_tier_slots: usize,
 }
 
 impl Default for RedisSection {
@@ -108,6 +190,12 @@ impl Default for RedisSection {
             cluster: false,
             namespace: "default".into(),
             timeout: "2s".into(),
+            create_missing: true,
+            capacity: crate::cli::DEFAULT_CAPACITY,
+            fp_rate: crate::cli::DEFAULT_FP_RATE,
+            mode: crate::redis_filter::Mode::Fingerprints,
+            max_namespaces: 64,
+            local_tier_slots: 1 << 20,
         }
     }
 }
@@ -252,8 +340,32 @@ impl GateConfig {
         if k.max_message_bytes < 64 {
             return bad("kafka.max_message_bytes must be at least 64".into());
         }
-        if let Err(e) = self.redis.timeout.parse::<crate::cli::Dur>() {
+        if !(1..=64).contains(&k.workers) {
+            return bad(format!("kafka.workers {} is outside 1..=64", k.workers));
+        }
+        if k.batch_linger_ms > 60_000 {
+            return bad("kafka.batch_linger_ms must be at most 60000".into());
+        }
+        let r = &self.redis;
+        if let Err(e) = r.timeout.parse::<crate::cli::Dur>() {
             return bad(format!("redis.timeout: {e}"));
+        }
+        if !crate::redis_filter::layout::is_namespace(&r.namespace) {
+            return bad(format!(
+                "redis.namespace {:?}: use 1–64 of A–Z a–z 0–9 . _ -",
+                r.namespace
+            ));
+        }
+        if r.capacity == 0 || !(r.fp_rate > 0.0 && r.fp_rate < 1.0) {
+            return bad("redis.capacity must be positive and redis.fp_rate in (0, 1)".into());
+        }
+        if r.max_namespaces == 0 {
+            return bad("redis.max_namespaces must be at least 1".into());
+        }
+        if let Some(l) = &self.metrics.listen {
+            if l.parse::<std::net::SocketAddr>().is_err() {
+                return bad(format!("metrics.listen {l:?} is not host:port"));
+            }
         }
         let p = &self.patterns;
         if !(0.0..=1.0).contains(&p.url_pattern_dom_threshold) {
@@ -296,6 +408,7 @@ mod tests {
             &[
                 "kafka.batch_size=900".into(),
                 "kafka.client.\"sasl.mechanism\"=PLAIN".into(),
+                "kafka.consumer.\"session.timeout.ms\"=6000".into(),
             ],
         )
         .unwrap();
@@ -304,6 +417,10 @@ mod tests {
         assert_eq!(cfg.redis.namespace, "crawl-42");
         assert_eq!(cfg.kafka.client["security.protocol"], "SASL_SSL");
         assert_eq!(cfg.kafka.client["sasl.mechanism"], "PLAIN");
+        assert_eq!(
+            cfg.kafka.consumer["session.timeout.ms"], "6000",
+            "numbers become strings"
+        );
         assert_eq!(cfg.patterns.url_pattern_dom_threshold, 0.9);
         assert_eq!(cfg.patterns.url_pattern_dom_sample_count, 3, "seed default");
         assert_eq!(cfg.kafka.fetch_topic, "fetch", "built-in default");

@@ -74,6 +74,11 @@ impl PartitionOffsets {
         }
     }
 
+    /// The offset up to which everything is finished (next to read), committed or not.
+    pub fn committable(&self) -> Option<i64> {
+        self.committable
+    }
+
     /// Record that `offset` (from [`Self::to_commit`]) was committed.
     pub fn committed(&mut self, offset: i64) {
         self.committed = Some(self.committed.map_or(offset, |d| d.max(offset)));

@@ -111,7 +111,7 @@ impl RedisFilterError {
         }
     }
 
-    fn from_redis(e: redis::RedisError, ambiguous: bool) -> RedisFilterError {
+    pub(crate) fn from_redis(e: redis::RedisError, ambiguous: bool) -> RedisFilterError {
         use redis::{ErrorKind as K, ServerErrorKind as S};
         let transient = e.is_io_error()
             || e.is_timeout()

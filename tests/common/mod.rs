@@ -181,3 +181,5 @@ pub fn fps(seed: u64, n: usize) -> Vec<u128> {
         .map(|i| crawlsieve::bloom::fingerprint(format!("https://t{seed}.example/{i}").as_bytes()))
         .collect()
 }
+
+pub mod kafka;

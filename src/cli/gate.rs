@@ -1,0 +1,130 @@
+//! `crawlsieve gate`: the Kafka stage (see [`crate::gate`]).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use prometheus::core::Collector;
+
+use crate::gate::config::{self, GateConfig};
+use crate::gate::core::{GateCore, Passthrough};
+use crate::gate::kafka::Worker;
+use crate::gate::metrics::{self, GateMetrics};
+use crate::gate::signals::{self, Stop};
+
+use super::Dur;
+
+/// `crawlsieve gate` arguments.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// The configuration file (TOML; see docs/gate.md). Without one the built-in defaults
+    /// apply (Kafka and Redis on 127.0.0.1).
+    #[arg(long, short = 'c', env = "CRAWLSIEVE_GATE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Override one setting (repeatable): `--set kafka.batch_size=500`,
+    /// `--set 'kafka.client."security.protocol"=SASL_SSL'`.
+    #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Print the effective configuration (defaults, file, environment, --set) and exit.
+    #[arg(long)]
+    pub print_config: bool,
+    /// Exit (after a clean commit) once no message arrived for this long after the first one,
+    /// e.g. `5s`: for batch jobs and benchmarks. Default: run until SIGTERM/SIGINT.
+    #[arg(long, value_name = "DURATION")]
+    pub idle_exit: Option<Dur>,
+    /// Benchmark baseline: copy input messages to the fetch topic unchanged, with the same
+    /// client settings, batching and delivery discipline, and no decoding or filter.
+    #[arg(long, hide = true)]
+    pub passthrough: bool,
+}
+
+/// Run the gate until stopped.
+pub fn gate(a: GateArgs) -> Result<()> {
+    let cfg = config::load(a.config.as_deref(), std::env::vars(), &a.sets)?;
+    if a.print_config {
+        print!(
+            "{}",
+            toml::to_string(&cfg).context("printing the configuration")?
+        );
+        return Ok(());
+    }
+    let stop = signals::install();
+    let metrics = GateMetrics::new();
+    if let Some(addr) = &cfg.metrics.listen {
+        let l = std::net::TcpListener::bind(addr)
+            .with_context(|| format!("metrics.listen: cannot listen on {addr}"))?;
+        metrics::serve(l, std::sync::Arc::new(metrics.clone()));
+    }
+    let idle = a.idle_exit.map(|d| d.0);
+    let started = std::time::Instant::now();
+    let results: Vec<Result<()>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..cfg.kafka.workers)
+            .map(|id| {
+                let (cfg, metrics) = (&cfg, metrics.clone());
+                let passthrough = a.passthrough;
+                std::thread::Builder::new()
+                    .name(format!("gate-{id}"))
+                    .spawn_scoped(s, move || {
+                        let r = if passthrough {
+                            worker(cfg, Passthrough, metrics, stop, id, idle)
+                        } else {
+                            let core = GateCore::new(cfg.clone(), metrics.clone());
+                            worker(cfg, core, metrics, stop, id, idle)
+                        };
+                        if r.is_err() {
+                            stop.request(); // one worker's fatal error stops the others
+                        }
+                        r
+                    })
+                    .expect("spawn a gate worker")
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a gate worker panicked")))
+            })
+            .collect()
+    });
+    summary(&metrics, started.elapsed());
+    results.into_iter().collect()
+}
+
+fn worker<S: crate::gate::core::Stage>(
+    cfg: &GateConfig,
+    stage: S,
+    metrics: GateMetrics,
+    stop: Stop,
+    id: usize,
+    idle: Option<Duration>,
+) -> Result<()> {
+    Worker::new(cfg, stage, metrics, stop, id)?.run(idle)
+}
+
+/// One closing line on stderr (the metrics have the details).
+fn summary(m: &GateMetrics, elapsed: Duration) {
+    let rejected: u64 = m
+        .rejected
+        .collect()
+        .iter()
+        .flat_map(|f| f.get_metric())
+        .map(|x| x.get_counter().get_value() as u64)
+        .sum();
+    let dead: u64 = m
+        .dead_lettered
+        .collect()
+        .iter()
+        .flat_map(|f| f.get_metric())
+        .map(|x| x.get_counter().get_value() as u64)
+        .sum();
+    let consumed = m.consumed.get();
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    eprintln!(
+        "crawlsieve gate: consumed {consumed} in {secs:.1} s ({:.0}/s), emitted {}, duplicate {}, rejected {rejected}, dead-lettered {dead}",
+        consumed as f64 / secs,
+        m.emitted.get(),
+        m.duplicates.get(),
+    );
+}

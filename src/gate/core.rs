@@ -1,0 +1,581 @@
+//! The gate's decision for a batch of input messages, without Kafka: decode → reject junk →
+//! canonicalize → skip patterns verified similar → check the Redis filter → the records to
+//! produce. The Kafka driver ([`super::kafka`]) produces them, waits for every delivery report,
+//! and only then calls [`Stage::finish`], which marks the new URLs seen.
+//!
+//! The split is what makes the stage at-least-once: a URL is written to the filter only after
+//! its fetch event is durable in Kafka, so a crash at any point can repeat a URL but never lose
+//! one. [`Stage::stage`] only reads Redis and may be repeated as often as needed.
+
+use std::collections::{HashMap, HashSet};
+
+use url::Url;
+
+use crate::events::{
+    now_rfc3339, DeadLetter, DeadLetterCode, DecodeError, FetchEvent, RejectedEvent, UrlEvent,
+};
+use crate::patterns::PatternVerdicts;
+use crate::redis_filter::{
+    Conn, Expect, NamespaceSpec, RedisConfig, RedisFilter, RedisFilterError,
+};
+use crate::sieve::Sieve;
+use crate::url::{Canonicalizer, Reason, Validator};
+
+use super::config::GateConfig;
+use super::metrics::GateMetrics;
+
+/// Input messages, copied out of the consumer into one buffer (no allocation per message).
+#[derive(Debug, Default)]
+pub struct Batch {
+    msgs: Vec<Msg>,
+    data: Vec<u8>,
+}
+
+/// One input message's place in a [`Batch`].
+#[derive(Debug, Clone, Copy)]
+pub struct Msg {
+    /// Partition.
+    pub partition: i32,
+    /// Offset.
+    pub offset: i64,
+    key: Option<(usize, usize)>,
+    value: (usize, usize),
+}
+
+impl Batch {
+    /// Append a message (a missing value, a tombstone, is stored as empty).
+    pub fn push(&mut self, partition: i32, offset: i64, key: Option<&[u8]>, value: Option<&[u8]>) {
+        let mut span = |b: &[u8]| {
+            let s = self.data.len();
+            self.data.extend_from_slice(b);
+            (s, self.data.len())
+        };
+        let key = key.map(&mut span);
+        let value = span(value.unwrap_or_default());
+        self.msgs.push(Msg {
+            partition,
+            offset,
+            key,
+            value,
+        });
+    }
+
+    /// The messages, in arrival order.
+    pub fn msgs(&self) -> &[Msg] {
+        &self.msgs
+    }
+
+    /// Message `i`'s key.
+    pub fn key(&self, i: usize) -> Option<&[u8]> {
+        self.msgs[i].key.map(|(s, e)| &self.data[s..e])
+    }
+
+    /// Message `i`'s value.
+    pub fn value(&self, i: usize) -> &[u8] {
+        let (s, e) = self.msgs[i].value;
+        &self.data[s..e]
+    }
+
+    /// Number of messages.
+    pub fn len(&self) -> usize {
+        self.msgs.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.msgs.is_empty()
+    }
+
+    /// Empty it, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.msgs.clear();
+        self.data.clear();
+    }
+
+    /// Keep only the messages `keep` accepts (their bytes stay where they are).
+    pub fn retain(&mut self, mut keep: impl FnMut(&Msg) -> bool) {
+        self.msgs.retain(|m| keep(m));
+    }
+
+    /// Move every message of `other` to the end of this batch.
+    pub fn append(&mut self, other: &mut Batch) {
+        for i in 0..other.len() {
+            let m = other.msgs[i];
+            let key = other.key(i).map(<[u8]>::to_vec);
+            let value = other.value(i).to_vec();
+            self.push(m.partition, m.offset, key.as_deref(), Some(&value));
+        }
+        other.clear();
+    }
+}
+
+/// Where a staged record goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dest {
+    /// The fetch topic (keyed by host).
+    Fetch,
+    /// The audit topic of rejected URLs.
+    Audit,
+    /// The dead-letter topic.
+    DeadLetter,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    dest: Dest,
+    key: Option<(usize, usize)>,
+    payload: (usize, usize),
+}
+
+/// What a batch turned into: records to produce, fingerprints to insert after delivery, counts.
+#[derive(Debug, Default)]
+pub struct Staged {
+    records: Vec<Record>,
+    buf: Vec<u8>,
+    /// (namespace, fingerprints of its new URLs).
+    inserts: Vec<(String, Vec<u128>)>,
+    /// Input messages the batch held.
+    pub consumed: u64,
+    /// Rejections per reason (indexed by [`Reason::index`]).
+    pub rejected: Vec<(Reason, u64)>,
+    /// Duplicates.
+    pub duplicates: u64,
+    /// Fetch events.
+    pub emitted: u64,
+    /// Dead letters per code.
+    pub dead: Vec<(DeadLetterCode, u64)>,
+}
+
+impl Staged {
+    fn clear(&mut self) {
+        self.records.clear();
+        self.buf.clear();
+        self.inserts.clear();
+        self.consumed = 0;
+        self.rejected.clear();
+        self.duplicates = 0;
+        self.emitted = 0;
+        self.dead.clear();
+    }
+
+    fn record(&mut self, dest: Dest, key: Option<&[u8]>, write: impl FnOnce(&mut Vec<u8>)) {
+        let key = key.map(|k| {
+            let s = self.buf.len();
+            self.buf.extend_from_slice(k);
+            (s, self.buf.len())
+        });
+        let s = self.buf.len();
+        write(&mut self.buf);
+        self.records.push(Record {
+            dest,
+            key,
+            payload: (s, self.buf.len()),
+        });
+    }
+
+    fn json<T: serde::Serialize>(&mut self, dest: Dest, key: Option<&[u8]>, v: &T) {
+        self.record(dest, key, |buf| {
+            serde_json::to_writer(buf, v).expect("event types serialize")
+        });
+    }
+
+    /// Number of records to produce.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Record `i`: destination, key, payload.
+    pub fn get(&self, i: usize) -> (Dest, Option<&[u8]>, &[u8]) {
+        let r = self.records[i];
+        (
+            r.dest,
+            r.key.map(|(s, e)| &self.buf[s..e]),
+            &self.buf[r.payload.0..r.payload.1],
+        )
+    }
+
+    /// Fingerprints [`Stage::finish`] will insert, per namespace.
+    pub fn inserts(&self) -> &[(String, Vec<u128>)] {
+        &self.inserts
+    }
+
+    fn count_reject(&mut self, r: Reason) {
+        match self.rejected.iter_mut().find(|(x, _)| *x == r) {
+            Some((_, n)) => *n += 1,
+            None => self.rejected.push((r, 1)),
+        }
+    }
+
+    fn count_dead(&mut self, c: DeadLetterCode) {
+        match self.dead.iter_mut().find(|(x, _)| *x == c) {
+            Some((_, n)) => *n += 1,
+            None => self.dead.push((c, 1)),
+        }
+    }
+
+    /// Add the counts to `m` (called once the batch is finished).
+    pub fn account(&self, m: &GateMetrics) {
+        m.consumed.inc_by(self.consumed);
+        for (r, n) in &self.rejected {
+            m.rejected.with_label_values(&[r.code()]).inc_by(*n);
+        }
+        m.duplicates.inc_by(self.duplicates);
+        m.emitted.inc_by(self.emitted);
+        for (c, n) in &self.dead {
+            m.dead_lettered.with_label_values(&[c.code()]).inc_by(*n);
+        }
+    }
+}
+
+/// One step of the pipeline between consume and commit.
+pub trait Stage {
+    /// Turn `batch` into `out` (cleared first). Reads only: may be repeated after an error.
+    fn stage(
+        &mut self,
+        topic: &str,
+        batch: &Batch,
+        out: &mut Staged,
+    ) -> Result<(), RedisFilterError>;
+    /// After every record of `out` was delivered: record what must be remembered (idempotent).
+    fn finish(&mut self, out: &Staged) -> Result<(), RedisFilterError>;
+}
+
+/// A bare consume → produce copy, the ceiling the gate is measured against: same batching, same
+/// delivery discipline, no decoding and no filter.
+#[derive(Debug, Default)]
+pub struct Passthrough;
+
+impl Stage for Passthrough {
+    fn stage(&mut self, _: &str, batch: &Batch, out: &mut Staged) -> Result<(), RedisFilterError> {
+        out.clear();
+        for i in 0..batch.len() {
+            out.record(Dest::Fetch, batch.key(i), |b| {
+                b.extend_from_slice(batch.value(i))
+            });
+        }
+        out.consumed = batch.len() as u64;
+        out.emitted = batch.len() as u64;
+        Ok(())
+    }
+
+    fn finish(&mut self, _: &Staged) -> Result<(), RedisFilterError> {
+        Ok(())
+    }
+}
+
+struct Namespace {
+    filter: RedisFilter,
+    verdicts: PatternVerdicts,
+}
+
+/// A URL that passed the sieve, waiting for the filter's answer.
+struct Pending {
+    ns: usize,
+    fp: u128,
+    canonical: String,
+    pattern: String,
+    event: UrlEvent,
+    skipped: bool,
+    new: bool,
+}
+
+/// The gate's stage: decode, sieve, pattern verdicts, the Redis filter.
+pub struct GateCore {
+    cfg: GateConfig,
+    redis: RedisConfig,
+    sieve: Sieve,
+    source: Option<String>,
+    names: Vec<String>,
+    namespaces: HashMap<String, Namespace>,
+    patterns_conn: Option<Conn>,
+    pending: Vec<Pending>,
+    seen: HashSet<(usize, u128)>,
+    metrics: GateMetrics,
+}
+
+impl GateCore {
+    /// A stage for `cfg`; Redis is connected on first use.
+    pub fn new(cfg: GateConfig, metrics: GateMetrics) -> GateCore {
+        let mut redis = RedisConfig::new(&cfg.redis.url);
+        redis.cluster |= cfg.redis.cluster;
+        if let Ok(d) = cfg.redis.timeout.parse::<crate::cli::Dur>() {
+            redis.response_timeout = d.0;
+            redis.connect_timeout = d.0;
+        }
+        redis.local_tier_slots = cfg.redis.local_tier_slots;
+        GateCore {
+            cfg,
+            redis,
+            sieve: Sieve::new(Validator::default(), Canonicalizer::default(), None),
+            source: None,
+            names: Vec::new(),
+            namespaces: HashMap::new(),
+            patterns_conn: None,
+            pending: Vec::new(),
+            seen: HashSet::new(),
+            metrics,
+        }
+    }
+
+    /// Index of namespace `ns`, attaching (or creating) its filter on first use; `Err(detail)`
+    /// inside `Ok` when the gate refuses it (limit reached, or missing and not to be created).
+    fn namespace(&mut self, ns: &str) -> Result<Result<usize, String>, RedisFilterError> {
+        if let Some(i) = self.names.iter().position(|n| n == ns) {
+            return Ok(Ok(i));
+        }
+        let r = &self.cfg.redis;
+        if self.names.len() >= r.max_namespaces {
+            return Ok(Err(format!(
+                "namespace {ns:?} is beyond redis.max_namespaces ({})",
+                r.max_namespaces
+            )));
+        }
+        let filter = match RedisFilter::attach(self.redis.clone(), ns, &Expect::default()) {
+            Err(RedisFilterError::NotFound(_)) if r.create_missing => {
+                let mut spec = NamespaceSpec::new(r.capacity, r.fp_rate);
+                spec.mode = r.mode;
+                RedisFilter::create(self.redis.clone(), ns, &spec)?
+            }
+            Err(RedisFilterError::NotFound(_)) => {
+                return Ok(Err(format!(
+                    "namespace {ns:?} does not exist and redis.create_missing is off"
+                )))
+            }
+            other => other?,
+        };
+        for w in filter.warnings() {
+            eprintln!("crawlsieve gate: namespace {ns}: {w}");
+        }
+        self.namespaces.insert(
+            ns.to_string(),
+            Namespace {
+                filter,
+                verdicts: PatternVerdicts::new(self.cfg.patterns.clone(), ns),
+            },
+        );
+        self.names.push(ns.to_string());
+        Ok(Ok(self.names.len() - 1))
+    }
+
+    /// Use `source` as the base of relative candidates (parsed once per distinct source).
+    fn set_source(&mut self, source: Option<&str>) {
+        if self.source.as_deref() == source {
+            return;
+        }
+        self.sieve.base = source.and_then(|s| Url::parse(s).ok());
+        self.source = source.map(String::from);
+    }
+
+    fn reject(&self, out: &mut Staged, ev: &UrlEvent, reason: Reason, now: &str) {
+        out.count_reject(reason);
+        if self.cfg.kafka.audit_topic.is_some() {
+            let r = RejectedEvent {
+                url: ev.url.clone(),
+                reason,
+                namespace: ev.namespace.clone(),
+                source: ev.source.clone(),
+                crawl_id: ev.crawl_id.clone(),
+                gated_at: now.to_string(),
+            };
+            out.json(Dest::Audit, None, &r);
+        }
+    }
+
+    fn dead_letter(out: &mut Staged, err: &DecodeError, topic: &str, batch: &Batch, i: usize) {
+        let m = batch.msgs()[i];
+        let d = DeadLetter::new(
+            err,
+            topic,
+            m.partition,
+            m.offset,
+            batch.key(i),
+            batch.value(i),
+        );
+        out.count_dead(err.code);
+        out.json(Dest::DeadLetter, batch.key(i), &d);
+    }
+}
+
+impl Stage for GateCore {
+    fn stage(
+        &mut self,
+        topic: &str,
+        batch: &Batch,
+        out: &mut Staged,
+    ) -> Result<(), RedisFilterError> {
+        out.clear();
+        self.pending.clear();
+        out.consumed = batch.len() as u64;
+        let now = now_rfc3339();
+        let max = self.cfg.kafka.max_message_bytes;
+        let default_ns = self.cfg.redis.namespace.clone();
+        // 1. Decode and sieve; dead letters and rejections are staged at once.
+        for i in 0..batch.len() {
+            let ev = match UrlEvent::decode(batch.value(i), max) {
+                Ok(ev) => ev,
+                Err(e) => {
+                    Self::dead_letter(out, &e, topic, batch, i);
+                    continue;
+                }
+            };
+            let ns_name = ev.namespace.as_deref().unwrap_or(&default_ns);
+            let ns = match self.namespace(ns_name)? {
+                Ok(ns) => ns,
+                Err(detail) => {
+                    let e = DecodeError {
+                        code: DeadLetterCode::NamespaceRefused,
+                        detail,
+                    };
+                    Self::dead_letter(out, &e, topic, batch, i);
+                    continue;
+                }
+            };
+            self.set_source(ev.source.as_deref());
+            match self.sieve.classify(ev.url.as_bytes(), false) {
+                Err(reason) => self.reject(out, &ev, reason, &now),
+                Ok(c) => {
+                    let canonical = c.to_string();
+                    let fp = self.sieve.dedup_fingerprint();
+                    let pattern = crate::url::pattern::pattern(&canonical);
+                    self.pending.push(Pending {
+                        ns,
+                        fp,
+                        canonical,
+                        pattern,
+                        event: ev,
+                        skipped: false,
+                        new: false,
+                    });
+                }
+            }
+        }
+        // 2. Per namespace: pattern verdicts, then one filter check for the rest.
+        let t = std::time::Instant::now();
+        let mut pending = std::mem::take(&mut self.pending);
+        let mut skip = Vec::new();
+        let mut fps = Vec::new();
+        let mut idx = Vec::new();
+        let mut news = Vec::new();
+        for ns in 0..self.names.len() {
+            idx.clear();
+            idx.extend((0..pending.len()).filter(|&j| pending[j].ns == ns));
+            if idx.is_empty() {
+                continue;
+            }
+            let state = self
+                .namespaces
+                .get_mut(&self.names[ns])
+                .expect("every name has its state");
+            if self.cfg.patterns.enable_url_pattern_dom_dedup {
+                if self.patterns_conn.is_none() {
+                    self.patterns_conn = Some(
+                        Conn::connect(&self.redis)
+                            .map_err(|e| RedisFilterError::from_redis(e, false))?,
+                    );
+                }
+                let conn = self.patterns_conn.as_mut().expect("connected above");
+                let pats: Vec<&str> = idx.iter().map(|&j| pending[j].pattern.as_str()).collect();
+                if let Err(e) = state.verdicts.skip_batch(conn, &pats, &mut skip) {
+                    self.patterns_conn = None; // reconnect on the retry
+                    self.pending = pending;
+                    return Err(e);
+                }
+                let mut k = 0;
+                idx.retain(|&j| {
+                    let s = skip[k];
+                    k += 1;
+                    pending[j].skipped = s;
+                    !s
+                });
+            }
+            fps.clear();
+            fps.extend(idx.iter().map(|&j| pending[j].fp));
+            if let Err(e) = state.filter.check(&fps, &mut news) {
+                self.pending = pending;
+                return Err(e);
+            }
+            for (&j, &n) in idx.iter().zip(&news) {
+                pending[j].new = n;
+            }
+        }
+        self.metrics
+            .filter_seconds
+            .observe(t.elapsed().as_secs_f64());
+        // 3. In input order: skipped patterns are rejected, repeats within the batch are
+        //    duplicates, the rest become fetch events.
+        self.seen.clear();
+        let mut inserts: Vec<Vec<u128>> = vec![Vec::new(); self.names.len()];
+        for p in pending.drain(..) {
+            if p.skipped {
+                self.reject(out, &p.event, Reason::PatternSimilar, &now);
+                continue;
+            }
+            if !p.new {
+                out.duplicates += 1;
+                continue;
+            }
+            if !self.seen.insert((p.ns, p.fp)) {
+                out.duplicates += 1;
+                continue;
+            }
+            inserts[p.ns].push(p.fp);
+            let host = host_of(&p.canonical).to_string();
+            let ev = p.event;
+            let fe = FetchEvent {
+                url: p.canonical,
+                original: ev.url,
+                pattern: p.pattern,
+                host,
+                namespace: self.names[p.ns].clone(),
+                source: ev.source,
+                depth: ev.depth,
+                discovered_at: ev.discovered_at,
+                crawl_id: ev.crawl_id,
+                method: ev.method,
+                metadata: ev.metadata,
+                gated_at: now.clone(),
+            };
+            out.emitted += 1;
+            let key = fe.host.clone();
+            out.json(Dest::Fetch, Some(key.as_bytes()), &fe);
+        }
+        self.pending = pending;
+        out.inserts = self
+            .names
+            .iter()
+            .zip(inserts)
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(n, v)| (n.clone(), v))
+            .collect();
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &Staged) -> Result<(), RedisFilterError> {
+        let t = std::time::Instant::now();
+        for (ns, fps) in &out.inserts {
+            let state = self
+                .namespaces
+                .get_mut(ns)
+                .expect("staged namespaces are attached");
+            state.filter.insert(fps)?;
+        }
+        self.metrics
+            .filter_seconds
+            .observe(t.elapsed().as_secs_f64());
+        Ok(())
+    }
+}
+
+/// The host (with a non-default port) of a canonical absolute URL: the authority without
+/// userinfo.
+pub fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let auth = &rest[..end];
+    auth.rsplit_once('@').map_or(auth, |(_, h)| h)
+}

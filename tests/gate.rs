@@ -1,0 +1,329 @@
+//! `crawlsieve gate` against a real Kafka-protocol broker (tansu, one per test) and real Redis
+//! (the shared 127.0.0.1:6379, and servers of the tests' own where one is stopped).
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::kafka::{committed, create_topics, produce, read_all, Got, Tansu};
+use common::{free_port, OwnRedis, REDIS};
+use crawlsieve::events::{DeadLetter, DeadLetterCode, FetchEvent, RejectedEvent};
+use crawlsieve::gate::config::GateConfig;
+use crawlsieve::gate::core::{Batch, Dest, GateCore, Stage, Staged};
+use crawlsieve::gate::metrics::GateMetrics;
+use crawlsieve::redis_filter::{RedisConfig, RedisFilter};
+use crawlsieve::url::Reason;
+
+/// A namespace of this test run's own (dropped by [`Ns`]'s drop).
+struct Ns {
+    name: String,
+    url: String,
+}
+
+impl Ns {
+    fn new(tag: &str, url: &str) -> Ns {
+        let name = format!("gate-{tag}-{}-{}", std::process::id(), free_port());
+        let _ = RedisFilter::drop_namespace(&RedisConfig::new(url), &name);
+        Ns {
+            name,
+            url: url.to_string(),
+        }
+    }
+}
+
+impl Drop for Ns {
+    fn drop(&mut self) {
+        let _ = RedisFilter::drop_namespace(&RedisConfig::new(&self.url), &self.name);
+    }
+}
+
+/// Settings every test gate gets: its broker, group, namespace, and a short group session
+/// (tansu joins a group in session.timeout/2).
+fn base_sets(brokers: &str, group: &str, ns: &str, redis: &str) -> Vec<String> {
+    vec![
+        format!("kafka.brokers={brokers}"),
+        format!("kafka.group_id={group}"),
+        format!("redis.namespace={ns}"),
+        format!("redis.url={redis}"),
+        "redis.fp_rate=1e-9".into(), // 64-bit fingerprints: no false drop in a test
+        "redis.timeout=1s".into(),
+        "kafka.consumer.\"session.timeout.ms\"=6000".into(),
+        "kafka.consumer.\"heartbeat.interval.ms\"=500".into(),
+        "kafka.batch_linger_ms=10".into(),
+    ]
+}
+
+/// A `crawlsieve gate` child process.
+struct GateProc {
+    child: Option<Child>,
+}
+
+impl GateProc {
+    fn start(sets: &[String], extra: &[&str]) -> GateProc {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_crawlsieve"));
+        cmd.arg("gate");
+        for s in sets {
+            cmd.arg("--set").arg(s);
+        }
+        cmd.args(extra).stdout(Stdio::null()).stderr(Stdio::piped());
+        GateProc {
+            child: Some(cmd.spawn().expect("start crawlsieve gate")),
+        }
+    }
+
+    fn signal(&self, sig: i32) {
+        if let Some(c) = &self.child {
+            unsafe { libc::kill(c.id() as i32, sig) };
+        }
+    }
+
+    /// SIGKILL and reap.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Wait for the exit (at most `limit`); returns the status and stderr.
+    fn wait(&mut self, limit: Duration) -> (std::process::ExitStatus, String) {
+        let mut c = self.child.take().expect("running");
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(st) = c.try_wait().unwrap() {
+                let mut err = String::new();
+                use std::io::Read;
+                c.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                return (st, err);
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                let out = c.wait_with_output().unwrap();
+                panic!(
+                    "the gate did not exit within {limit:?}; stderr:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for GateProc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn fetch_events(got: &[Got]) -> Vec<FetchEvent> {
+    got.iter()
+        .map(|g| serde_json::from_slice::<FetchEvent>(&g.value).expect("a fetch event"))
+        .collect()
+}
+
+fn values(lines: &[&str]) -> Vec<Vec<u8>> {
+    lines.iter().map(|l| l.as_bytes().to_vec()).collect()
+}
+
+#[test]
+fn stage_reads_only_and_finish_marks_seen() {
+    let ns = Ns::new("core", REDIS);
+    let mut cfg = GateConfig::default();
+    cfg.redis.namespace = ns.name.clone();
+    cfg.kafka.audit_topic = Some("audit".into());
+    let mut core = GateCore::new(cfg, GateMetrics::new());
+    let mut batch = Batch::default();
+    for (i, v) in [
+        "https://a.example/x?utm_source=1",
+        "https://A.example/x",
+        "javascript:void(0)",
+        "{\"url\": 5}",
+        "https://b.example/y",
+    ]
+    .iter()
+    .enumerate()
+    {
+        batch.push(0, i as i64, Some(b"k"), Some(v.as_bytes()));
+    }
+    let mut st = Staged::default();
+    let dests = |st: &Staged| -> Vec<Dest> { (0..st.len()).map(|i| st.get(i).0).collect() };
+    core.stage("in", &batch, &mut st).unwrap();
+    let first = dests(&st);
+    assert_eq!(
+        st.emitted, 2,
+        "a.example/x once (the repeat is in the batch), b.example/y"
+    );
+    assert_eq!(st.duplicates, 1);
+    // Staging again (a retry) gives the same answer: nothing was written.
+    core.stage("in", &batch, &mut st).unwrap();
+    assert_eq!(dests(&st), first);
+    assert_eq!(st.emitted, 2);
+    let (_, key, payload) = (0..st.len())
+        .map(|i| st.get(i))
+        .find(|r| r.0 == Dest::Fetch)
+        .unwrap();
+    assert_eq!(
+        key,
+        Some(&b"a.example"[..]),
+        "fetch events are keyed by host"
+    );
+    let fe: FetchEvent = serde_json::from_slice(payload).unwrap();
+    assert_eq!(fe.url, "https://a.example/x");
+    assert_eq!(fe.original, "https://a.example/x?utm_source=1");
+    let audit: Vec<RejectedEvent> = (0..st.len())
+        .map(|i| st.get(i))
+        .filter(|r| r.0 == Dest::Audit)
+        .map(|r| serde_json::from_slice(r.2).unwrap())
+        .collect();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].reason, Reason::NonFetchableScheme);
+    let dead: Vec<DeadLetter> = (0..st.len())
+        .map(|i| st.get(i))
+        .filter(|r| r.0 == Dest::DeadLetter)
+        .map(|r| serde_json::from_slice(r.2).unwrap())
+        .collect();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(
+        (dead[0].error, dead[0].offset),
+        (DeadLetterCode::SchemaInvalid, 3)
+    );
+    // Only after finish are the URLs seen.
+    core.finish(&st).unwrap();
+    core.stage("in", &batch, &mut st).unwrap();
+    assert_eq!(st.emitted, 0);
+    assert_eq!(st.duplicates, 3);
+}
+
+#[test]
+fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(
+        &b,
+        &[
+            ("urls", 3),
+            ("fetch", 3),
+            ("audit", 1),
+            ("urls.dead-letter", 1),
+        ],
+    );
+    let ns = Ns::new("e2e", REDIS);
+    let ns2 = Ns::new("e2e2", REDIS);
+    // A verdict written as the render stage will: pages of this pattern are near-identical.
+    let pat = crawlsieve::url::pattern::pattern("https://tpl.example/p/1");
+    {
+        let mut conn = crawlsieve::redis_filter::Conn::connect(&RedisConfig::new(REDIS)).unwrap();
+        crawlsieve::patterns::write(&mut conn, &ns.name, &pat, 3, 0.97).unwrap();
+    }
+    let big = format!("https://big.example/{}", "a".repeat(5000));
+    let mut lines: Vec<String> = vec![
+        "https://shop.example/item?id=1&utm_source=x".into(),
+        "\"https://shop.example/item?id=1\"".into(),
+        r#"{"url":"a.html","source":"https://docs.example/guide/","depth":2,"crawl_id":"c1","metadata":{"k":[1,2]}}"#.into(),
+        r#"{"url":"javascript:void(0)"}"#.into(),
+        "function(){return 1}".into(),
+        "{\"url\": ".into(),
+        r#"{"ulr":"https://x.example/"}"#.into(),
+        "   ".into(),
+        big,
+        format!(r#"{{"url":"https://other.example/x","namespace":"{}"}}"#, ns2.name),
+        "https://tpl.example/p/7".into(),
+        "https://tpl.example/p/8".into(),
+    ];
+    for i in 0..300 {
+        let j = i % 150; // each generated URL twice
+        lines.push(format!("https://h{}.example/page/{j}", j % 7));
+    }
+    let mut vals: Vec<Vec<u8>> = lines.iter().map(|l| l.as_bytes().to_vec()).collect();
+    vals.insert(5, b"\xff\xfe not utf-8".to_vec());
+    produce(&b, "urls", 3, &vals);
+
+    let mut sets = base_sets(&b, "g1", &ns.name, REDIS);
+    sets.push("kafka.audit_topic=audit".into());
+    sets.push("kafka.max_message_bytes=4096".into());
+    let mut g = GateProc::start(&sets, &["--idle-exit", "3s"]);
+    let (st, err) = g.wait(Duration::from_secs(90));
+    assert!(st.success(), "gate failed: {err}");
+
+    let fetch = read_all(&b, "fetch", 3, Duration::from_secs(2));
+    let evs = fetch_events(&fetch);
+    let urls: Vec<&str> = evs.iter().map(|e| e.url.as_str()).collect();
+    let distinct: HashSet<&str> = urls.iter().copied().collect();
+    assert_eq!(
+        urls.len(),
+        distinct.len(),
+        "one gate, no crash: each URL once"
+    );
+    // 150 generated + shop item + docs page + other.example.
+    assert_eq!(distinct.len(), 153, "{err}");
+    assert!(distinct.contains("https://shop.example/item?id=1"));
+    assert!(
+        !urls.iter().any(|u| u.starts_with("https://tpl.example/")),
+        "pattern verified similar"
+    );
+    let docs = evs
+        .iter()
+        .find(|e| e.url == "https://docs.example/guide/a.html")
+        .expect("relative URL resolved against its source");
+    assert_eq!(
+        (docs.depth, docs.crawl_id.as_deref()),
+        (Some(2), Some("c1"))
+    );
+    assert_eq!(
+        docs.metadata.as_ref().unwrap()["k"],
+        serde_json::json!([1, 2])
+    );
+    let other = evs
+        .iter()
+        .find(|e| e.url == "https://other.example/x")
+        .unwrap();
+    assert_eq!(other.namespace, ns2.name, "an event may name its namespace");
+    // Keyed by host: one host, one partition.
+    let mut part_of: HashMap<&str, i32> = HashMap::new();
+    for (g, e) in fetch.iter().zip(&evs) {
+        assert_eq!(g.key.as_deref(), Some(e.host.as_bytes()));
+        assert_eq!(
+            *part_of.entry(e.host.as_str()).or_insert(g.partition),
+            g.partition
+        );
+    }
+
+    let audit: Vec<RejectedEvent> = read_all(&b, "audit", 1, Duration::from_secs(1))
+        .iter()
+        .map(|g| serde_json::from_slice(&g.value).unwrap())
+        .collect();
+    let reasons: HashSet<Reason> = audit.iter().map(|r| r.reason).collect();
+    assert!(reasons.contains(&Reason::NonFetchableScheme), "{reasons:?}");
+    assert!(reasons.contains(&Reason::PatternSimilar), "{reasons:?}");
+    assert_eq!(
+        audit
+            .iter()
+            .filter(|r| r.reason == Reason::PatternSimilar)
+            .count(),
+        2
+    );
+
+    let dead: Vec<DeadLetter> = read_all(&b, "urls.dead-letter", 1, Duration::from_secs(1))
+        .iter()
+        .map(|g| serde_json::from_slice(&g.value).unwrap())
+        .collect();
+    let mut codes: Vec<&str> = dead.iter().map(|d| d.error.code()).collect();
+    codes.sort();
+    assert_eq!(
+        codes,
+        [
+            "empty",
+            "not_json",
+            "not_utf8",
+            "schema_invalid",
+            "too_large"
+        ]
+    );
+    // The offset advanced past every poison message: everything is committed.
+    let c = committed(&b, "g1", "urls", 3);
+    let total: i64 = c.values().sum();
+    assert_eq!(total, vals.len() as i64, "committed offsets {c:?}");
+    assert!(err.contains("consumed"), "a closing summary: {err}");
+}
