@@ -7,9 +7,9 @@ use std::collections::{HashMap, HashSet};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::kafka::{committed, create_topics, produce, read_all, Got, Tansu};
+use common::kafka::{committed, create_topics, produce, read_all, read_until, Got, Tansu};
 use common::{free_port, OwnRedis, REDIS};
-use crawlsieve::events::{DeadLetter, DeadLetterCode, FetchEvent, RejectedEvent};
+use crawlsieve::events::{DeadLetter, DeadLetterCode, FetchEvent, RejectedEvent, UrlEvent};
 use crawlsieve::gate::config::GateConfig;
 use crawlsieve::gate::core::{Batch, Dest, GateCore, Stage, Staged};
 use crawlsieve::gate::metrics::GateMetrics;
@@ -123,8 +123,100 @@ fn fetch_events(got: &[Got]) -> Vec<FetchEvent> {
         .collect()
 }
 
-fn values(lines: &[&str]) -> Vec<Vec<u8>> {
-    lines.iter().map(|l| l.as_bytes().to_vec()).collect()
+/// A realistic input: the first `n` lines of the shared real candidate corpus (junk included),
+/// half of them as JSON events with a source page (so relative candidates resolve), repeats as
+/// they come, and a poison message (not UTF-8, not JSON, schema-invalid, empty) every 199th.
+fn workload(n: usize) -> Vec<Vec<u8>> {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "xz -dc {} | head -n {n}",
+            common::shared("urls/candidates.txt.xz").display()
+        ))
+        .output()
+        .expect("xz");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut vals = Vec::with_capacity(n);
+    for (i, line) in text.lines().enumerate() {
+        if vals.len() >= n {
+            break;
+        }
+        if i % 199 == 7 {
+            vals.push(match (i / 199) % 4 {
+                0 => [&[0xff_u8, b' '][..], format!("poison-{i}").as_bytes()].concat(),
+                1 => format!("{{\"url\": \"poison-{i}").into_bytes(),
+                2 => format!("{{\"ulr\": \"poison-{i}\"}}").into_bytes(),
+                _ => Vec::new(),
+            });
+        }
+        if i % 2 == 0 {
+            let ev = serde_json::json!({
+                "url": line,
+                "source": format!("https://site{}.example/docs/", i % 50),
+                "crawl_id": "c1",
+            });
+            vals.push(ev.to_string().into_bytes());
+        } else {
+            vals.push(line.as_bytes().to_vec());
+        }
+    }
+    vals.truncate(n);
+    vals
+}
+
+/// What a correct gate must emit for `vals`: the canonical URL of every message that decodes
+/// and passes the sieve (the gate's default rules), and the values that must be dead letters.
+fn expected(vals: &[Vec<u8>]) -> (HashSet<String>, usize) {
+    use crawlsieve::sieve::Sieve;
+    use crawlsieve::url::{Canonicalizer, Validator};
+    let mut sieve = Sieve::new(Validator::default(), Canonicalizer::default(), None);
+    let mut urls = HashSet::new();
+    let mut dead = 0;
+    for v in vals {
+        match UrlEvent::decode(v, crawlsieve::events::DEFAULT_MAX_MESSAGE_BYTES) {
+            Err(_) => dead += 1,
+            Ok(ev) => {
+                sieve.base = ev.source.as_deref().and_then(|s| url::Url::parse(s).ok());
+                if let Ok(c) = sieve.classify(ev.url.as_bytes(), false) {
+                    if c.starts_with("https://") || c.starts_with("http://") {
+                        urls.insert(c.to_string());
+                    }
+                }
+            }
+        }
+    }
+    (urls, dead)
+}
+
+/// Read the fetch topic until every expected URL is there; returns (events, missing).
+fn await_fetch(b: &str, want: &HashSet<String>, limit: Duration) -> (Vec<FetchEvent>, Vec<String>) {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut parsed = 0;
+    let got = read_until(b, "fetch", 4, limit, |got| {
+        for g in &got[parsed..] {
+            seen.insert(serde_json::from_slice::<FetchEvent>(&g.value).unwrap().url);
+        }
+        parsed = got.len();
+        want.iter().all(|u| seen.contains(u))
+    });
+    let evs = fetch_events(&got);
+    let have: HashSet<&str> = evs.iter().map(|e| e.url.as_str()).collect();
+    let mut missing: Vec<String> = want
+        .iter()
+        .filter(|u| !have.contains(u.as_str()))
+        .cloned()
+        .collect();
+    missing.sort();
+    (evs, missing)
+}
+
+/// Produce `vals` in `chunks` pieces, calling `between(i)` after each.
+fn produce_in_chunks(b: &str, vals: &[Vec<u8>], chunks: usize, mut between: impl FnMut(usize)) {
+    let size = vals.len().div_ceil(chunks);
+    for (i, c) in vals.chunks(size).enumerate() {
+        produce(b, "urls", 4, c);
+        between(i);
+    }
 }
 
 #[test]
@@ -326,4 +418,95 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
     let total: i64 = c.values().sum();
     assert_eq!(total, vals.len() as i64, "committed offsets {c:?}");
     assert!(err.contains("consumed"), "a closing summary: {err}");
+}
+
+/// The at-least-once contract under crashes: two gates in one group, one SIGKILLed four times at
+/// pseudo-random moments while input keeps arriving, and restarted. Every distinct valid
+/// canonical URL reaches the fetch topic; repeats are counted; every malformed message is a
+/// dead letter.
+#[test]
+fn no_url_lost_when_a_gate_is_killed_repeatedly() {
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(&b, &[("urls", 4), ("fetch", 4), ("urls.dead-letter", 1)]);
+    let ns = Ns::new("kill", REDIS);
+    let vals = workload(200_000);
+    let (want, want_dead) = expected(&vals);
+    let mut sets = base_sets(&b, "g-kill", &ns.name, REDIS);
+    sets.push("kafka.batch_size=500".into());
+    let mut a = GateProc::start(&sets, &[]);
+    let mut bgate = GateProc::start(&sets, &[]);
+    // Pseudo-random but reproducible pauses (xorshift).
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut rnd = |lo: u64, hi: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        Duration::from_millis(lo + x % (hi - lo))
+    };
+    let mut kills = 0;
+    produce_in_chunks(&b, &vals, 8, |i| {
+        if i % 2 == 1 {
+            std::thread::sleep(rnd(300, 2500));
+            bgate.kill(); // SIGKILL: no commit, no goodbye
+            kills += 1;
+            std::thread::sleep(rnd(0, 1500));
+            bgate = GateProc::start(&sets, &[]);
+        }
+    });
+    assert!(kills >= 3);
+    let (evs, missing) = await_fetch(&b, &want, Duration::from_secs(300));
+    assert!(
+        missing.is_empty(),
+        "{} of {} URLs lost, e.g. {:?}",
+        missing.len(),
+        want.len(),
+        &missing[..missing.len().min(5)]
+    );
+    let extra: Vec<&FetchEvent> = evs.iter().filter(|e| !want.contains(&e.url)).collect();
+    assert!(
+        extra.is_empty(),
+        "emitted URLs not in the input: {:?}",
+        &extra[..extra.len().min(3)]
+    );
+    let dead = read_until(&b, "urls.dead-letter", 1, Duration::from_secs(120), |g| {
+        g.len() >= want_dead
+    });
+    let dead_at: HashSet<(i32, i64)> = dead
+        .iter()
+        .map(|g| {
+            let d: DeadLetter = serde_json::from_slice(&g.value).unwrap();
+            (d.partition, d.offset)
+        })
+        .collect();
+    // Every malformed input message (found by reading the input back) is a dead letter.
+    let input = read_all(&b, "urls", 4, Duration::from_secs(2));
+    let malformed: HashSet<(i32, i64)> = input
+        .iter()
+        .filter(|g| {
+            UrlEvent::decode(&g.value, crawlsieve::events::DEFAULT_MAX_MESSAGE_BYTES).is_err()
+        })
+        .map(|g| (g.partition, g.offset))
+        .collect();
+    assert_eq!(malformed.len(), want_dead);
+    assert!(
+        malformed.is_subset(&dead_at),
+        "{} malformed messages not dead-lettered",
+        malformed.difference(&dead_at).count()
+    );
+    println!(
+        "kill test: {} input, {} distinct valid URLs, {} fetch events ({} repeats after {kills} SIGKILLs), {} dead letters ({} distinct)",
+        vals.len(),
+        want.len(),
+        evs.len(),
+        evs.len() - want.len(),
+        dead.len(),
+        dead_at.len()
+    );
+    a.signal(libc::SIGTERM);
+    bgate.signal(libc::SIGTERM);
+    let (st, err) = a.wait(Duration::from_secs(60));
+    assert!(st.success(), "{err}");
+    let (st, err) = bgate.wait(Duration::from_secs(60));
+    assert!(st.success(), "{err}");
 }

@@ -438,6 +438,10 @@ impl Stage for GateCore {
             self.set_source(ev.source.as_deref());
             match self.sieve.classify(ev.url.as_bytes(), false) {
                 Err(reason) => self.reject(out, &ev, reason, &now),
+                // Relative, and no source to resolve it against: nothing a fetcher can use.
+                Ok(c) if !(c.starts_with("https://") || c.starts_with("http://")) => {
+                    self.reject(out, &ev, Reason::NoBase, &now)
+                }
                 Ok(c) => {
                     let canonical = c.to_string();
                     let fp = self.sieve.dedup_fingerprint();

@@ -60,11 +60,14 @@ pub enum Reason {
     PatternSimilar,
     /// The whole candidate is one long base64 blob (inlined data, search indexes).
     EncodedBlob,
+    /// A relative candidate with nothing to resolve it against (the gate's events need a
+    /// `source`; a fetcher cannot fetch `img/a.png`).
+    NoBase,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 25] = [
+    pub const ALL: [Reason; 26] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -90,6 +93,7 @@ impl Reason {
         Reason::InvalidUrl,
         Reason::PatternSimilar,
         Reason::EncodedBlob,
+        Reason::NoBase,
     ];
 
     /// The stable machine-readable code.
@@ -120,6 +124,7 @@ impl Reason {
             Reason::InvalidUrl => "invalid_url",
             Reason::PatternSimilar => "pattern_similar",
             Reason::EncodedBlob => "encoded_blob",
+            Reason::NoBase => "no_base",
         }
     }
 

@@ -196,3 +196,53 @@ pub fn committed(brokers: &str, group: &str, topic: &str, partitions: i32) -> Ha
         })
         .collect()
 }
+
+/// Read `topic` from the beginning until `done(messages so far)` holds (then 1 s more, for
+/// stragglers) or `limit` passes; returns everything read.
+pub fn read_until(
+    brokers: &str,
+    topic: &str,
+    partitions: i32,
+    limit: Duration,
+    mut done: impl FnMut(&[Got]) -> bool,
+) -> Vec<Got> {
+    let c: BaseConsumer = config(brokers)
+        .set("group.id", "test-reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    c.assign(&tpl).unwrap();
+    let mut out = Vec::new();
+    let start = Instant::now();
+    let mut finished: Option<Instant> = None;
+    let mut last_check = Instant::now();
+    while start.elapsed() < limit {
+        if let Some(t) = finished {
+            if t.elapsed() > Duration::from_secs(1) {
+                break;
+            }
+        }
+        match c.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => out.push(Got {
+                partition: m.partition(),
+                offset: m.offset(),
+                key: m.key().map(<[u8]>::to_vec),
+                value: m.payload().unwrap_or_default().to_vec(),
+            }),
+            Some(Err(e)) => panic!("reading {topic}: {e}"),
+            None => {}
+        }
+        if finished.is_none() && last_check.elapsed() > Duration::from_millis(500) {
+            last_check = Instant::now();
+            if done(&out) {
+                finished = Some(Instant::now());
+            }
+        }
+    }
+    out
+}
