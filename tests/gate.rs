@@ -510,3 +510,166 @@ fn no_url_lost_when_a_gate_is_killed_repeatedly() {
     let (st, err) = bgate.wait(Duration::from_secs(60));
     assert!(st.success(), "{err}");
 }
+
+/// A second gate joins mid-stream and later leaves (SIGTERM): the partitions move twice and
+/// nothing is lost.
+#[test]
+fn a_consumer_joining_and_leaving_loses_nothing() {
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(&b, &[("urls", 4), ("fetch", 4), ("urls.dead-letter", 1)]);
+    let ns = Ns::new("rebalance", REDIS);
+    let vals = workload(40_000);
+    let (want, _) = expected(&vals);
+    let mut sets = base_sets(&b, "g-rebalance", &ns.name, REDIS);
+    sets.push("kafka.batch_size=200".into());
+    let _a = GateProc::start(&sets, &[]);
+    let mut second: Option<GateProc> = None;
+    produce_in_chunks(&b, &vals, 4, |i| match i {
+        0 => {
+            second = Some(GateProc::start(&sets, &[]));
+            std::thread::sleep(Duration::from_secs(4)); // joined: partitions split
+        }
+        1 => {
+            std::thread::sleep(Duration::from_secs(3));
+            let mut g = second.take().unwrap();
+            g.signal(libc::SIGTERM); // leaves the group after committing
+            let (st, err) = g.wait(Duration::from_secs(60));
+            assert!(st.success(), "{err}");
+            let consumed: u64 = err
+                .split("consumed ")
+                .nth(1)
+                .and_then(|s| s.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            assert!(
+                consumed > 0,
+                "the second gate got partitions and worked: {err}"
+            );
+        }
+        _ => {}
+    });
+    let (_, missing) = await_fetch(&b, &want, Duration::from_secs(180));
+    assert!(
+        missing.is_empty(),
+        "{} lost, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
+}
+
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// The value of an unlabelled metric, or of the first series whose labels contain `labels`.
+fn metric(text: &str, name: &str, labels: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| {
+            l.starts_with(name)
+                && (l[name.len()..].starts_with(' ')
+                    || (l[name.len()..].starts_with('{') && l.contains(labels)))
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Redis goes away mid-stream: the gate pauses (metrics say so), commits nothing, drops
+/// nothing, and resumes when Redis is back.
+#[test]
+fn redis_outage_pauses_and_resumes_without_loss() {
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(&b, &[("urls", 4), ("fetch", 4), ("urls.dead-letter", 1)]);
+    let mut redis = OwnRedis::start(&["--appendonly", "yes"]);
+    let ns = Ns::new("outage", &redis.url());
+    let vals = workload(30_000);
+    let (want, _) = expected(&vals);
+    let mport = free_port();
+    let mut sets = base_sets(&b, "g-outage", &ns.name, &redis.url());
+    sets.push(format!("metrics.listen=127.0.0.1:{mport}"));
+    let _g = GateProc::start(&sets, &[]);
+    let third = vals.len() / 3;
+    produce(&b, "urls", 4, &vals[..third]);
+    let first = read_until(&b, "fetch", 4, Duration::from_secs(60), |g| !g.is_empty());
+    assert!(!first.is_empty(), "the gate emits before the outage");
+    redis.kill();
+    produce(&b, "urls", 4, &vals[third..2 * third]);
+    std::thread::sleep(Duration::from_secs(4));
+    let m = http_get(mport, "/metrics");
+    assert_eq!(metric(&m, "crawlsieve_gate_paused", ""), 1.0, "{m}");
+    assert!(
+        metric(
+            &m,
+            "crawlsieve_gate_backoff_retries_total",
+            "cause=\"redis\""
+        ) > 0.0
+    );
+    let before = committed(&b, "g-outage", "urls", 4);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        committed(&b, "g-outage", "urls", 4),
+        before,
+        "nothing committed while Redis is away"
+    );
+    redis.restart();
+    produce(&b, "urls", 4, &vals[2 * third..]);
+    let (_, missing) = await_fetch(&b, &want, Duration::from_secs(180));
+    assert!(
+        missing.is_empty(),
+        "{} lost, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
+    let m = http_get(mport, "/metrics");
+    assert_eq!(metric(&m, "crawlsieve_gate_paused", ""), 0.0);
+    assert!(http_get(mport, "/healthz").contains("ok"));
+    // The final batch is emitted before it is committed: wait for the commit to catch up.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while committed(&b, "g-outage", "urls", 4).values().sum::<i64>() < vals.len() as i64 {
+        assert!(
+            Instant::now() < deadline,
+            "offsets did not catch up after the outage"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// SIGTERM: the gate finishes, commits what was delivered, and exits 0; a gate started later
+/// in the same group (with an empty filter) re-reads nothing.
+#[test]
+fn graceful_shutdown_commits_what_was_delivered() {
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(&b, &[("urls", 4), ("fetch", 4), ("urls.dead-letter", 1)]);
+    let ns = Ns::new("term", REDIS);
+    let vals = workload(5_000);
+    let (want, _) = expected(&vals);
+    produce(&b, "urls", 4, &vals);
+    let sets = base_sets(&b, "g-term", &ns.name, REDIS);
+    let mut g = GateProc::start(&sets, &[]);
+    let (_, missing) = await_fetch(&b, &want, Duration::from_secs(120));
+    assert!(missing.is_empty());
+    g.signal(libc::SIGTERM);
+    let (st, err) = g.wait(Duration::from_secs(30));
+    assert!(st.success(), "{err}");
+    let c = committed(&b, "g-term", "urls", 4);
+    assert_eq!(c.values().sum::<i64>(), vals.len() as i64, "{c:?}");
+    // Same group, a fresh namespace: only what arrives now is emitted.
+    let ns2 = Ns::new("term2", REDIS);
+    produce(&b, "urls", 4, &[b"https://after.example/restart".to_vec()]);
+    let sets = base_sets(&b, "g-term", &ns2.name, REDIS);
+    let mut g = GateProc::start(&sets, &["--idle-exit", "2s"]);
+    let (st, err) = g.wait(Duration::from_secs(60));
+    assert!(st.success(), "{err}");
+    assert!(err.contains("consumed 1 "), "{err}");
+    let all = fetch_events(&read_all(&b, "fetch", 4, Duration::from_secs(1)));
+    assert_eq!(all.len(), want.len() + 1);
+}
