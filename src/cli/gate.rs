@@ -9,7 +9,7 @@ use prometheus::core::Collector;
 
 use crate::gate::config::{self, GateConfig};
 use crate::gate::core::{GateCore, Passthrough};
-use crate::gate::kafka::Worker;
+use crate::gate::kafka::{Report, Worker};
 use crate::gate::metrics::{self, GateMetrics};
 use crate::gate::signals::{self, Stop};
 
@@ -58,7 +58,7 @@ pub fn gate(a: GateArgs) -> Result<()> {
     }
     let idle = a.idle_exit.map(|d| d.0);
     let started = std::time::Instant::now();
-    let results: Vec<Result<()>> = std::thread::scope(|s| {
+    let results: Vec<Result<Report>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.kafka.workers)
             .map(|id| {
                 let (cfg, metrics) = (&cfg, metrics.clone());
@@ -88,8 +88,16 @@ pub fn gate(a: GateArgs) -> Result<()> {
             })
             .collect()
     });
-    summary(&metrics, started.elapsed());
-    results.into_iter().collect()
+    let mut report = Report::default();
+    let mut first_err = None;
+    for r in results {
+        match r {
+            Ok(r) => report = report.merge(r),
+            Err(e) => first_err = first_err.or(Some(e)),
+        }
+    }
+    summary(&metrics, started.elapsed(), report);
+    first_err.map_or(Ok(()), Err)
 }
 
 fn worker<S: crate::gate::core::Stage>(
@@ -99,12 +107,12 @@ fn worker<S: crate::gate::core::Stage>(
     stop: Stop,
     id: usize,
     idle: Option<Duration>,
-) -> Result<()> {
+) -> Result<Report> {
     Worker::new(cfg, stage, metrics, stop, id)?.run(idle)
 }
 
 /// One closing line on stderr (the metrics have the details).
-fn summary(m: &GateMetrics, elapsed: Duration) {
+fn summary(m: &GateMetrics, elapsed: Duration, report: Report) {
     let rejected: u64 = m
         .rejected
         .collect()
@@ -121,9 +129,12 @@ fn summary(m: &GateMetrics, elapsed: Duration) {
         .sum();
     let consumed = m.consumed.get();
     let secs = elapsed.as_secs_f64().max(1e-9);
+    let active = report
+        .active_secs()
+        .map(|a| format!(", active {a:.2} s ({:.0}/s)", consumed as f64 / a.max(1e-9)))
+        .unwrap_or_default();
     eprintln!(
-        "crawlsieve gate: consumed {consumed} in {secs:.1} s ({:.0}/s), emitted {}, duplicate {}, rejected {rejected}, dead-lettered {dead}",
-        consumed as f64 / secs,
+        "crawlsieve gate: consumed {consumed} in {secs:.1} s{active}, emitted {}, duplicate {}, rejected {rejected}, dead-lettered {dead}",
         m.emitted.get(),
         m.duplicates.get(),
     );

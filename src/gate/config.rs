@@ -1,7 +1,9 @@
 //! `gate.toml`: the gate's configuration, with environment and command-line overrides.
 //!
 //! Precedence, lowest first: built-in defaults → the file → `CRAWLSIEVE__SECTION__KEY=value`
-//! environment variables → `--set section.key=value` flags. Override values are read as TOML
+//! environment variables → `--set section.key=value` flags. librdkafka properties are dotted;
+//! in the environment write them with underscores: `CRAWLSIEVE__KAFKA__CLIENT__SASL_PASSWORD`
+//! sets `kafka.client."sasl.password"` (how a Kubernetes Secret reaches the gate). Override values are read as TOML
 //! scalars when they parse as one (`5`, `true`, `0.9`, `"quoted"`), else as strings. Unknown
 //! keys are errors naming their path (a typo must not silently fall back to a default).
 //!
@@ -238,13 +240,17 @@ pub fn load(
         .into_iter()
         .filter_map(|(k, v)| {
             let path = k.strip_prefix("CRAWLSIEVE__")?;
-            Some((
-                path.split("__")
-                    .map(|s| s.to_ascii_lowercase())
-                    .collect::<Vec<_>>()
-                    .join("."),
-                v,
-            ))
+            let mut parts: Vec<String> =
+                path.split("__").map(|s| s.to_ascii_lowercase()).collect();
+            // librdkafka property names are dotted, which environment names cannot be:
+            // CRAWLSIEVE__KAFKA__CLIENT__SASL_PASSWORD sets kafka.client."sasl.password".
+            if parts.len() == 3
+                && parts[0] == "kafka"
+                && matches!(parts[1].as_str(), "client" | "consumer" | "producer")
+            {
+                parts[2] = format!("\"{}\"", parts[2].replace('_', "."));
+            }
+            Some((parts.join("."), v))
         })
         .collect();
     env.sort();
@@ -403,6 +409,7 @@ mod tests {
             env(&[
                 ("CRAWLSIEVE__KAFKA__BATCH_SIZE", "800"),
                 ("CRAWLSIEVE__REDIS__NAMESPACE", "crawl-42"),
+                ("CRAWLSIEVE__KAFKA__CLIENT__SASL_PASSWORD", "s3cret"),
                 ("UNRELATED", "x"),
             ]),
             &[
@@ -417,6 +424,7 @@ mod tests {
         assert_eq!(cfg.redis.namespace, "crawl-42");
         assert_eq!(cfg.kafka.client["security.protocol"], "SASL_SSL");
         assert_eq!(cfg.kafka.client["sasl.mechanism"], "PLAIN");
+        assert_eq!(cfg.kafka.client["sasl.password"], "s3cret");
         assert_eq!(
             cfg.kafka.consumer["session.timeout.ms"], "6000",
             "numbers become strings"
@@ -448,5 +456,19 @@ mod tests {
             .contains("bad.toml"));
         assert!(load(Some(&dir.path().join("missing.toml")), Vec::new(), &[]).is_err());
         assert!(load(None, Vec::new(), &[]).is_ok(), "defaults are valid");
+    }
+
+    #[test]
+    fn the_documented_example_loads() {
+        let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/gate.example.toml");
+        let cfg = load(Some(&f), Vec::new(), &[]).unwrap();
+        assert_eq!(cfg.kafka.producer["compression.type"], "lz4");
+        assert_eq!(cfg.metrics.listen.as_deref(), Some("127.0.0.1:9464"));
+        // Apart from the marked examples, it shows the defaults.
+        let mut d = GateConfig::default();
+        d.kafka.consumer = cfg.kafka.consumer.clone();
+        d.kafka.producer = cfg.kafka.producer.clone();
+        d.metrics = cfg.metrics.clone();
+        assert_eq!(cfg, d);
     }
 }

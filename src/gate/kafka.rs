@@ -152,6 +152,34 @@ pub struct Worker<S: Stage> {
     paused: bool,
     last_message: Instant,
     seen_any: bool,
+    report: Report,
+}
+
+/// When a worker was busy: from its first message to the end of its last finished batch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Report {
+    /// The first message polled.
+    pub first: Option<Instant>,
+    /// The last batch finished.
+    pub last_done: Option<Instant>,
+}
+
+impl Report {
+    /// The span covering both reports.
+    pub fn merge(self, o: Report) -> Report {
+        Report {
+            first: match (self.first, o.first) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            last_done: self.last_done.max(o.last_done),
+        }
+    }
+
+    /// Seconds from the first message to the last finished batch.
+    pub fn active_secs(&self) -> Option<f64> {
+        Some(self.last_done?.duration_since(self.first?).as_secs_f64())
+    }
 }
 
 /// librdkafka settings: the gate's defaults, then `[kafka.client]`, then the role's own table.
@@ -240,12 +268,13 @@ impl<S: Stage> Worker<S> {
             paused: false,
             last_message: Instant::now(),
             seen_any: false,
+            report: Report::default(),
         })
     }
 
     /// Run until a stop is requested (or, with `idle_exit`, until no message arrived for that
     /// long after the first one). Returns after a synchronous commit.
-    pub fn run(&mut self, idle_exit: Option<Duration>) -> Result<()> {
+    pub fn run(&mut self, idle_exit: Option<Duration>) -> Result<Report> {
         while !self.stop.requested() {
             if let Some(idle) = idle_exit {
                 if self.seen_any && self.last_message.elapsed() >= idle {
@@ -260,6 +289,7 @@ impl<S: Stage> Worker<S> {
             match self.process()? {
                 Outcome::Done => {
                     self.commit(CommitMode::Async, false);
+                    self.report.last_done = Some(Instant::now());
                     self.metrics
                         .batch_seconds
                         .observe(t.elapsed().as_secs_f64());
@@ -268,7 +298,7 @@ impl<S: Stage> Worker<S> {
             }
         }
         self.commit(CommitMode::Sync, true);
-        Ok(())
+        Ok(self.report)
     }
 
     /// Poll one message; register its offset and keep it in the batch, or in `held` while
@@ -281,6 +311,7 @@ impl<S: Stage> Worker<S> {
             held,
             last_message,
             seen_any,
+            report,
             ..
         } = self;
         let m = match consumer.poll(timeout) {
@@ -305,6 +336,7 @@ impl<S: Stage> Worker<S> {
         }
         *last_message = Instant::now();
         *seen_any = true;
+        report.first.get_or_insert(*last_message);
         let dst = if into_batch { batch } else { held };
         dst.push(p, o, m.key(), m.payload());
         true

@@ -1,0 +1,124 @@
+//! Events/s through `crawlsieve gate` beside a bare consume → produce passthrough with the same
+//! client settings, batching and delivery discipline (`crawlsieve gate --passthrough`), in the
+//! same run, on a real tansu broker and real Redis. Run with `scripts/bench-gate.sh`.
+//!
+//! Environment: `STREAM` (a file of URL lines, e.g. from gen_stream.py), `BENCH_EVENTS`
+//! (lines used, default all), `BENCH_PARTITIONS` (4), `BENCH_ROUNDS` (2), `BENCH_WORKERS` (1),
+//! `BENCH_REDIS` (redis://127.0.0.1:6379), `BENCH_SET` (extra `--set` values for both runs,
+//! `;`-separated), `TANSU` (the broker binary).
+//!
+//! Rates are over each run's active span (first message → last finished batch), so group joins
+//! and the idle wait before exit are not counted.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::process::Command;
+use std::time::Instant;
+
+use common::kafka::{create_topics, produce, Tansu};
+use crawlsieve::redis_filter::{RedisConfig, RedisFilter};
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Run one gate to the end of the input; returns (consumed, active seconds, summary line).
+fn run(sets: &[String], extra: &[&str]) -> (u64, f64, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crawlsieve"));
+    cmd.arg("gate");
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    let out = cmd
+        .args(["--idle-exit", "3s"])
+        .args(extra)
+        .output()
+        .expect("run crawlsieve gate");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "gate failed: {err}");
+    let line = err
+        .lines()
+        .rev()
+        .find(|l| l.contains("consumed"))
+        .unwrap_or_default()
+        .to_string();
+    let num = |after: &str| -> f64 {
+        line.split(after)
+            .nth(1)
+            .and_then(|s| s.split([' ', ',']).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0.0)
+    };
+    (num("consumed ") as u64, num("active "), line)
+}
+
+fn main() {
+    let stream = std::env::var("STREAM").expect("STREAM=file of URL lines (scripts/bench-gate.sh sets it)");
+    let text = std::fs::read_to_string(&stream).expect("read STREAM");
+    let n: usize = env("BENCH_EVENTS", usize::MAX);
+    let vals: Vec<Vec<u8>> = text.lines().take(n).map(|l| l.as_bytes().to_vec()).collect();
+    let parts: i32 = env("BENCH_PARTITIONS", 4);
+    let rounds: usize = env("BENCH_ROUNDS", 2);
+    let workers: usize = env("BENCH_WORKERS", 1);
+    let redis: String = env("BENCH_REDIS", common::REDIS.to_string());
+
+    let k = Tansu::start();
+    let b = k.brokers();
+    let mut topics = vec![("urls".to_string(), parts), ("urls.dead-letter".to_string(), 1)];
+    for r in 0..rounds {
+        topics.push((format!("pt-out-{r}"), parts));
+        topics.push((format!("fetch-{r}"), parts));
+    }
+    let t: Vec<(&str, i32)> = topics.iter().map(|(n, p)| (n.as_str(), *p)).collect();
+    create_topics(&b, &t);
+    let t0 = Instant::now();
+    produce(&b, "urls", parts, &vals);
+    let load = t0.elapsed().as_secs_f64();
+    println!(
+        "loaded {} events into {parts} partitions in {load:.1} s ({:.0}/s); workers per gate: {workers}",
+        vals.len(),
+        vals.len() as f64 / load
+    );
+    // Extra settings for both runs, `;`-separated (e.g. `kafka.producer."linger.ms"=1`).
+    let extra: Vec<String> = std::env::var("BENCH_SET")
+        .map(|v| v.split(';').filter(|s| !s.is_empty()).map(String::from).collect())
+        .unwrap_or_default();
+    let common_sets = |group: &str, out: &str| -> Vec<String> {
+        let mut v = vec![
+            format!("kafka.brokers={b}"),
+            format!("kafka.group_id={group}"),
+            format!("kafka.fetch_topic={out}"),
+            format!("kafka.workers={workers}"),
+            "kafka.consumer.\"session.timeout.ms\"=6000".into(),
+            format!("redis.url={redis}"),
+        ];
+        v.extend(extra.iter().cloned());
+        v
+    };
+    let mut pt_rates = Vec::new();
+    let mut gate_rates = Vec::new();
+    for r in 0..rounds {
+        let (c, secs, line) = run(&common_sets(&format!("pt-{r}"), &format!("pt-out-{r}")), &["--passthrough"]);
+        assert_eq!(c as usize, vals.len(), "passthrough read everything: {line}");
+        pt_rates.push(c as f64 / secs);
+        println!("round {r} passthrough: {line}");
+        let ns = format!("bench-gate-{}-{r}", std::process::id());
+        let mut sets = common_sets(&format!("gate-{r}"), &format!("fetch-{r}"));
+        sets.push(format!("redis.namespace={ns}"));
+        let (c, secs, line) = run(&sets, &[]);
+        let _ = RedisFilter::drop_namespace(&RedisConfig::new(&redis), &ns);
+        assert_eq!(c as usize, vals.len(), "gate read everything: {line}");
+        gate_rates.push(c as f64 / secs);
+        println!("round {r} gate:        {line}");
+    }
+    let best = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
+    let (pt, gate) = (best(&pt_rates), best(&gate_rates));
+    println!(
+        "\nbest of {rounds}: passthrough {pt:.0} events/s, gate {gate:.0} events/s = {:.0}% of passthrough (goal >= 70%)",
+        100.0 * gate / pt
+    );
+}
