@@ -57,10 +57,15 @@ fn run(sets: &[String], extra: &[&str]) -> (u64, f64, String) {
 }
 
 fn main() {
-    let stream = std::env::var("STREAM").expect("STREAM=file of URL lines (scripts/bench-gate.sh sets it)");
+    let stream =
+        std::env::var("STREAM").expect("STREAM=file of URL lines (scripts/bench-gate.sh sets it)");
     let text = std::fs::read_to_string(&stream).expect("read STREAM");
     let n: usize = env("BENCH_EVENTS", usize::MAX);
-    let vals: Vec<Vec<u8>> = text.lines().take(n).map(|l| l.as_bytes().to_vec()).collect();
+    let vals: Vec<Vec<u8>> = text
+        .lines()
+        .take(n)
+        .map(|l| l.as_bytes().to_vec())
+        .collect();
     let parts: i32 = env("BENCH_PARTITIONS", 4);
     let rounds: usize = env("BENCH_ROUNDS", 2);
     let workers: usize = env("BENCH_WORKERS", 1);
@@ -68,7 +73,10 @@ fn main() {
 
     let k = Tansu::start();
     let b = k.brokers();
-    let mut topics = vec![("urls".to_string(), parts), ("urls.dead-letter".to_string(), 1)];
+    let mut topics = vec![
+        ("urls".to_string(), parts),
+        ("urls.dead-letter".to_string(), 1),
+    ];
     for r in 0..rounds {
         topics.push((format!("pt-out-{r}"), parts));
         topics.push((format!("fetch-{r}"), parts));
@@ -85,7 +93,12 @@ fn main() {
     );
     // Extra settings for both runs, `;`-separated (e.g. `kafka.producer."linger.ms"=1`).
     let extra: Vec<String> = std::env::var("BENCH_SET")
-        .map(|v| v.split(';').filter(|s| !s.is_empty()).map(String::from).collect())
+        .map(|v| {
+            v.split(';')
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect()
+        })
         .unwrap_or_default();
     let common_sets = |group: &str, out: &str| -> Vec<String> {
         let mut v = vec![
@@ -102,8 +115,15 @@ fn main() {
     let mut pt_rates = Vec::new();
     let mut gate_rates = Vec::new();
     for r in 0..rounds {
-        let (c, secs, line) = run(&common_sets(&format!("pt-{r}"), &format!("pt-out-{r}")), &["--passthrough"]);
-        assert_eq!(c as usize, vals.len(), "passthrough read everything: {line}");
+        let (c, secs, line) = run(
+            &common_sets(&format!("pt-{r}"), &format!("pt-out-{r}")),
+            &["--passthrough"],
+        );
+        assert_eq!(
+            c as usize,
+            vals.len(),
+            "passthrough read everything: {line}"
+        );
         pt_rates.push(c as f64 / secs);
         println!("round {r} passthrough: {line}");
         let ns = format!("bench-gate-{}-{r}", std::process::id());

@@ -248,10 +248,16 @@ fn stage_reads_only_and_finish_marks_seen() {
         "a.example/x once (the repeat is in the batch), b.example/y"
     );
     assert_eq!(st.duplicates, 1);
-    // Staging again (a retry) gives the same answer: nothing was written.
-    core.stage("in", &batch, &mut st).unwrap();
-    assert_eq!(dests(&st), first);
-    assert_eq!(st.emitted, 2);
+    // Staging wrote nothing to Redis: another worker (or this one after a crash) staging the
+    // same batch gets the same answer.
+    let mut cfg2 = GateConfig::default();
+    cfg2.redis.namespace = ns.name.clone();
+    cfg2.kafka.audit_topic = Some("audit".into());
+    let mut other = GateCore::new(cfg2, GateMetrics::new());
+    let mut st2 = Staged::default();
+    other.stage("in", &batch, &mut st2).unwrap();
+    assert_eq!(dests(&st2), first);
+    assert_eq!(st2.emitted, 2);
     let (_, key, payload) = (0..st.len())
         .map(|i| st.get(i))
         .find(|r| r.0 == Dest::Fetch)
@@ -281,11 +287,15 @@ fn stage_reads_only_and_finish_marks_seen() {
         (dead[0].error, dead[0].offset),
         (DeadLetterCode::SchemaInvalid, 3)
     );
-    // Only after finish are the URLs seen.
+    // The same worker staging the next batch while this one is in flight does not emit its
+    // URLs again (they are on their way).
+    let mut next = Staged::default();
+    core.stage("in", &batch, &mut next).unwrap();
+    assert_eq!((next.emitted, next.duplicates), (0, 3));
+    // Once finished, the URLs are in Redis: every worker sees them.
     core.finish(&st).unwrap();
-    core.stage("in", &batch, &mut st).unwrap();
-    assert_eq!(st.emitted, 0);
-    assert_eq!(st.duplicates, 3);
+    other.stage("in", &batch, &mut st2).unwrap();
+    assert_eq!((st2.emitted, st2.duplicates), (0, 3));
 }
 
 #[test]

@@ -100,7 +100,7 @@ pub fn gate(a: GateArgs) -> Result<()> {
     first_err.map_or(Ok(()), Err)
 }
 
-fn worker<S: crate::gate::core::Stage>(
+fn worker<S: crate::gate::core::Stage + Send + 'static>(
     cfg: &GateConfig,
     stage: S,
     metrics: GateMetrics,

@@ -240,8 +240,7 @@ pub fn load(
         .into_iter()
         .filter_map(|(k, v)| {
             let path = k.strip_prefix("CRAWLSIEVE__")?;
-            let mut parts: Vec<String> =
-                path.split("__").map(|s| s.to_ascii_lowercase()).collect();
+            let mut parts: Vec<String> = path.split("__").map(|s| s.to_ascii_lowercase()).collect();
             // librdkafka property names are dotted, which environment names cannot be:
             // CRAWLSIEVE__KAFKA__CLIENT__SASL_PASSWORD sets kafka.client."sasl.password".
             if parts.len() == 3

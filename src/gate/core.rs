@@ -295,6 +295,9 @@ pub struct GateCore {
     patterns_conn: Option<Conn>,
     pending: Vec<Pending>,
     seen: HashSet<(usize, u128)>,
+    /// URLs of batches staged and not yet finished (their fetch events are on their way): a
+    /// later batch staged meanwhile counts them as duplicates instead of emitting them again.
+    unfinished: HashSet<(usize, u128)>,
     metrics: GateMetrics,
 }
 
@@ -318,6 +321,7 @@ impl GateCore {
             patterns_conn: None,
             pending: Vec::new(),
             seen: HashSet::new(),
+            unfinished: HashSet::new(),
             metrics,
         }
     }
@@ -523,7 +527,7 @@ impl Stage for GateCore {
                 out.duplicates += 1;
                 continue;
             }
-            if !self.seen.insert((p.ns, p.fp)) {
+            if self.unfinished.contains(&(p.ns, p.fp)) || !self.seen.insert((p.ns, p.fp)) {
                 out.duplicates += 1;
                 continue;
             }
@@ -549,6 +553,8 @@ impl Stage for GateCore {
             out.json(Dest::Fetch, Some(key.as_bytes()), &fe);
         }
         self.pending = pending;
+        // Only now, when nothing can fail any more: a failed stage is repeated from scratch.
+        self.unfinished.extend(self.seen.iter().copied());
         out.inserts = self
             .names
             .iter()
@@ -567,6 +573,16 @@ impl Stage for GateCore {
                 .get_mut(ns)
                 .expect("staged namespaces are attached");
             state.filter.insert(fps)?;
+        }
+        for (ns, fps) in &out.inserts {
+            let i = self
+                .names
+                .iter()
+                .position(|n| n == ns)
+                .expect("a known name");
+            for fp in fps {
+                self.unfinished.remove(&(i, *fp));
+            }
         }
         self.metrics
             .filter_seconds

@@ -3,20 +3,26 @@
 //!
 //! 1. poll up to `batch_size` messages (waiting at most `batch_linger_ms` once one arrived);
 //! 2. [`Stage::stage`] — decode, sieve, read the filter (retried while Redis is unavailable);
-//! 3. produce every record and wait for **every delivery report**; failed records are produced
-//!    again (retried while Kafka is unavailable);
+//! 3. produce every record; then, while the *next* batch is polled and staged, wait for
+//!    **every delivery report** of this one — failed records are produced again (retried while
+//!    Kafka is unavailable);
 //! 4. [`Stage::finish`] — mark the emitted URLs seen in the filter;
 //! 5. mark the batch's offsets done and commit the finished prefix of each partition.
 //!
+//! At most two batches are in the pipeline: one staged and sent, awaiting its reports, and the
+//! one being polled and staged. They finish in order. A URL of the first is not emitted again by
+//! the second (the stage remembers what it staged until it is finished).
+//!
 //! While a step waits for Redis or Kafka the worker **pauses** its partitions and keeps polling
 //! (so the group keeps it and rebalances are served): nothing is committed and nothing is
-//! dropped. On a revocation the finished offsets are committed synchronously before the
-//! partitions go, and unprocessed messages of revoked partitions are dropped (the next owner
-//! reads them again from the committed offset). On a stop request the worker finishes or
-//! abandons its batch, commits synchronously what was finished, and leaves the group.
+//! dropped. On a revocation the rebalance callback first finishes the batch in flight (when it
+//! can do so without waiting out an outage), then commits the finished offsets synchronously
+//! before the partitions go; unprocessed messages of revoked partitions are dropped (the next
+//! owner reads them again from the committed offset). On a stop request the worker finishes or
+//! abandons what it holds, commits synchronously what was finished, and leaves the group.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
@@ -32,41 +38,304 @@ use super::metrics::GateMetrics;
 use super::offsets::PartitionOffsets;
 use super::signals::Stop;
 
-type Offsets = Arc<Mutex<HashMap<i32, PartitionOffsets>>>;
+/// Delivery reports of one produce attempt.
+#[derive(Debug, Default)]
+struct Tally {
+    reported: usize,
+    failed: Vec<usize>,
+    why: Option<String>,
+}
 
-/// Consumer callbacks: commit on revocation, and tell the worker which partitions went.
-struct GroupContext {
+/// Producer callbacks: every delivery report, counted per attempt.
+#[derive(Default)]
+struct Deliveries {
+    tallies: Mutex<HashMap<usize, Tally>>,
+}
+
+impl ClientContext for Deliveries {}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, tag: usize) {
+        let mut t = self.tallies.lock().expect("tallies lock");
+        let tally = t.entry(tag >> TAG_BITS).or_default();
+        tally.reported += 1;
+        if let Err((e, _)) = result {
+            tally.failed.push(tag & TAG_MASK);
+            tally.why.get_or_insert_with(|| e.to_string());
+        }
+    }
+}
+
+/// Bits of a delivery tag that hold the record index (the rest is the attempt number).
+const TAG_BITS: u32 = 32;
+const TAG_MASK: usize = (1 << TAG_BITS) - 1;
+/// The longest wait for an attempt's delivery reports: librdkafka reports every message within
+/// `message.timeout.ms` (30 s by default here); this only guards against a missing report.
+const REPORT_WAIT: Duration = Duration::from_secs(120);
+
+/// A batch staged and sent, not yet finished.
+struct InFlight {
+    batch: Batch,
+    staged: Staged,
+    /// The attempt whose reports are awaited, and how many records it sent.
+    attempt: Option<(usize, usize)>,
+    /// Records to produce (again).
+    todo: Vec<usize>,
+    /// Every record delivered.
+    delivered: bool,
+    started: Instant,
+}
+
+/// Why a batch could not be finished yet.
+enum Blocked {
+    /// Records were not delivered.
+    Kafka(String),
+    /// Redis did not answer (a retryable error).
+    Redis(String),
+}
+
+/// What the worker and the rebalance callback share: everything needed to finish a batch.
+struct Pipeline<S> {
     topic: String,
-    offsets: Offsets,
+    fetch_topic: String,
+    audit_topic: Option<String>,
+    dead_topic: String,
+    producer: BaseProducer<Deliveries>,
+    stage: S,
+    offsets: HashMap<i32, PartitionOffsets>,
+    inflight: Option<InFlight>,
+    spare: Vec<(Batch, Staged)>,
+    attempt: usize,
+    metrics: GateMetrics,
+}
+
+impl<S: Stage> Pipeline<S> {
+    fn topic_of(&self, d: Dest) -> &str {
+        match d {
+            Dest::Fetch => &self.fetch_topic,
+            Dest::Audit => self.audit_topic.as_deref().unwrap_or(&self.dead_topic),
+            Dest::DeadLetter => &self.dead_topic,
+        }
+    }
+
+    /// Queue the records `f.todo` under a new attempt number (does not wait).
+    fn send(&mut self, f: &mut InFlight) {
+        self.attempt = (self.attempt + 1) & (usize::MAX >> TAG_BITS);
+        let attempt = self.attempt;
+        let mut sent = 0;
+        let mut refused = Vec::new();
+        for &i in &f.todo {
+            let (dest, key, payload) = f.staged.get(i);
+            let topic = self.topic_of(dest);
+            let mut record =
+                BaseRecord::with_opaque_to(topic, (attempt << TAG_BITS) | i).payload(payload);
+            if let Some(k) = key {
+                record = record.key(k);
+            }
+            loop {
+                match self.producer.send(record) {
+                    Ok(()) => {
+                        sent += 1;
+                        break;
+                    }
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                        record = r;
+                        self.producer.poll(Duration::from_millis(5));
+                    }
+                    Err((e, _)) => {
+                        // Refused before it was queued (e.g. an unknown topic): counts as a
+                        // failed delivery of this attempt.
+                        let mut t = self.producer.context().tallies.lock().expect("lock");
+                        t.entry(attempt)
+                            .or_default()
+                            .why
+                            .get_or_insert_with(|| e.to_string());
+                        refused.push(i);
+                        break;
+                    }
+                }
+            }
+        }
+        if !refused.is_empty() {
+            let mut t = self.producer.context().tallies.lock().expect("lock");
+            let tally = t.entry(attempt).or_default();
+            tally.reported += refused.len();
+            tally.failed.extend(refused.iter().copied());
+            sent += refused.len();
+        }
+        f.todo.clear();
+        f.attempt = Some((attempt, sent));
+    }
+
+    /// Take the batch in flight as far as it goes: wait for its reports, re-send what failed
+    /// (once per call), mark its URLs seen, mark its offsets done. `Ok(Ok(()))` = finished (or
+    /// nothing in flight); `Ok(Err(_))` = blocked by an outage, call again later.
+    fn advance(&mut self) -> Result<Result<(), Blocked>> {
+        let Some(mut f) = self.inflight.take() else {
+            return Ok(Ok(()));
+        };
+        let r = self.advance_one(&mut f);
+        match r {
+            Ok(Ok(())) => {
+                for m in f.batch.msgs() {
+                    // A partition revoked meanwhile is gone from the map: its next owner
+                    // repeats the batch's part of it (at-least-once).
+                    if let Some(po) = self.offsets.get_mut(&m.partition) {
+                        let _ = po.done(m.offset);
+                    }
+                }
+                f.staged.account(&self.metrics);
+                self.metrics
+                    .batch_seconds
+                    .observe(f.started.elapsed().as_secs_f64());
+                let InFlight { batch, staged, .. } = f;
+                self.spare.push((batch, staged));
+            }
+            _ => self.inflight = Some(f),
+        }
+        r
+    }
+
+    fn advance_one(&mut self, f: &mut InFlight) -> Result<Result<(), Blocked>> {
+        if !f.delivered {
+            if f.attempt.is_none() {
+                self.send(f);
+            }
+            let (attempt, sent) = f.attempt.expect("sent above");
+            let deadline = Instant::now() + REPORT_WAIT;
+            let tally = loop {
+                {
+                    let mut t = self.producer.context().tallies.lock().expect("lock");
+                    if t.get(&attempt).map_or(0, |x| x.reported) >= sent {
+                        break t.remove(&attempt).unwrap_or_default();
+                    }
+                    if Instant::now() > deadline {
+                        // A report went missing: produce everything of this attempt again.
+                        t.remove(&attempt);
+                        break Tally {
+                            reported: 0,
+                            failed: Vec::new(),
+                            why: Some("delivery reports missing".into()),
+                        };
+                    }
+                }
+                self.producer.poll(Duration::from_millis(1));
+            };
+            f.attempt = None;
+            if tally.failed.is_empty() && tally.why.is_none() {
+                f.delivered = true;
+            } else {
+                let n = if tally.failed.is_empty() {
+                    (0..f.staged.len()).collect()
+                } else {
+                    tally.failed
+                };
+                let why = format!(
+                    "{} of {} records not delivered ({})",
+                    n.len(),
+                    f.staged.len(),
+                    tally.why.unwrap_or_default()
+                );
+                f.todo = n;
+                return Ok(Err(Blocked::Kafka(why)));
+            }
+        }
+        match self.stage.finish(&f.staged) {
+            Ok(()) => Ok(Ok(())),
+            Err(e) if e.is_retryable() => Ok(Err(Blocked::Redis(e.to_string()))),
+            Err(e) => Err(e).context("the Redis filter refused an insert"),
+        }
+    }
+
+    /// The offsets to commit: `all` = every finished prefix, else only those that moved.
+    fn to_commit(&self, all: bool, only: Option<&[i32]>) -> Vec<(i32, i64)> {
+        self.offsets
+            .iter()
+            .filter(|(p, _)| only.map_or(true, |o| o.contains(p)))
+            .filter_map(|(&p, po)| {
+                let o = if all {
+                    po.committable()
+                } else {
+                    po.to_commit()
+                };
+                o.map(|o| (p, o))
+            })
+            .collect()
+    }
+
+    fn committed(&mut self, list: &[(i32, i64)]) {
+        for &(p, o) in list {
+            if let Some(po) = self.offsets.get_mut(&p) {
+                po.committed(o);
+            }
+        }
+    }
+
+    fn in_flight_messages(&self) -> usize {
+        self.offsets.values().map(PartitionOffsets::in_flight).sum()
+    }
+}
+
+fn tpl(topic: &str, list: &[(i32, i64)]) -> TopicPartitionList {
+    let mut t = TopicPartitionList::new();
+    for &(p, o) in list {
+        let _ = t.add_partition_offset(topic, p, Offset::Offset(o));
+    }
+    t
+}
+
+/// Consumer callbacks: on revocation, finish the batch in flight if that needs no waiting,
+/// commit, and tell the worker which partitions went.
+struct GroupContext<S> {
+    pipeline: Arc<Mutex<Pipeline<S>>>,
     revoked: Mutex<Vec<i32>>,
     metrics: GateMetrics,
 }
 
-impl ClientContext for GroupContext {}
+impl<S: Stage + Send + 'static> ClientContext for GroupContext<S> {}
 
-impl ConsumerContext for GroupContext {
+impl<S: Stage + Send + 'static> ConsumerContext for GroupContext<S> {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         match rebalance {
-            Rebalance::Revoke(tpl) => {
+            Rebalance::Revoke(list) => {
                 self.metrics.rebalances.with_label_values(&["revoke"]).inc();
-                let mut offsets = self.offsets.lock().expect("offsets lock");
-                let mut commit = TopicPartitionList::new();
                 let mut gone = Vec::new();
-                for e in tpl.elements_for_topic(&self.topic) {
-                    let p = e.partition();
-                    if let Some(o) = offsets.get(&p).and_then(|po| po.committable()) {
-                        let _ = commit.add_partition_offset(&self.topic, p, Offset::Offset(o));
+                // The worker holds the pipeline only while it waits out an outage (it never
+                // polls holding it otherwise); then the batch in flight cannot finish now, and
+                // what finished before was committed when it finished.
+                match self.pipeline.try_lock() {
+                    Ok(mut p) => {
+                        let topic = p.topic.clone();
+                        gone.extend(
+                            list.elements_for_topic(&topic)
+                                .iter()
+                                .map(|e| e.partition()),
+                        );
+                        if !consumer.assignment_lost() {
+                            if let Ok(Err(b)) = p.advance() {
+                                let why = match b {
+                                    Blocked::Kafka(w) | Blocked::Redis(w) => w,
+                                };
+                                eprintln!("crawlsieve gate: revocation: the batch in flight cannot finish now ({why}); its partitions' next owner repeats it");
+                            }
+                            let list = p.to_commit(true, Some(&gone));
+                            if !list.is_empty() {
+                                match consumer.commit(&tpl(&topic, &list), CommitMode::Sync) {
+                                    Ok(()) => p.committed(&list),
+                                    Err(_) => self.metrics.commit_failures.inc(),
+                                }
+                            }
+                        }
+                        for g in &gone {
+                            p.offsets.remove(g);
+                        }
                     }
-                    offsets.remove(&p);
-                    gone.push(p);
-                }
-                // Everything finished is committed before the partitions go; what is not
-                // finished was never committed and goes to the next owner.
-                if commit.count() > 0
-                    && !consumer.assignment_lost()
-                    && consumer.commit(&commit, CommitMode::Sync).is_err()
-                {
-                    self.metrics.commit_failures.inc();
+                    Err(TryLockError::WouldBlock) => {
+                        gone.extend(list.elements().iter().map(|e| e.partition()));
+                    }
+                    Err(TryLockError::Poisoned(_)) => {}
                 }
                 self.revoked.lock().expect("revoked lock").extend(gone);
             }
@@ -83,34 +352,6 @@ impl ConsumerContext for GroupContext {
     }
 }
 
-/// Producer callbacks: every delivery report, tagged with (attempt, record index).
-#[derive(Default)]
-struct Deliveries {
-    reports: Mutex<Vec<(usize, Result<(), String>)>>,
-}
-
-impl ClientContext for Deliveries {}
-
-impl ProducerContext for Deliveries {
-    type DeliveryOpaque = usize;
-
-    fn delivery(&self, result: &DeliveryResult<'_>, tag: usize) {
-        let r = match result {
-            Ok(_) => Ok(()),
-            Err((e, _)) => Err(e.to_string()),
-        };
-        self.reports.lock().expect("reports lock").push((tag, r));
-    }
-}
-
-/// How a batch ended.
-enum Outcome {
-    /// Finished: its offsets may be committed.
-    Done,
-    /// A stop was requested while it waited for Redis or Kafka: not finished, not committed.
-    Abandoned,
-}
-
 /// Doubling back-off, 50 ms to 5 s.
 struct Backoff(Duration);
 
@@ -123,36 +364,6 @@ impl Backoff {
         self.0 = (self.0 * 2).min(Duration::from_secs(5));
         d
     }
-}
-
-/// Bits of a delivery tag that hold the record index (the rest is the attempt number).
-const TAG_BITS: u32 = 32;
-/// The longest wait for a batch's delivery reports: librdkafka reports every message within
-/// `message.timeout.ms` (30 s by default here); this only guards against a missing report.
-const REPORT_WAIT: Duration = Duration::from_secs(120);
-
-/// One consumer of the group with its producer and stage.
-pub struct Worker<S: Stage> {
-    topic: String,
-    fetch_topic: String,
-    audit_topic: Option<String>,
-    dead_topic: String,
-    batch_size: usize,
-    linger: Duration,
-    consumer: BaseConsumer<GroupContext>,
-    producer: BaseProducer<Deliveries>,
-    stage: S,
-    metrics: GateMetrics,
-    stop: Stop,
-    offsets: Offsets,
-    batch: Batch,
-    held: Batch,
-    staged: Staged,
-    attempt: usize,
-    paused: bool,
-    last_message: Instant,
-    seen_any: bool,
-    report: Report,
 }
 
 /// When a worker was busy: from its first message to the end of its last finished batch.
@@ -182,6 +393,21 @@ impl Report {
     }
 }
 
+/// One consumer of the group with its producer and stage.
+pub struct Worker<S: Stage + Send + 'static> {
+    batch_size: usize,
+    linger: Duration,
+    consumer: BaseConsumer<GroupContext<S>>,
+    pipeline: Arc<Mutex<Pipeline<S>>>,
+    metrics: GateMetrics,
+    stop: Stop,
+    batch: Batch,
+    held: Batch,
+    paused: bool,
+    last_message: Instant,
+    report: Report,
+}
+
 /// librdkafka settings: the gate's defaults, then `[kafka.client]`, then the role's own table.
 fn client_config(
     cfg: &GateConfig,
@@ -199,7 +425,7 @@ fn client_config(
     c
 }
 
-impl<S: Stage> Worker<S> {
+impl<S: Stage + Send + 'static> Worker<S> {
     /// Connect a worker (the group is joined on the first poll).
     pub fn new(
         cfg: &GateConfig,
@@ -210,14 +436,40 @@ impl<S: Stage> Worker<S> {
     ) -> Result<Self> {
         let k = &cfg.kafka;
         let client_id = format!("crawlsieve-gate-{id}");
-        let offsets: Offsets = Arc::default();
-        let ctx = GroupContext {
+        let producer: BaseProducer<Deliveries> = client_config(
+            cfg,
+            &[
+                ("client.id", &client_id),
+                ("acks", "all"),
+                ("linger.ms", "1"),
+                ("message.timeout.ms", "30000"),
+                // The partition of a host is the one Java clients would pick (murmur2), so
+                // fetchers see each host on one partition whoever produced it.
+                ("partitioner", "murmur2_random"),
+            ],
+            &k.producer,
+        )
+        .create_with_context(Deliveries::default())
+        .context("creating the Kafka producer")?;
+        let pipeline = Arc::new(Mutex::new(Pipeline {
             topic: k.input_topic.clone(),
-            offsets: offsets.clone(),
+            fetch_topic: k.fetch_topic.clone(),
+            audit_topic: k.audit_topic.clone(),
+            dead_topic: k.dead_letter_topic.clone(),
+            producer,
+            stage,
+            offsets: HashMap::new(),
+            inflight: None,
+            spare: Vec::new(),
+            attempt: 0,
+            metrics: metrics.clone(),
+        }));
+        let ctx = GroupContext {
+            pipeline: pipeline.clone(),
             revoked: Mutex::default(),
             metrics: metrics.clone(),
         };
-        let consumer: BaseConsumer<GroupContext> = client_config(
+        let consumer: BaseConsumer<GroupContext<S>> = client_config(
             cfg,
             &[
                 ("group.id", &k.group_id),
@@ -230,46 +482,26 @@ impl<S: Stage> Worker<S> {
         )
         .create_with_context(ctx)
         .context("creating the Kafka consumer")?;
-        let producer: BaseProducer<Deliveries> = client_config(
-            cfg,
-            &[
-                ("client.id", &client_id),
-                ("acks", "all"),
-                ("linger.ms", "5"),
-                ("message.timeout.ms", "30000"),
-                // The partition of a host is the one Java clients would pick (murmur2), so
-                // fetchers see each host on one partition whoever produced it.
-                ("partitioner", "murmur2_random"),
-            ],
-            &k.producer,
-        )
-        .create_with_context(Deliveries::default())
-        .context("creating the Kafka producer")?;
         consumer
             .subscribe(&[&k.input_topic])
             .context("subscribing to the input topic")?;
         Ok(Worker {
-            topic: k.input_topic.clone(),
-            fetch_topic: k.fetch_topic.clone(),
-            audit_topic: k.audit_topic.clone(),
-            dead_topic: k.dead_letter_topic.clone(),
             batch_size: k.batch_size,
             linger: Duration::from_millis(k.batch_linger_ms),
             consumer,
-            producer,
-            stage,
+            pipeline,
             metrics,
             stop,
-            offsets,
             batch: Batch::default(),
             held: Batch::default(),
-            staged: Staged::default(),
-            attempt: 0,
             paused: false,
             last_message: Instant::now(),
-            seen_any: false,
             report: Report::default(),
         })
+    }
+
+    fn pipe(&self) -> MutexGuard<'_, Pipeline<S>> {
+        self.pipeline.lock().expect("pipeline lock")
     }
 
     /// Run until a stop is requested (or, with `idle_exit`, until no message arrived for that
@@ -277,28 +509,109 @@ impl<S: Stage> Worker<S> {
     pub fn run(&mut self, idle_exit: Option<Duration>) -> Result<Report> {
         while !self.stop.requested() {
             if let Some(idle) = idle_exit {
-                if self.seen_any && self.last_message.elapsed() >= idle {
+                if self.report.first.is_some() && self.last_message.elapsed() >= idle {
                     break;
                 }
             }
             self.fill();
             if self.batch.is_empty() {
+                // Nothing new: do not leave a batch waiting in the pipeline.
+                if !self.finish_inflight()? {
+                    break;
+                }
                 continue;
             }
-            let t = Instant::now();
-            match self.process()? {
-                Outcome::Done => {
-                    self.commit(CommitMode::Async, false);
-                    self.report.last_done = Some(Instant::now());
-                    self.metrics
-                        .batch_seconds
-                        .observe(t.elapsed().as_secs_f64());
-                }
-                Outcome::Abandoned => break,
+            if !self.stage_and_send()? {
+                break;
             }
         }
+        // Finish what is in flight unless that means waiting out an outage after a stop.
+        self.finish_inflight()?;
         self.commit(CommitMode::Sync, true);
         Ok(self.report)
+    }
+
+    /// Stage the polled batch (retrying while Redis is away), send it, then finish the batch
+    /// sent before it. False when a stop interrupted a wait.
+    fn stage_and_send(&mut self) -> Result<bool> {
+        let mut backoff = Backoff::new();
+        let (mut batch, mut staged) = self.pipe().spare.pop().unwrap_or_default();
+        std::mem::swap(&mut batch, &mut self.batch);
+        loop {
+            let r = {
+                let mut p = self.pipe();
+                let topic = p.topic.clone();
+                p.stage.stage(&topic, &batch, &mut staged)
+            };
+            match r {
+                Ok(()) => break,
+                Err(e) if e.is_retryable() => {
+                    eprintln!("crawlsieve gate: redis unavailable ({e}); pausing");
+                    if !self.wait(backoff.next(), "redis") {
+                        return Ok(false);
+                    }
+                    let gone = self.take_revoked();
+                    if !gone.is_empty() {
+                        batch.retain(|m| !gone.contains(&m.partition));
+                        if batch.is_empty() {
+                            return Ok(true);
+                        }
+                    }
+                }
+                Err(e) => return Err(e).context("the Redis filter refused the batch"),
+            }
+        }
+        let mut f = InFlight {
+            todo: (0..staged.len()).collect(),
+            batch,
+            staged,
+            attempt: None,
+            delivered: false,
+            started: Instant::now(),
+        };
+        let prev = self.pipe().inflight.take();
+        self.pipe().send(&mut f);
+        // Batches finish in order: the one sent before this one first.
+        let ok = match prev {
+            Some(prev) => {
+                self.pipe().inflight = Some(prev);
+                self.finish_inflight()?
+            }
+            None => true,
+        };
+        self.pipe().inflight = Some(f);
+        Ok(ok)
+    }
+
+    /// Finish the batch in flight, waiting out outages with the partitions paused. False when
+    /// a stop interrupted a wait.
+    fn finish_inflight(&mut self) -> Result<bool> {
+        if self.pipe().inflight.is_none() {
+            return Ok(true);
+        }
+        let mut backoff = Backoff::new();
+        loop {
+            let r = self.pipe().advance()?;
+            match r {
+                Ok(()) => break,
+                Err(Blocked::Kafka(why)) => {
+                    eprintln!("crawlsieve gate: {why}; pausing");
+                    if !self.wait(backoff.next(), "kafka") {
+                        return Ok(false);
+                    }
+                }
+                Err(Blocked::Redis(why)) => {
+                    eprintln!("crawlsieve gate: redis unavailable ({why}); pausing");
+                    if !self.wait(backoff.next(), "redis") {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+        self.resume();
+        self.report.last_done = Some(Instant::now());
+        self.commit(CommitMode::Async, false);
+        Ok(true)
     }
 
     /// Poll one message; register its offset and keep it in the batch, or in `held` while
@@ -306,11 +619,10 @@ impl<S: Stage> Worker<S> {
     fn poll_one(&mut self, timeout: Duration, into_batch: bool) -> bool {
         let Worker {
             consumer,
-            offsets,
+            pipeline,
             batch,
             held,
             last_message,
-            seen_any,
             report,
             ..
         } = self;
@@ -323,19 +635,18 @@ impl<S: Stage> Worker<S> {
             None => return false,
         };
         let (p, o) = (m.partition(), m.offset());
-        match offsets
+        let fresh = pipeline
             .lock()
-            .expect("offsets lock")
+            .expect("pipeline lock")
+            .offsets
             .entry(p)
             .or_default()
             .received(o)
-        {
-            Ok(()) => {}
-            // Already held: a redelivery after a pause/resume. Keep the first copy.
-            Err(_) => return true,
+            .is_ok();
+        if !fresh {
+            return true; // already held: a redelivery after a pause/resume
         }
         *last_message = Instant::now();
-        *seen_any = true;
         report.first.get_or_insert(*last_message);
         let dst = if into_batch { batch } else { held };
         dst.push(p, o, m.key(), m.payload());
@@ -357,7 +668,10 @@ impl<S: Stage> Worker<S> {
                 },
             };
             let got = self.poll_one(timeout, true);
-            self.drop_revoked();
+            let gone = self.take_revoked();
+            if !gone.is_empty() {
+                self.batch.retain(|m| !gone.contains(&m.partition));
+            }
             if got && first.is_none() && !self.batch.is_empty() {
                 first = Some(Instant::now());
             }
@@ -365,11 +679,12 @@ impl<S: Stage> Worker<S> {
                 break; // idle: let the caller check for a stop
             }
         }
-        self.update_in_flight();
+        let n = self.pipe().in_flight_messages();
+        self.metrics.in_flight.set(n as i64);
     }
 
-    /// Drop unprocessed messages of partitions revoked since the last call.
-    fn drop_revoked(&mut self) -> bool {
+    /// Partitions revoked since the last call (their held messages are dropped here).
+    fn take_revoked(&mut self) -> Vec<i32> {
         let gone: Vec<i32> = std::mem::take(
             &mut *self
                 .consumer
@@ -378,23 +693,10 @@ impl<S: Stage> Worker<S> {
                 .lock()
                 .expect("revoked lock"),
         );
-        if gone.is_empty() {
-            return false;
+        if !gone.is_empty() {
+            self.held.retain(|m| !gone.contains(&m.partition));
         }
-        self.batch.retain(|m| !gone.contains(&m.partition));
-        self.held.retain(|m| !gone.contains(&m.partition));
-        true
-    }
-
-    fn update_in_flight(&self) {
-        let n: usize = self
-            .offsets
-            .lock()
-            .expect("offsets lock")
-            .values()
-            .map(PartitionOffsets::in_flight)
-            .sum();
-        self.metrics.in_flight.set(n as i64);
+        gone
     }
 
     /// Back off for `d` with the partitions paused, still polling (rebalances are served and
@@ -418,6 +720,7 @@ impl<S: Stage> Worker<S> {
                 return true;
             }
             self.poll_one(left.min(Duration::from_millis(100)), false);
+            self.take_revoked();
         }
     }
 
@@ -431,173 +734,18 @@ impl<S: Stage> Worker<S> {
         }
     }
 
-    fn process(&mut self) -> Result<Outcome> {
-        // 2. Stage (reads only; repeated until Redis answers).
-        let mut backoff = Backoff::new();
-        loop {
-            match self.stage.stage(&self.topic, &self.batch, &mut self.staged) {
-                Ok(()) => break,
-                Err(e) if e.is_retryable() => {
-                    eprintln!("crawlsieve gate: redis unavailable ({e}); pausing");
-                    if !self.wait(backoff.next(), "redis") {
-                        return Ok(Outcome::Abandoned);
-                    }
-                    if self.drop_revoked() && self.batch.is_empty() {
-                        return Ok(Outcome::Done);
-                    }
-                }
-                Err(e) => return Err(e).context("the Redis filter refused the batch"),
-            }
-        }
-        // 3. Produce and wait for every delivery report.
-        let mut todo: Vec<usize> = (0..self.staged.len()).collect();
-        let mut backoff = Backoff::new();
-        loop {
-            let (failed, why) = self.produce(&todo);
-            if failed.is_empty() {
-                break;
-            }
-            eprintln!(
-                "crawlsieve gate: {} of {} records not delivered ({}); pausing",
-                failed.len(),
-                todo.len(),
-                why.unwrap_or_default()
-            );
-            todo = failed;
-            if !self.wait(backoff.next(), "kafka") {
-                return Ok(Outcome::Abandoned);
-            }
-        }
-        // 4. Remember the emitted URLs (idempotent; repeated until Redis answers).
-        let mut backoff = Backoff::new();
-        loop {
-            match self.stage.finish(&self.staged) {
-                Ok(()) => break,
-                Err(e) if e.is_retryable() => {
-                    eprintln!("crawlsieve gate: redis unavailable ({e}); pausing");
-                    if !self.wait(backoff.next(), "redis") {
-                        return Ok(Outcome::Abandoned);
-                    }
-                }
-                Err(e) => return Err(e).context("the Redis filter refused an insert"),
-            }
-        }
-        // 5. Done: the offsets may be committed.
-        {
-            let mut offsets = self.offsets.lock().expect("offsets lock");
-            for m in self.batch.msgs() {
-                // A partition revoked meanwhile is gone from the map: its next owner repeats
-                // the batch's part of it (at-least-once).
-                if let Some(po) = offsets.get_mut(&m.partition) {
-                    let _ = po.done(m.offset);
-                }
-            }
-        }
-        self.resume();
-        self.staged.account(&self.metrics);
-        self.update_in_flight();
-        Ok(Outcome::Done)
-    }
-
-    fn topic_of(&self, d: Dest) -> &str {
-        match d {
-            Dest::Fetch => &self.fetch_topic,
-            Dest::Audit => self.audit_topic.as_deref().unwrap_or(&self.dead_topic),
-            Dest::DeadLetter => &self.dead_topic,
-        }
-    }
-
-    /// Produce `todo` (indices into the staged records) and wait for their reports; returns
-    /// the indices that failed and one of the errors.
-    fn produce(&mut self, todo: &[usize]) -> (Vec<usize>, Option<String>) {
-        self.attempt = (self.attempt + 1) & ((1 << (usize::BITS - TAG_BITS)) - 1);
-        let attempt = self.attempt;
-        let mut failed = Vec::new();
-        let mut why = None;
-        let mut sent = 0usize;
-        for &i in todo {
-            let (dest, key, payload) = self.staged.get(i);
-            let topic = self.topic_of(dest).to_string();
-            let mut record =
-                BaseRecord::with_opaque_to(&topic, (attempt << TAG_BITS) | i).payload(payload);
-            if let Some(k) = key {
-                record = record.key(k);
-            }
-            loop {
-                match self.producer.send(record) {
-                    Ok(()) => {
-                        sent += 1;
-                        break;
-                    }
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                        record = r;
-                        self.producer.poll(Duration::from_millis(5));
-                    }
-                    Err((e, _)) => {
-                        why.get_or_insert_with(|| e.to_string());
-                        failed.push(i);
-                        break;
-                    }
-                }
-            }
-        }
-        let deadline = Instant::now() + REPORT_WAIT;
-        let mut reported = 0usize;
-        while reported < sent && Instant::now() < deadline {
-            self.producer.poll(Duration::from_millis(1));
-            let mut reports = self
-                .producer
-                .context()
-                .reports
-                .lock()
-                .expect("reports lock");
-            for (tag, r) in reports.drain(..) {
-                if tag >> TAG_BITS != attempt {
-                    continue; // a late report of an earlier attempt: already retried
-                }
-                reported += 1;
-                if let Err(e) = r {
-                    why.get_or_insert(e);
-                    failed.push(tag & ((1 << TAG_BITS) - 1));
-                }
-            }
-        }
-        if reported < sent {
-            // Not reported in time: produce everything not confirmed again.
-            why.get_or_insert_with(|| "delivery reports missing".into());
-            failed = todo.to_vec();
-        }
-        (failed, why)
-    }
-
     /// Commit the finished prefix of every partition (`all`: even what was committed before,
     /// for the final synchronous commit).
     fn commit(&mut self, mode: CommitMode, all: bool) {
-        let mut offsets = self.offsets.lock().expect("offsets lock");
-        let mut tpl = TopicPartitionList::new();
-        let mut list = Vec::new();
-        for (&p, po) in offsets.iter() {
-            let o = if all {
-                po.committable()
-            } else {
-                po.to_commit()
-            };
-            if let Some(o) = o {
-                let _ = tpl.add_partition_offset(&self.topic, p, Offset::Offset(o));
-                list.push((p, o));
-            }
-        }
+        let (topic, list) = {
+            let p = self.pipe();
+            (p.topic.clone(), p.to_commit(all, None))
+        };
         if list.is_empty() {
             return;
         }
-        match self.consumer.commit(&tpl, mode) {
-            Ok(()) => {
-                for (p, o) in list {
-                    if let Some(po) = offsets.get_mut(&p) {
-                        po.committed(o);
-                    }
-                }
-            }
+        match self.consumer.commit(&tpl(&topic, &list), mode) {
+            Ok(()) => self.pipe().committed(&list),
             Err(e) => {
                 self.metrics.commit_failures.inc();
                 eprintln!("crawlsieve gate: commit failed ({e}); the next commit covers it");
