@@ -22,14 +22,14 @@
 //! abandons what it holds, commits synchronously what was finished, and leaves the group.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::{ClientContext, Message, Offset, TopicPartitionList};
 
 use super::config::GateConfig;
@@ -46,10 +46,12 @@ struct Tally {
     why: Option<String>,
 }
 
-/// Producer callbacks: every delivery report, counted per attempt.
+/// Producer callbacks (on the producer's polling thread): every delivery report, counted per
+/// attempt; the worker waits on `reported`.
 #[derive(Default)]
 struct Deliveries {
     tallies: Mutex<HashMap<usize, Tally>>,
+    reported: Condvar,
 }
 
 impl ClientContext for Deliveries {}
@@ -65,6 +67,8 @@ impl ProducerContext for Deliveries {
             tally.failed.push(tag & TAG_MASK);
             tally.why.get_or_insert_with(|| e.to_string());
         }
+        drop(t);
+        self.reported.notify_all();
     }
 }
 
@@ -102,7 +106,7 @@ struct Pipeline<S> {
     fetch_topic: String,
     audit_topic: Option<String>,
     dead_topic: String,
-    producer: BaseProducer<Deliveries>,
+    producer: ThreadedProducer<Deliveries>,
     stage: S,
     offsets: HashMap<i32, PartitionOffsets>,
     inflight: Option<InFlight>,
@@ -141,8 +145,8 @@ impl<S: Stage> Pipeline<S> {
                         break;
                     }
                     Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                        record = r;
-                        self.producer.poll(Duration::from_millis(5));
+                        record = r; // the producer's thread drains the queue
+                        std::thread::sleep(Duration::from_millis(1));
                     }
                     Err((e, _)) => {
                         // Refused before it was queued (e.g. an unknown topic): counts as a
@@ -205,24 +209,25 @@ impl<S: Stage> Pipeline<S> {
             }
             let (attempt, sent) = f.attempt.expect("sent above");
             let deadline = Instant::now() + REPORT_WAIT;
+            let ctx = self.producer.context();
+            let mut t = ctx.tallies.lock().expect("lock");
             let tally = loop {
-                {
-                    let mut t = self.producer.context().tallies.lock().expect("lock");
-                    if t.get(&attempt).map_or(0, |x| x.reported) >= sent {
-                        break t.remove(&attempt).unwrap_or_default();
-                    }
-                    if Instant::now() > deadline {
-                        // A report went missing: produce everything of this attempt again.
-                        t.remove(&attempt);
-                        break Tally {
-                            reported: 0,
-                            failed: Vec::new(),
-                            why: Some("delivery reports missing".into()),
-                        };
-                    }
+                if t.get(&attempt).map_or(0, |x| x.reported) >= sent {
+                    break t.remove(&attempt).unwrap_or_default();
                 }
-                self.producer.poll(Duration::from_millis(1));
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    // A report went missing: produce everything of this attempt again.
+                    t.remove(&attempt);
+                    break Tally {
+                        reported: 0,
+                        failed: Vec::new(),
+                        why: Some("delivery reports missing".into()),
+                    };
+                }
+                t = ctx.reported.wait_timeout(t, left).expect("lock").0;
             };
+            drop(t);
             f.attempt = None;
             if tally.failed.is_empty() && tally.why.is_none() {
                 f.delivered = true;
@@ -436,7 +441,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
     ) -> Result<Self> {
         let k = &cfg.kafka;
         let client_id = format!("crawlsieve-gate-{id}");
-        let producer: BaseProducer<Deliveries> = client_config(
+        let producer: ThreadedProducer<Deliveries> = client_config(
             cfg,
             &[
                 ("client.id", &client_id),
