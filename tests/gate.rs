@@ -683,3 +683,47 @@ fn graceful_shutdown_commits_what_was_delivered() {
     let all = fetch_events(&read_all(&b, "fetch", 4, Duration::from_secs(1)));
     assert_eq!(all.len(), want.len() + 1);
 }
+
+/// The output cluster is down (the producer may use other brokers than the consumer:
+/// `kafka.producer."bootstrap.servers"`): deliveries fail, the gate pauses and commits nothing;
+/// once the cluster is up everything arrives.
+#[test]
+fn output_cluster_down_pauses_without_commit_or_loss() {
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(&b, &[("urls", 4), ("urls.dead-letter", 1)]);
+    let out_port = free_port();
+    let ns = Ns::new("outdown", REDIS);
+    let vals = workload(3_000);
+    let (want, _) = expected(&vals);
+    produce(&b, "urls", 4, &vals);
+    let mport = free_port();
+    let mut sets = base_sets(&b, "g-outdown", &ns.name, REDIS);
+    sets.push(format!("metrics.listen=127.0.0.1:{mport}"));
+    sets.push(format!(
+        "kafka.producer.\"bootstrap.servers\"=127.0.0.1:{out_port}"
+    ));
+    sets.push("kafka.producer.\"message.timeout.ms\"=2000".into());
+    sets.push("kafka.producer.\"allow.auto.create.topics\"=false".into());
+    let _g = GateProc::start(&sets, &[]);
+    std::thread::sleep(Duration::from_secs(8));
+    let m = http_get(mport, "/metrics");
+    assert!(
+        metric(
+            &m,
+            "crawlsieve_gate_backoff_retries_total",
+            "cause=\"kafka\""
+        ) > 0.0,
+        "{m}"
+    );
+    assert_eq!(metric(&m, "crawlsieve_gate_paused", ""), 1.0);
+    assert_eq!(metric(&m, "crawlsieve_gate_urls_emitted_total", ""), 0.0);
+    assert!(committed(&b, "g-outdown", "urls", 4)
+        .values()
+        .all(|&o| o == 0));
+    let out = Tansu::start_on(out_port);
+    let ob = out.brokers();
+    create_topics(&ob, &[("fetch", 4), ("urls.dead-letter", 1)]);
+    let (_, missing) = await_fetch(&ob, &want, Duration::from_secs(120));
+    assert!(missing.is_empty(), "{} lost", missing.len());
+}

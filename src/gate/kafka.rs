@@ -411,6 +411,7 @@ pub struct Worker<S: Stage + Send + 'static> {
     paused: bool,
     last_message: Instant,
     report: Report,
+    last_error: Option<(String, Instant)>,
 }
 
 /// librdkafka settings: the gate's defaults, then `[kafka.client]`, then the role's own table.
@@ -502,6 +503,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
             paused: false,
             last_message: Instant::now(),
             report: Report::default(),
+            last_error: None,
         })
     }
 
@@ -629,12 +631,21 @@ impl<S: Stage + Send + 'static> Worker<S> {
             held,
             last_message,
             report,
+            last_error,
             ..
         } = self;
         let m = match consumer.poll(timeout) {
             Some(Ok(m)) => m,
             Some(Err(e)) => {
-                eprintln!("crawlsieve gate: consumer: {e}");
+                // The same error every poll while a broker is away: say it once per 10 s.
+                let msg = e.to_string();
+                let now = Instant::now();
+                if last_error.as_ref().map_or(true, |(m, t)| {
+                    *m != msg || now.duration_since(*t) > Duration::from_secs(10)
+                }) {
+                    eprintln!("crawlsieve gate: consumer: {msg}");
+                    *last_error = Some((msg, now));
+                }
                 return false;
             }
             None => return false,

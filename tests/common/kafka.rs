@@ -34,7 +34,11 @@ pub struct Tansu {
 
 impl Tansu {
     pub fn start() -> Tansu {
-        let port = super::free_port();
+        Tansu::start_on(super::free_port())
+    }
+
+    /// Start one on a given port.
+    pub fn start_on(port: u16) -> Tansu {
         let url = format!("tcp://127.0.0.1:{port}");
         let child = Command::new(tansu_bin())
             .args([
