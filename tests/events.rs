@@ -2,6 +2,9 @@
 //! events the code builds validate too; invalid inputs are refused by both the schema and the
 //! decoder.
 
+mod common;
+
+use common::schema_validator as validator;
 use crawlsieve::events::{
     DeadLetter, DeadLetterCode, FetchEvent, Method, RejectedEvent, UrlEvent,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -12,15 +15,6 @@ use serde_json::Value;
 
 fn dir(rel: &str) -> String {
     format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn validator(name: &str) -> jsonschema::Validator {
-    let text = std::fs::read_to_string(dir(&format!("schemas/{name}.v1.json"))).unwrap();
-    let schema: Value = serde_json::from_str(&text).unwrap();
-    jsonschema::options()
-        .should_validate_formats(true)
-        .build(&schema)
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn fixtures(file: &str) -> Vec<Value> {

@@ -123,6 +123,17 @@ fn fetch_events(got: &[Got]) -> Vec<FetchEvent> {
         .collect()
 }
 
+/// Every message of `got` is valid against `schemas/<name>.v1.json`.
+fn assert_schema(name: &str, got: &[Got]) {
+    let v = common::schema_validator(name);
+    for g in got {
+        let doc: serde_json::Value = serde_json::from_slice(&g.value).unwrap();
+        if let Err(e) = v.validate(&doc) {
+            panic!("{name}: {e}: {doc}");
+        }
+    }
+}
+
 /// A realistic input: the first `n` lines of the shared real candidate corpus (junk included),
 /// half of them as JSON events with a source page (so relative candidates resolve), repeats as
 /// they come, and a poison message (not UTF-8, not JSON, schema-invalid, empty) every 199th.
@@ -350,6 +361,7 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
     assert!(st.success(), "gate failed: {err}");
 
     let fetch = read_all(&b, "fetch", 3, Duration::from_secs(2));
+    assert_schema("fetch-event", &fetch);
     let evs = fetch_events(&fetch);
     let urls: Vec<&str> = evs.iter().map(|e| e.url.as_str()).collect();
     let distinct: HashSet<&str> = urls.iter().copied().collect();
@@ -392,7 +404,9 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
         );
     }
 
-    let audit: Vec<RejectedEvent> = read_all(&b, "audit", 1, Duration::from_secs(1))
+    let audit = read_all(&b, "audit", 1, Duration::from_secs(1));
+    assert_schema("rejected-event", &audit);
+    let audit: Vec<RejectedEvent> = audit
         .iter()
         .map(|g| serde_json::from_slice(&g.value).unwrap())
         .collect();
@@ -407,7 +421,9 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
         2
     );
 
-    let dead: Vec<DeadLetter> = read_all(&b, "urls.dead-letter", 1, Duration::from_secs(1))
+    let dead = read_all(&b, "urls.dead-letter", 1, Duration::from_secs(1));
+    assert_schema("dead-letter", &dead);
+    let dead: Vec<DeadLetter> = dead
         .iter()
         .map(|g| serde_json::from_slice(&g.value).unwrap())
         .collect();

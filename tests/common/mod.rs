@@ -27,6 +27,17 @@ pub fn jsonl(rel: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// A validator for `schemas/<name>.v1.json` (formats checked).
+pub fn schema_validator(name: &str) -> jsonschema::Validator {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("schemas/{name}.v1.json"));
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 /// The shared Redis the test command starts (or finds) on 127.0.0.1:6379.
 pub const REDIS: &str = "redis://127.0.0.1:6379";
 
