@@ -514,6 +514,16 @@ impl<S: Stage + Send + 'static> Worker<S> {
     /// Run until a stop is requested (or, with `idle_exit`, until no message arrived for that
     /// long after the first one). Returns after a synchronous commit.
     pub fn run(&mut self, idle_exit: Option<Duration>) -> Result<Report> {
+        // Finish what is in flight unless that means waiting out an outage after a stop; on a
+        // fatal error, still commit what finished before it.
+        let r = self
+            .run_loop(idle_exit)
+            .and_then(|()| self.finish_inflight().map(drop));
+        self.commit(CommitMode::Sync, true);
+        r.map(|()| self.report)
+    }
+
+    fn run_loop(&mut self, idle_exit: Option<Duration>) -> Result<()> {
         while !self.stop.requested() {
             if let Some(idle) = idle_exit {
                 if self.report.first.is_some() && self.last_message.elapsed() >= idle {
@@ -532,10 +542,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
                 break;
             }
         }
-        // Finish what is in flight unless that means waiting out an outage after a stop.
-        self.finish_inflight()?;
-        self.commit(CommitMode::Sync, true);
-        Ok(self.report)
+        Ok(())
     }
 
     /// Stage the polled batch (retrying while Redis is away), send it, then finish the batch
