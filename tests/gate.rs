@@ -123,6 +123,16 @@ fn fetch_events(got: &[Got]) -> Vec<FetchEvent> {
         .collect()
 }
 
+/// Every message of a one-partition topic, checked against `schemas/<schema>.v1.json` and
+/// decoded.
+fn read_checked<T: serde::de::DeserializeOwned>(b: &str, topic: &str, schema: &str) -> Vec<T> {
+    let got = read_all(b, topic, 1, Duration::from_secs(1));
+    assert_schema(schema, &got);
+    got.iter()
+        .map(|g| serde_json::from_slice(&g.value).unwrap())
+        .collect()
+}
+
 /// Every message of `got` is valid against `schemas/<name>.v1.json`.
 fn assert_schema(name: &str, got: &[Got]) {
     let v = common::schema_validator(name);
@@ -221,6 +231,46 @@ fn await_fetch(b: &str, want: &HashSet<String>, limit: Duration) -> (Vec<FetchEv
     (evs, missing)
 }
 
+/// A broker with the usual topics (`urls` and `fetch` with 4 partitions), a namespace, and a
+/// workload with what it must produce.
+struct Setup {
+    _k: Tansu,
+    b: String,
+    ns: Ns,
+    vals: Vec<Vec<u8>>,
+    want: HashSet<String>,
+    want_dead: usize,
+}
+
+fn setup(tag: &str, n: usize, redis: &str) -> Setup {
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(&b, &[("urls", 4), ("fetch", 4), ("urls.dead-letter", 1)]);
+    let vals = workload(n);
+    let (want, want_dead) = expected(&vals);
+    Setup {
+        _k: k,
+        b,
+        ns: Ns::new(tag, redis),
+        vals,
+        want,
+        want_dead,
+    }
+}
+
+/// Read the fetch topic until every expected URL is there; fail naming some that are not.
+fn assert_all_fetched(b: &str, want: &HashSet<String>, limit: Duration) -> Vec<FetchEvent> {
+    let (evs, missing) = await_fetch(b, want, limit);
+    assert!(
+        missing.is_empty(),
+        "{} of {} URLs lost, e.g. {:?}",
+        missing.len(),
+        want.len(),
+        &missing[..missing.len().min(5)]
+    );
+    evs
+}
+
 /// Produce `vals` in `chunks` pieces, calling `between(i)` after each.
 fn produce_in_chunks(b: &str, vals: &[Vec<u8>], chunks: usize, mut between: impl FnMut(usize)) {
     let size = vals.len().div_ceil(chunks);
@@ -228,6 +278,15 @@ fn produce_in_chunks(b: &str, vals: &[Vec<u8>], chunks: usize, mut between: impl
         produce(b, "urls", 4, c);
         between(i);
     }
+}
+
+/// The staged records for `dest`, decoded.
+fn staged_events<T: serde::de::DeserializeOwned>(st: &Staged, dest: Dest) -> Vec<T> {
+    (0..st.len())
+        .map(|i| st.get(i))
+        .filter(|r| r.0 == dest)
+        .map(|r| serde_json::from_slice(r.2).unwrap())
+        .collect()
 }
 
 #[test]
@@ -281,18 +340,10 @@ fn stage_reads_only_and_finish_marks_seen() {
     let fe: FetchEvent = serde_json::from_slice(payload).unwrap();
     assert_eq!(fe.url, "https://a.example/x");
     assert_eq!(fe.original, "https://a.example/x?utm_source=1");
-    let audit: Vec<RejectedEvent> = (0..st.len())
-        .map(|i| st.get(i))
-        .filter(|r| r.0 == Dest::Audit)
-        .map(|r| serde_json::from_slice(r.2).unwrap())
-        .collect();
+    let audit: Vec<RejectedEvent> = staged_events(&st, Dest::Audit);
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].reason, Reason::NonFetchableScheme);
-    let dead: Vec<DeadLetter> = (0..st.len())
-        .map(|i| st.get(i))
-        .filter(|r| r.0 == Dest::DeadLetter)
-        .map(|r| serde_json::from_slice(r.2).unwrap())
-        .collect();
+    let dead: Vec<DeadLetter> = staged_events(&st, Dest::DeadLetter);
     assert_eq!(dead.len(), 1);
     assert_eq!(
         (dead[0].error, dead[0].offset),
@@ -404,12 +455,7 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
         );
     }
 
-    let audit = read_all(&b, "audit", 1, Duration::from_secs(1));
-    assert_schema("rejected-event", &audit);
-    let audit: Vec<RejectedEvent> = audit
-        .iter()
-        .map(|g| serde_json::from_slice(&g.value).unwrap())
-        .collect();
+    let audit: Vec<RejectedEvent> = read_checked(&b, "audit", "rejected-event");
     let reasons: HashSet<Reason> = audit.iter().map(|r| r.reason).collect();
     assert!(reasons.contains(&Reason::NonFetchableScheme), "{reasons:?}");
     assert!(reasons.contains(&Reason::PatternSimilar), "{reasons:?}");
@@ -421,12 +467,7 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
         2
     );
 
-    let dead = read_all(&b, "urls.dead-letter", 1, Duration::from_secs(1));
-    assert_schema("dead-letter", &dead);
-    let dead: Vec<DeadLetter> = dead
-        .iter()
-        .map(|g| serde_json::from_slice(&g.value).unwrap())
-        .collect();
+    let dead: Vec<DeadLetter> = read_checked(&b, "urls.dead-letter", "dead-letter");
     let mut codes: Vec<&str> = dead.iter().map(|d| d.error.code()).collect();
     codes.sort();
     assert_eq!(
@@ -452,13 +493,9 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
 /// dead letter.
 #[test]
 fn no_url_lost_when_a_gate_is_killed_repeatedly() {
-    let k = Tansu::start();
-    let b = k.brokers();
-    create_topics(&b, &[("urls", 4), ("fetch", 4), ("urls.dead-letter", 1)]);
-    let ns = Ns::new("kill", REDIS);
-    let vals = workload(200_000);
-    let (want, want_dead) = expected(&vals);
-    let mut sets = base_sets(&b, "g-kill", &ns.name, REDIS);
+    let st = setup("kill", 200_000, REDIS);
+    let (b, ns, vals, want, want_dead) = (&st.b, &st.ns, &st.vals, &st.want, st.want_dead);
+    let mut sets = base_sets(b, "g-kill", &ns.name, REDIS);
     sets.push("kafka.batch_size=500".into());
     let mut a = GateProc::start(&sets, &[]);
     let mut bgate = GateProc::start(&sets, &[]);
@@ -471,7 +508,7 @@ fn no_url_lost_when_a_gate_is_killed_repeatedly() {
         Duration::from_millis(lo + x % (hi - lo))
     };
     let mut kills = 0;
-    produce_in_chunks(&b, &vals, 8, |i| {
+    produce_in_chunks(b, vals, 8, |i| {
         if i % 2 == 1 {
             std::thread::sleep(rnd(300, 2500));
             bgate.kill(); // SIGKILL: no commit, no goodbye
@@ -481,21 +518,14 @@ fn no_url_lost_when_a_gate_is_killed_repeatedly() {
         }
     });
     assert!(kills >= 3);
-    let (evs, missing) = await_fetch(&b, &want, Duration::from_secs(300));
-    assert!(
-        missing.is_empty(),
-        "{} of {} URLs lost, e.g. {:?}",
-        missing.len(),
-        want.len(),
-        &missing[..missing.len().min(5)]
-    );
+    let evs = assert_all_fetched(b, want, Duration::from_secs(300));
     let extra: Vec<&FetchEvent> = evs.iter().filter(|e| !want.contains(&e.url)).collect();
     assert!(
         extra.is_empty(),
         "emitted URLs not in the input: {:?}",
         &extra[..extra.len().min(3)]
     );
-    let dead = read_until(&b, "urls.dead-letter", 1, Duration::from_secs(120), |g| {
+    let dead = read_until(b, "urls.dead-letter", 1, Duration::from_secs(120), |g| {
         g.len() >= want_dead
     });
     let dead_at: HashSet<(i32, i64)> = dead
@@ -506,7 +536,7 @@ fn no_url_lost_when_a_gate_is_killed_repeatedly() {
         })
         .collect();
     // Every malformed input message (found by reading the input back) is a dead letter.
-    let input = read_all(&b, "urls", 4, Duration::from_secs(2));
+    let input = read_all(b, "urls", 4, Duration::from_secs(2));
     let malformed: HashSet<(i32, i64)> = input
         .iter()
         .filter(|g| {
@@ -541,17 +571,13 @@ fn no_url_lost_when_a_gate_is_killed_repeatedly() {
 /// nothing is lost.
 #[test]
 fn a_consumer_joining_and_leaving_loses_nothing() {
-    let k = Tansu::start();
-    let b = k.brokers();
-    create_topics(&b, &[("urls", 4), ("fetch", 4), ("urls.dead-letter", 1)]);
-    let ns = Ns::new("rebalance", REDIS);
-    let vals = workload(40_000);
-    let (want, _) = expected(&vals);
-    let mut sets = base_sets(&b, "g-rebalance", &ns.name, REDIS);
+    let st = setup("rebalance", 40_000, REDIS);
+    let (b, ns, vals, want) = (&st.b, &st.ns, &st.vals, &st.want);
+    let mut sets = base_sets(b, "g-rebalance", &ns.name, REDIS);
     sets.push("kafka.batch_size=200".into());
     let _a = GateProc::start(&sets, &[]);
     let mut second: Option<GateProc> = None;
-    produce_in_chunks(&b, &vals, 4, |i| match i {
+    produce_in_chunks(b, vals, 4, |i| match i {
         0 => {
             second = Some(GateProc::start(&sets, &[]));
             std::thread::sleep(Duration::from_secs(4)); // joined: partitions split
@@ -575,13 +601,7 @@ fn a_consumer_joining_and_leaving_loses_nothing() {
         }
         _ => {}
     });
-    let (_, missing) = await_fetch(&b, &want, Duration::from_secs(180));
-    assert!(
-        missing.is_empty(),
-        "{} lost, e.g. {:?}",
-        missing.len(),
-        &missing[..missing.len().min(5)]
-    );
+    assert_all_fetched(b, want, Duration::from_secs(180));
 }
 
 fn http_get(port: u16, path: &str) -> String {
@@ -611,23 +631,19 @@ fn metric(text: &str, name: &str, labels: &str) -> f64 {
 /// nothing, and resumes when Redis is back.
 #[test]
 fn redis_outage_pauses_and_resumes_without_loss() {
-    let k = Tansu::start();
-    let b = k.brokers();
-    create_topics(&b, &[("urls", 4), ("fetch", 4), ("urls.dead-letter", 1)]);
     let mut redis = OwnRedis::start(&["--appendonly", "yes"]);
-    let ns = Ns::new("outage", &redis.url());
-    let vals = workload(30_000);
-    let (want, _) = expected(&vals);
+    let st = setup("outage", 30_000, &redis.url());
+    let (b, ns, vals, want) = (&st.b, &st.ns, &st.vals, &st.want);
     let mport = free_port();
-    let mut sets = base_sets(&b, "g-outage", &ns.name, &redis.url());
+    let mut sets = base_sets(b, "g-outage", &ns.name, &redis.url());
     sets.push(format!("metrics.listen=127.0.0.1:{mport}"));
     let _g = GateProc::start(&sets, &[]);
     let third = vals.len() / 3;
-    produce(&b, "urls", 4, &vals[..third]);
-    let first = read_until(&b, "fetch", 4, Duration::from_secs(60), |g| !g.is_empty());
+    produce(b, "urls", 4, &vals[..third]);
+    let first = read_until(b, "fetch", 4, Duration::from_secs(60), |g| !g.is_empty());
     assert!(!first.is_empty(), "the gate emits before the outage");
     redis.kill();
-    produce(&b, "urls", 4, &vals[third..2 * third]);
+    produce(b, "urls", 4, &vals[third..2 * third]);
     std::thread::sleep(Duration::from_secs(4));
     let m = http_get(mport, "/metrics");
     assert_eq!(metric(&m, "crawlsieve_gate_paused", ""), 1.0, "{m}");
@@ -638,28 +654,22 @@ fn redis_outage_pauses_and_resumes_without_loss() {
             "cause=\"redis\""
         ) > 0.0
     );
-    let before = committed(&b, "g-outage", "urls", 4);
+    let before = committed(b, "g-outage", "urls", 4);
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(
-        committed(&b, "g-outage", "urls", 4),
+        committed(b, "g-outage", "urls", 4),
         before,
         "nothing committed while Redis is away"
     );
     redis.restart();
-    produce(&b, "urls", 4, &vals[2 * third..]);
-    let (_, missing) = await_fetch(&b, &want, Duration::from_secs(180));
-    assert!(
-        missing.is_empty(),
-        "{} lost, e.g. {:?}",
-        missing.len(),
-        &missing[..missing.len().min(5)]
-    );
+    produce(b, "urls", 4, &vals[2 * third..]);
+    assert_all_fetched(b, want, Duration::from_secs(180));
     let m = http_get(mport, "/metrics");
     assert_eq!(metric(&m, "crawlsieve_gate_paused", ""), 0.0);
     assert!(http_get(mport, "/healthz").contains("ok"));
     // The final batch is emitted before it is committed: wait for the commit to catch up.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while committed(&b, "g-outage", "urls", 4).values().sum::<i64>() < vals.len() as i64 {
+    while committed(b, "g-outage", "urls", 4).values().sum::<i64>() < vals.len() as i64 {
         assert!(
             Instant::now() < deadline,
             "offsets did not catch up after the outage"
@@ -672,31 +682,26 @@ fn redis_outage_pauses_and_resumes_without_loss() {
 /// in the same group (with an empty filter) re-reads nothing.
 #[test]
 fn graceful_shutdown_commits_what_was_delivered() {
-    let k = Tansu::start();
-    let b = k.brokers();
-    create_topics(&b, &[("urls", 4), ("fetch", 4), ("urls.dead-letter", 1)]);
-    let ns = Ns::new("term", REDIS);
-    let vals = workload(5_000);
-    let (want, _) = expected(&vals);
-    produce(&b, "urls", 4, &vals);
-    let sets = base_sets(&b, "g-term", &ns.name, REDIS);
+    let st = setup("term", 5_000, REDIS);
+    let (b, ns, vals, want) = (&st.b, &st.ns, &st.vals, &st.want);
+    produce(b, "urls", 4, vals);
+    let sets = base_sets(b, "g-term", &ns.name, REDIS);
     let mut g = GateProc::start(&sets, &[]);
-    let (_, missing) = await_fetch(&b, &want, Duration::from_secs(120));
-    assert!(missing.is_empty());
+    assert_all_fetched(b, want, Duration::from_secs(120));
     g.signal(libc::SIGTERM);
     let (st, err) = g.wait(Duration::from_secs(30));
     assert!(st.success(), "{err}");
-    let c = committed(&b, "g-term", "urls", 4);
+    let c = committed(b, "g-term", "urls", 4);
     assert_eq!(c.values().sum::<i64>(), vals.len() as i64, "{c:?}");
     // Same group, a fresh namespace: only what arrives now is emitted.
     let ns2 = Ns::new("term2", REDIS);
-    produce(&b, "urls", 4, &[b"https://after.example/restart".to_vec()]);
-    let sets = base_sets(&b, "g-term", &ns2.name, REDIS);
+    produce(b, "urls", 4, &[b"https://after.example/restart".to_vec()]);
+    let sets = base_sets(b, "g-term", &ns2.name, REDIS);
     let mut g = GateProc::start(&sets, &["--idle-exit", "2s"]);
     let (st, err) = g.wait(Duration::from_secs(60));
     assert!(st.success(), "{err}");
     assert!(err.contains("consumed 1 "), "{err}");
-    let all = fetch_events(&read_all(&b, "fetch", 4, Duration::from_secs(1)));
+    let all = fetch_events(&read_all(b, "fetch", 4, Duration::from_secs(1)));
     assert_eq!(all.len(), want.len() + 1);
 }
 
@@ -740,6 +745,5 @@ fn output_cluster_down_pauses_without_commit_or_loss() {
     let out = Tansu::start_on(out_port);
     let ob = out.brokers();
     create_topics(&ob, &[("fetch", 4), ("urls.dead-letter", 1)]);
-    let (_, missing) = await_fetch(&ob, &want, Duration::from_secs(120));
-    assert!(missing.is_empty(), "{} lost", missing.len());
+    assert_all_fetched(&ob, &want, Duration::from_secs(120));
 }

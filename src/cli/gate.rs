@@ -113,20 +113,14 @@ fn worker<S: crate::gate::core::Stage + Send + 'static>(
 
 /// One closing line on stderr (the metrics have the details).
 fn summary(m: &GateMetrics, elapsed: Duration, report: Report) {
-    let rejected: u64 = m
-        .rejected
-        .collect()
-        .iter()
-        .flat_map(|f| f.get_metric())
-        .map(|x| x.get_counter().get_value() as u64)
-        .sum();
-    let dead: u64 = m
-        .dead_lettered
-        .collect()
-        .iter()
-        .flat_map(|f| f.get_metric())
-        .map(|x| x.get_counter().get_value() as u64)
-        .sum();
+    let total = |v: &prometheus::IntCounterVec| -> u64 {
+        v.collect()
+            .iter()
+            .flat_map(|f| f.get_metric())
+            .map(|x| x.get_counter().get_value() as u64)
+            .sum()
+    };
+    let (rejected, dead) = (total(&m.rejected), total(&m.dead_lettered));
     let consumed = m.consumed.get();
     let secs = elapsed.as_secs_f64().max(1e-9);
     let active = report

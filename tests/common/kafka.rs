@@ -151,35 +151,14 @@ pub struct Got {
 /// Read every partition of `topic` from the beginning until `idle` passes with nothing new
 /// (tansu's high watermark is not reliable, so the end is found by waiting).
 pub fn read_all(brokers: &str, topic: &str, partitions: i32, idle: Duration) -> Vec<Got> {
-    let c: BaseConsumer = config(brokers)
-        .set("group.id", "test-reader")
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..partitions {
-        tpl.add_partition_offset(topic, p, Offset::Beginning)
-            .unwrap();
-    }
-    c.assign(&tpl).unwrap();
-    let mut out = Vec::new();
-    let mut last = Instant::now();
-    while last.elapsed() < idle {
-        match c.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => {
-                out.push(Got {
-                    partition: m.partition(),
-                    offset: m.offset(),
-                    key: m.key().map(<[u8]>::to_vec),
-                    value: m.payload().unwrap_or_default().to_vec(),
-                });
-                last = Instant::now();
-            }
-            Some(Err(e)) => panic!("reading {topic}: {e}"),
-            None => {}
-        }
-    }
-    out
+    read(
+        brokers,
+        topic,
+        partitions,
+        Some(idle),
+        Duration::MAX,
+        |_| false,
+    )
 }
 
 /// The group's committed offsets for `topic` (partition → next offset to read).
@@ -208,6 +187,18 @@ pub fn read_until(
     topic: &str,
     partitions: i32,
     limit: Duration,
+    done: impl FnMut(&[Got]) -> bool,
+) -> Vec<Got> {
+    read(brokers, topic, partitions, None, limit, done)
+}
+
+/// Read until `idle` passes with nothing new, or `done` held a second ago, or `limit` passed.
+fn read(
+    brokers: &str,
+    topic: &str,
+    partitions: i32,
+    idle: Option<Duration>,
+    limit: Duration,
     mut done: impl FnMut(&[Got]) -> bool,
 ) -> Vec<Got> {
     let c: BaseConsumer = config(brokers)
@@ -223,21 +214,25 @@ pub fn read_until(
     c.assign(&tpl).unwrap();
     let mut out = Vec::new();
     let start = Instant::now();
+    let mut last = Instant::now();
     let mut finished: Option<Instant> = None;
     let mut last_check = Instant::now();
     while start.elapsed() < limit {
-        if let Some(t) = finished {
-            if t.elapsed() > Duration::from_secs(1) {
-                break;
-            }
+        if idle.is_some_and(|i| last.elapsed() >= i)
+            || finished.is_some_and(|t| t.elapsed() > Duration::from_secs(1))
+        {
+            break;
         }
         match c.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => out.push(Got {
-                partition: m.partition(),
-                offset: m.offset(),
-                key: m.key().map(<[u8]>::to_vec),
-                value: m.payload().unwrap_or_default().to_vec(),
-            }),
+            Some(Ok(m)) => {
+                out.push(Got {
+                    partition: m.partition(),
+                    offset: m.offset(),
+                    key: m.key().map(<[u8]>::to_vec),
+                    value: m.payload().unwrap_or_default().to_vec(),
+                });
+                last = Instant::now();
+            }
             Some(Err(e)) => panic!("reading {topic}: {e}"),
             None => {}
         }
