@@ -10,7 +10,9 @@
 //! * [`sieve`] — the gate's core step: validate → canonicalize → check-and-set, shared by every
 //!   front end (embedded `dedup`, and later the Kafka gate and the HTTP API).
 //! * [`events`] — the gate's Kafka events (schemas/*.v1.json) and how a message is decoded.
-//! * [`gate`] — the Kafka gate stage (in progress: at-least-once offset bookkeeping).
+//! * [`gate`] — the Kafka gate stage: consumer group in, new URLs out, at least once.
+//! * [`page`] — page features, similarities, rule classes, near-duplicate clustering, URL-pattern
+//!   DOM verdicts (pure; seed 004 and 003).
 //! * [`input`] — bounded line reading (a megabyte line never becomes a problem).
 //! * [`cli`] — the `crawlsieve` command line (`dedup`, `check`, `canon`, `pattern`).
 
@@ -19,6 +21,7 @@ pub mod cli;
 pub mod events;
 pub mod gate;
 pub mod input;
+pub mod page;
 pub mod patterns;
 pub mod redis_filter;
 pub mod sieve;

@@ -1,0 +1,361 @@
+//! Clustering pages: rule classes first (in the seed's priority order), then near-duplicate
+//! content clusters among the eligible pages of each host.
+//!
+//! **Candidates** come from a Hamming-distance index over the SimHashes ([`HammingIndex`], the
+//! block method of Manku, Jain and Das Sarma, WWW 2007): the 64 bits are cut into `k + 1` blocks;
+//! two fingerprints within distance `k` agree exactly on at least one block (pigeonhole), so one
+//! exact-match table per block finds every pair within `k` — no bucket edge hides a
+//! near-duplicate, unlike the reference's buckets by the top 16 bits and text length.
+//!
+//! **Assignment** is the seed's canonical-centred union: pages are taken in canonical-preference
+//! order (status 200 first, then the longest text, then the smallest final URL); a page not yet
+//! in a cluster becomes a canonical, and every not-yet-assigned candidate that is a duplicate *of
+//! that canonical* joins it (members are compared with the canonical only, so chains A~B~C do not
+//! drag unrelated pages together); pages left over become canonicals in their turn (the seed's
+//! second pass). Cluster ids are hashes of the canonical's final URL: the same pages in any order
+//! give the same ids. A page in no cluster (alone, or not eligible and hit by no rule) is its own
+//! canonical with an empty cluster id.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::rules::{page_rule, Rule, MIN_HTML_BYTES, MIN_TEXT_CHARS};
+use super::similarity::{compare, Similarity, Thresholds};
+use super::Page;
+
+/// Exact-match tables over `k + 1` blocks of a 64-bit fingerprint.
+#[derive(Debug, Clone)]
+pub struct HammingIndex {
+    k: u32,
+    blocks: Vec<(u32, u32)>, // (shift, width)
+    tables: Vec<HashMap<u64, Vec<u32>>>,
+    keys: Vec<u64>,
+}
+
+impl HammingIndex {
+    /// An index that finds every pair within distance `k` (0..=15).
+    pub fn new(k: u32) -> HammingIndex {
+        let k = k.min(15);
+        let n = k + 1;
+        let mut blocks = Vec::new();
+        let mut shift = 0;
+        for i in 0..n {
+            let width = 64 / n + u32::from(i < 64 % n);
+            blocks.push((shift, width));
+            shift += width;
+        }
+        HammingIndex {
+            k,
+            tables: vec![HashMap::new(); blocks.len()],
+            blocks,
+            keys: Vec::new(),
+        }
+    }
+
+    fn block(&self, key: u64, b: usize) -> u64 {
+        let (shift, width) = self.blocks[b];
+        (key >> shift) & (u64::MAX >> (64 - width))
+    }
+
+    /// Add `key`; returns its id (0, 1, 2, … in insertion order).
+    pub fn insert(&mut self, key: u64) -> u32 {
+        let id = self.keys.len() as u32;
+        self.keys.push(key);
+        for b in 0..self.blocks.len() {
+            let v = self.block(key, b);
+            self.tables[b].entry(v).or_default().push(id);
+        }
+        id
+    }
+
+    /// Every id whose key is within distance `k` of `key`, each once, ascending.
+    pub fn query(&self, key: u64, out: &mut Vec<u32>) {
+        out.clear();
+        for b in 0..self.blocks.len() {
+            if let Some(ids) = self.tables[b].get(&self.block(key, b)) {
+                out.extend(
+                    ids.iter()
+                        .copied()
+                        .filter(|&i| (self.keys[i as usize] ^ key).count_ones() <= self.k),
+                );
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    /// The distance this index answers for.
+    pub fn k(&self) -> u32 {
+        self.k
+    }
+}
+
+/// One page's result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Assignment {
+    /// Cluster id; empty when the page is in no cluster.
+    pub cluster_id: String,
+    /// The canonical of its cluster (or alone).
+    pub is_canonical: bool,
+    /// Index of its canonical in the input.
+    pub canonical: usize,
+    /// The rule class, for rule clusters.
+    pub rule: Option<Rule>,
+    /// Similarities to the canonical (zeros for rule clusters and pages alone; the canonical of a
+    /// content cluster has 1s).
+    pub sim: Similarity,
+    /// `similarity_to_canonical`.
+    pub similarity_to_canonical: f64,
+}
+
+/// Origin (`scheme://host[:port]`) of a URL.
+pub fn origin(url: &str) -> &str {
+    match url.find("://") {
+        Some(i) => {
+            let rest = &url[i + 3..];
+            let end = rest.find(['/', '?', '#']).map_or(url.len(), |j| i + 3 + j);
+            &url[..end]
+        }
+        None => "",
+    }
+}
+
+/// The seed's U1 key: origin + path with `index.*` and a trailing slash dropped, lower-cased.
+fn url_variant_key(url: &str) -> String {
+    let o = origin(url);
+    let rest = &url[o.len()..];
+    let path = rest.split(['?', '#']).next().unwrap_or("");
+    let mut p = path.to_ascii_lowercase();
+    if let Some(i) = p.rfind('/') {
+        let last = &p[i + 1..];
+        if last.starts_with("index.") || last.starts_with("default.") {
+            p.truncate(i + 1);
+        }
+    }
+    while p.ends_with('/') {
+        p.pop();
+    }
+    format!("{}{}", o.to_ascii_lowercase(), p)
+}
+
+fn short_hash(s: &[u8]) -> String {
+    format!("{:012x}", xxh3_64(s) >> 16)
+}
+
+/// Whether a page takes part in content clustering (the seed's conditions).
+pub fn eligible(p: &Page) -> bool {
+    (200..300).contains(&p.status)
+        && p.is_html()
+        && p.features.html_bytes >= MIN_HTML_BYTES
+        && p.features.text_chars >= MIN_TEXT_CHARS
+}
+
+/// Cluster a batch of pages.
+pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
+    let n = pages.len();
+    let mut out: Vec<Assignment> = (0..n)
+        .map(|i| Assignment {
+            is_canonical: true,
+            canonical: i,
+            ..Assignment::default()
+        })
+        .collect();
+    // 1. Rules that need one page only.
+    let mut groups: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut free = Vec::new();
+    for (i, p) in pages.iter().enumerate() {
+        let o = origin(&p.final_url);
+        match page_rule(p.status, p.is_html(), &p.features) {
+            Some(Rule::E1) => {
+                groups.entry(format!("err5xx-{o}")).or_default().push(i);
+                out[i].rule = Some(Rule::E1);
+            }
+            Some(r) => {
+                let id = format!(
+                    "{}-{o}-{}",
+                    r.prefix(),
+                    short_hash(&p.features.visible_fp.to_le_bytes())
+                );
+                groups.entry(id).or_default().push(i);
+                out[i].rule = Some(r);
+            }
+            None => free.push(i),
+        }
+    }
+    // 2. R1 (same final URL), then U1 (same URL variant), among the pages left.
+    let mut rest = Vec::new();
+    for (rule, key) in [
+        (
+            Rule::R1,
+            Box::new(|p: &Page| p.final_url.clone()) as Box<dyn Fn(&Page) -> String>,
+        ),
+        (Rule::U1, Box::new(|p: &Page| url_variant_key(&p.final_url))),
+    ] {
+        let mut by: HashMap<String, Vec<usize>> = HashMap::new();
+        for &i in &free {
+            by.entry(key(&pages[i])).or_default().push(i);
+        }
+        rest.clear();
+        for &i in &free {
+            let k = key(&pages[i]);
+            let same = &by[&k];
+            // A group of pages that differ only in their requested URL is R1; U1 needs
+            // different final URLs that normalize alike.
+            if same.len() > 1 {
+                let id = match rule {
+                    Rule::R1 => format!("redir-{}", short_hash(k.as_bytes())),
+                    _ => format!("urlcanon-{k}"),
+                };
+                groups.entry(id).or_default().push(i);
+                out[i].rule = Some(rule);
+            } else {
+                rest.push(i);
+            }
+        }
+        std::mem::swap(&mut free, &mut rest);
+    }
+    // Rule clusters: canonical by the same preference as content clusters.
+    for (id, members) in &groups {
+        let canon = *members
+            .iter()
+            .min_by(|&&a, &&b| preference(&pages[a], a).cmp(&preference(&pages[b], b)))
+            .expect("non-empty group");
+        for &m in members {
+            out[m].cluster_id = id.clone();
+            out[m].canonical = canon;
+            out[m].is_canonical = m == canon;
+        }
+    }
+    // 3. Content clusters among the eligible pages left, per host.
+    let mut by_host: HashMap<&str, Vec<usize>> = HashMap::new();
+    for &i in &free {
+        if eligible(&pages[i]) {
+            by_host
+                .entry(origin(&pages[i].final_url))
+                .or_default()
+                .push(i);
+        }
+    }
+    let k = t.max_content_distance().max(3);
+    let mut cand = Vec::new();
+    for members in by_host.values() {
+        let mut order = members.clone();
+        order.sort_by(|&a, &b| preference(&pages[a], a).cmp(&preference(&pages[b], b)));
+        let mut index = HammingIndex::new(k);
+        for &i in &order {
+            index.insert(pages[i].features.simhash);
+        }
+        let mut assigned = vec![false; order.len()];
+        for (pos, &c) in order.iter().enumerate() {
+            if assigned[pos] {
+                continue;
+            }
+            assigned[pos] = true;
+            index.query(pages[c].features.simhash, &mut cand);
+            let mut cluster = Vec::new();
+            for &j in &cand {
+                let j = j as usize;
+                if assigned[j] {
+                    continue;
+                }
+                let m = order[j];
+                let s = compare(&pages[c].features, &pages[m].features, t);
+                if s.is_duplicate(t) {
+                    assigned[j] = true;
+                    cluster.push((m, s));
+                }
+            }
+            if cluster.is_empty() {
+                continue; // alone: its own canonical, no cluster id
+            }
+            let id = format!("cluster-{}", short_hash(pages[c].final_url.as_bytes()));
+            let with_visual = pages[c].features.phash.is_some();
+            out[c].cluster_id = id.clone();
+            out[c].sim = Similarity {
+                content: 1.0,
+                structure: 1.0,
+                visual: if with_visual { 1.0 } else { 0.0 },
+                behavior: 1.0,
+            };
+            out[c].similarity_to_canonical = 1.0;
+            for (m, s) in cluster {
+                out[m] = Assignment {
+                    cluster_id: id.clone(),
+                    is_canonical: false,
+                    canonical: c,
+                    rule: None,
+                    similarity_to_canonical: s
+                        .overall(with_visual && pages[m].features.phash.is_some()),
+                    sim: s,
+                };
+            }
+        }
+    }
+    out
+}
+
+/// Canonical preference: status 200 first, then the longest text, then the smallest final URL
+/// (then the smaller input index, for identical pages).
+fn preference(p: &Page, i: usize) -> (bool, std::cmp::Reverse<usize>, &str, usize) {
+    (
+        p.status != 200,
+        std::cmp::Reverse(p.features.text_chars),
+        p.final_url.as_str(),
+        i,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_finds_exactly_the_brute_force_pairs() {
+        let mut x: u64 = 0x1234_5678_9ABC_DEF1;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut keys = Vec::new();
+        for _ in 0..300 {
+            let base = next();
+            keys.push(base);
+            for _ in 0..3 {
+                let flips = next() % 6;
+                let mut k = base;
+                for _ in 0..flips {
+                    k ^= 1 << (next() % 64);
+                }
+                keys.push(k);
+            }
+        }
+        for k in [0, 1, 3, 5] {
+            let mut idx = HammingIndex::new(k);
+            for &key in &keys {
+                idx.insert(key);
+            }
+            let mut got = Vec::new();
+            for (i, &a) in keys.iter().enumerate() {
+                idx.query(a, &mut got);
+                let want: Vec<u32> = (0..keys.len() as u32)
+                    .filter(|&j| (keys[j as usize] ^ a).count_ones() <= k)
+                    .collect();
+                assert_eq!(got, want, "k = {k}, key {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn url_variants() {
+        assert_eq!(
+            url_variant_key("https://A.com/x/index.html?q=1"),
+            "https://a.com/x"
+        );
+        assert_eq!(url_variant_key("https://a.com/x/"), "https://a.com/x");
+        assert_eq!(origin("https://a.com:8080/x?y"), "https://a.com:8080");
+    }
+}

@@ -1,0 +1,380 @@
+//! One page → [`Features`], in one walk over the html5ever tree (scraper).
+//!
+//! * **Main text** — the first `article`, `main` or `[role=main]` element with at least
+//!   [`MIN_SEMANTIC_CHARS`] characters; else the *deepest element that holds at least 60% of the
+//!   page's non-link text* (a text-density choice: the elements holding that much form one
+//!   ancestor chain, and the deepest of them is the content column without the sidebars).
+//!   Text inside `script`, `style`, `noscript`, `template` is never text; `nav`, `header`,
+//!   `footer`, `aside` (and `role=navigation|banner|contentinfo`) are skipped with their
+//!   descendants.
+//! * **SimHash** (64-bit) of the main text with CJK-aware tokens: lower-cased words for
+//!   alphabetic scripts, character bigrams inside CJK runs (whitespace tokenization is useless for
+//!   Chinese), each token weighted by its count.
+//! * **DOM statistics**: element count, non-blank text nodes, counts of key tags, the depth
+//!   histogram; **root-to-node path frequencies** (`html>body>div>p`, hashed; at most
+//!   [`MAX_PATHS`] distinct paths).
+//! * **Rule evidence**, computed here because the body is not kept: the title, keyword hits in
+//!   the visible text and title (never in scripts, where "error" and "404" are everywhere), a
+//!   password field, the visible-text fingerprint (what E3/L1/W1/M1/T1 group by).
+
+use std::collections::HashMap;
+
+use ego_tree::iter::Edge;
+use scraper::{Html, Node};
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::rules::{keyword_hits, KeywordHits};
+
+/// Tags counted in [`Features::tags`], in this order.
+pub const KEY_TAGS: [&str; 12] = [
+    "div", "a", "img", "input", "script", "form", "p", "span", "li", "table", "iframe", "button",
+];
+/// Depth histogram bins (deeper elements land in the last bin).
+pub const DEPTH_BINS: usize = 32;
+/// Distinct DOM paths kept per page (later new paths are not counted).
+pub const MAX_PATHS: usize = 2048;
+/// A semantic container is used as the main text only from this many characters on.
+pub const MIN_SEMANTIC_CHARS: usize = 200;
+/// Visible text kept for keyword matching (characters).
+const RULE_TEXT_CHARS: usize = 8192;
+
+/// Browser timings (milliseconds), when the page was rendered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    /// Time to first byte.
+    pub ttfb_ms: f64,
+    /// DOMContentLoaded.
+    pub dcl_ms: f64,
+    /// The load event.
+    pub load_ms: f64,
+}
+
+/// What the clustering needs of a page; the HTML itself is not kept.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Features {
+    /// `<title>`, whitespace-collapsed.
+    pub title: String,
+    /// HTML size in bytes.
+    pub html_bytes: usize,
+    /// Main text length in characters.
+    pub text_chars: usize,
+    /// Visible text length in characters (all of the body's text, boilerplate included).
+    pub visible_chars: usize,
+    /// SimHash of the main text.
+    pub simhash: u64,
+    /// xxh3 of the whitespace-normalized visible text (rule-cluster grouping).
+    pub visible_fp: u64,
+    /// Element count.
+    pub nodes: u32,
+    /// Non-blank text nodes.
+    pub text_nodes: u32,
+    /// Counts of [`KEY_TAGS`].
+    pub tags: [u32; KEY_TAGS.len()],
+    /// Elements per depth.
+    pub depth_hist: [u32; DEPTH_BINS],
+    /// (path hash, count), sorted by hash.
+    pub paths: Vec<(u64, u32)>,
+    /// Keyword evidence for the rule classes.
+    pub hits: KeywordHits,
+    /// A password field is present.
+    pub password_field: bool,
+    /// Screenshot perceptual hash, when rendered.
+    pub phash: Option<u64>,
+    /// Timings, when rendered.
+    pub timings: Option<Timings>,
+}
+
+struct Frame {
+    skip: bool,
+    boiler: bool,
+    link: bool,
+    path: u64,
+    content_start: usize,
+    nonlink_start: usize,
+    semantic: bool,
+    title: bool,
+}
+
+fn is_skipped(tag: &str) -> bool {
+    matches!(tag, "script" | "style" | "noscript" | "template")
+}
+
+fn is_boilerplate(tag: &str, role: Option<&str>) -> bool {
+    matches!(tag, "nav" | "header" | "footer" | "aside")
+        || matches!(role, Some("navigation" | "banner" | "contentinfo"))
+}
+
+/// Extract the features of `html`.
+pub fn extract(html: &str) -> Features {
+    let doc = Html::parse_document(html);
+    let mut f = Features {
+        html_bytes: html.len(),
+        ..Features::default()
+    };
+    let mut stack: Vec<Frame> = Vec::with_capacity(64);
+    let mut content = String::with_capacity(html.len() / 4);
+    let mut visible = String::with_capacity(RULE_TEXT_CHARS);
+    let mut visible_chars = 0usize;
+    let mut nonlink = 0usize; // non-link content characters so far
+    let mut title = String::new();
+    let mut paths: HashMap<u64, u32> = HashMap::new();
+    let mut semantic: Option<(usize, usize)> = None;
+    // (depth, content range, non-link chars) of every closed element, for the density choice.
+    let mut closed: Vec<(usize, usize, usize, usize)> = Vec::new();
+    let mut vis_hash = xxhash_rust::xxh3::Xxh3::new();
+    for edge in doc.tree.root().traverse() {
+        match edge {
+            Edge::Open(node) => match node.value() {
+                Node::Element(e) => {
+                    let tag = e.name();
+                    let parent = stack.last();
+                    let depth = stack.len();
+                    f.nodes += 1;
+                    f.depth_hist[depth.min(DEPTH_BINS - 1)] += 1;
+                    if let Some(i) = KEY_TAGS.iter().position(|t| *t == tag) {
+                        f.tags[i] += 1;
+                    }
+                    if tag == "input"
+                        && e.attr("type")
+                            .is_some_and(|t| t.eq_ignore_ascii_case("password"))
+                    {
+                        f.password_field = true;
+                    }
+                    let path = xxh3_64(
+                        &[
+                            &parent.map_or(0, |p| p.path).to_le_bytes()[..],
+                            tag.as_bytes(),
+                        ]
+                        .concat(),
+                    );
+                    if paths.len() < MAX_PATHS || paths.contains_key(&path) {
+                        *paths.entry(path).or_insert(0) += 1;
+                    }
+                    let role = e.attr("role");
+                    let sem = matches!(tag, "article" | "main") || role == Some("main");
+                    stack.push(Frame {
+                        skip: parent.is_some_and(|p| p.skip) || is_skipped(tag),
+                        boiler: parent.is_some_and(|p| p.boiler) || is_boilerplate(tag, role),
+                        link: parent.is_some_and(|p| p.link) || tag == "a",
+                        path,
+                        content_start: content.len(),
+                        nonlink_start: nonlink,
+                        semantic: sem,
+                        title: tag == "title",
+                    });
+                }
+                Node::Text(t) => {
+                    let Some(top) = stack.last() else { continue };
+                    if top.title {
+                        title.push_str(t);
+                        continue;
+                    }
+                    if top.skip || t.trim().is_empty() {
+                        continue;
+                    }
+                    f.text_nodes += 1;
+                    for w in t.split_whitespace() {
+                        vis_hash.update(w.as_bytes());
+                        vis_hash.update(b" ");
+                        let n = w.chars().count() + 1;
+                        visible_chars += n;
+                        if visible.len() < RULE_TEXT_CHARS {
+                            visible.push_str(w);
+                            visible.push(' ');
+                        }
+                        if !top.boiler {
+                            content.push_str(w);
+                            content.push(' ');
+                            if !top.link {
+                                nonlink += n;
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Edge::Close(node) => {
+                if node.value().is_element() {
+                    let fr = stack.pop().expect("balanced traversal");
+                    let range = (fr.content_start, content.len());
+                    if fr.semantic && semantic.is_none() {
+                        let chars = content[range.0..range.1].chars().count();
+                        if chars >= MIN_SEMANTIC_CHARS {
+                            semantic = Some(range);
+                        }
+                    }
+                    closed.push((stack.len(), range.0, range.1, nonlink - fr.nonlink_start));
+                }
+            }
+        }
+    }
+    let main = semantic.unwrap_or_else(|| density_choice(&closed, nonlink));
+    let main_text = content[main.0..main.1].trim_end();
+    f.text_chars = main_text.chars().count();
+    f.simhash = simhash(main_text);
+    f.visible_chars = visible_chars;
+    f.visible_fp = vis_hash.digest();
+    f.title = title.split_whitespace().collect::<Vec<_>>().join(" ");
+    f.hits = keyword_hits(&f.title, &visible);
+    let mut p: Vec<(u64, u32)> = paths.into_iter().collect();
+    p.sort_unstable();
+    f.paths = p;
+    f
+}
+
+/// The deepest element holding at least 60% of the page's non-link text.
+fn density_choice(closed: &[(usize, usize, usize, usize)], total: usize) -> (usize, usize) {
+    if total == 0 {
+        return (0, 0);
+    }
+    let need = total * 3 / 5;
+    closed
+        .iter()
+        .filter(|c| c.3 >= need.max(1))
+        .max_by_key(|c| (c.0, std::cmp::Reverse(c.1)))
+        .map_or((0, 0), |c| (c.1, c.2))
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF     // Hiragana, Katakana
+        | 0x3400..=0x4DBF   // CJK Extension A
+        | 0x4E00..=0x9FFF   // CJK Unified Ideographs
+        | 0xAC00..=0xD7AF   // Hangul syllables
+        | 0xF900..=0xFAFF   // CJK compatibility ideographs
+        | 0x20000..=0x2FFFF)
+}
+
+/// Call `f` with every token of `text`: lower-cased alphanumeric words; character bigrams
+/// inside CJK runs (a lone CJK character is a unigram).
+pub fn tokens(text: &str, mut f: impl FnMut(&str)) {
+    let mut word = String::new();
+    let mut prev_cjk: Option<char> = None;
+    let mut run_len = 0usize;
+    let mut buf = [0u8; 8];
+    let flush_run = |prev: &mut Option<char>, run_len: &mut usize, f: &mut dyn FnMut(&str)| {
+        if *run_len == 1 {
+            if let Some(c) = *prev {
+                let mut b = [0u8; 4];
+                f(c.encode_utf8(&mut b));
+            }
+        }
+        *prev = None;
+        *run_len = 0;
+    };
+    for c in text.chars() {
+        if is_cjk(c) {
+            if !word.is_empty() {
+                f(&word);
+                word.clear();
+            }
+            if let Some(p) = prev_cjk {
+                let n = p.encode_utf8(&mut buf).len();
+                let m = c.encode_utf8(&mut buf[n..]).len();
+                f(std::str::from_utf8(&buf[..n + m]).expect("two chars"));
+            }
+            prev_cjk = Some(c);
+            run_len += 1;
+        } else {
+            flush_run(&mut prev_cjk, &mut run_len, &mut f);
+            if c.is_alphanumeric() {
+                word.extend(c.to_lowercase());
+            } else if !word.is_empty() {
+                f(&word);
+                word.clear();
+            }
+        }
+    }
+    flush_run(&mut prev_cjk, &mut run_len, &mut f);
+    if !word.is_empty() {
+        f(&word);
+    }
+}
+
+/// 64-bit SimHash of `text` (Charikar): every token's xxh3 votes ±1 per bit.
+pub fn simhash(text: &str) -> u64 {
+    let mut v = [0i32; 64];
+    let mut any = false;
+    tokens(text, |t| {
+        any = true;
+        let h = xxh3_64(t.as_bytes());
+        for (i, x) in v.iter_mut().enumerate() {
+            *x += if h >> i & 1 == 1 { 1 } else { -1 };
+        }
+    });
+    if !any {
+        return 0;
+    }
+    v.iter()
+        .enumerate()
+        .fold(0u64, |acc, (i, &x)| if x > 0 { acc | 1 << i } else { acc })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Vec<String> {
+        let mut v = Vec::new();
+        tokens(s, |t| v.push(t.to_string()));
+        v
+    }
+
+    #[test]
+    fn tokens_are_words_and_cjk_bigrams() {
+        assert_eq!(toks("Hello, World 42"), ["hello", "world", "42"]);
+        assert_eq!(toks("中文分词"), ["中文", "文分", "分词"]);
+        assert_eq!(toks("用Rust写"), ["用", "rust", "写"]);
+    }
+
+    #[test]
+    fn main_text_skips_scripts_and_boilerplate() {
+        let body = "word ".repeat(100);
+        let html = format!(
+            "<html><head><title> A  title </title><script>var error = 404;</script></head><body>\
+             <nav>Home About Login</nav><div id=side><a href=/x>link text</a></div>\
+             <div id=main><p>{body}</p><p>{body}</p></div><footer>copyright</footer></body></html>"
+        );
+        let f = extract(&html);
+        assert_eq!(f.title, "A title");
+        assert_eq!(f.text_chars, 1000 - 1, "both paragraphs, nothing else");
+        assert!(!f.hits.error, "404 inside a script is not evidence");
+        assert!(f.tags[KEY_TAGS.iter().position(|t| *t == "script").unwrap()] == 1);
+        assert!(f.nodes > 8 && !f.paths.is_empty());
+    }
+
+    #[test]
+    fn a_semantic_container_wins() {
+        let art = "article text ".repeat(40);
+        let side = "sidebar words ".repeat(200);
+        let html = format!("<body><div>{side}</div><article>{art}</article></body>");
+        let f = extract(&html);
+        assert_eq!(f.simhash, simhash(&art));
+    }
+
+    #[test]
+    fn near_duplicate_texts_have_close_simhashes() {
+        // 400 words of a 250-word vocabulary; b changes two words, c is another text.
+        let text = |seed: u64| {
+            let mut x = seed;
+            (0..400)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    format!("w{}", x % 250)
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let a = text(7);
+        let b = a
+            .replacen("w1 ", "changed ", 1)
+            .replacen("w2 ", "edited ", 1);
+        let c = text(8);
+        let d = |x: u64, y: u64| (x ^ y).count_ones();
+        assert!(d(simhash(&a), simhash(&b)) <= 3);
+        assert!(d(simhash(&a), simhash(&c)) > 10);
+    }
+}

@@ -1,0 +1,57 @@
+//! Pages → features → near-duplicate and rule clusters (seed 004), and URL-pattern DOM verdicts
+//! (seed 003). Pure and deterministic: no browser, no I/O; the render stage and
+//! `crawlsieve cluster` wrap it.
+//!
+//! * [`features`] — one walk over the parsed page: main text, CJK-aware SimHash, DOM statistics,
+//!   path frequencies, depth histogram, title, rule evidence.
+//! * [`similarity`] — content, structure, visual, behaviour; the seed's duplicate rule with
+//!   scales that make its thresholds mean what they say ([`similarity::Thresholds::seed`] keeps
+//!   the seed's own).
+//! * [`rules`] — E1, E3, L1, W1, M1, T1 (R1 and U1 are decided with the other pages).
+//! * [`cluster`] — the Hamming index and the canonical-centred batch clustering.
+//! * [`patterns`] — per URL pattern, sample N pages and decide similar/different.
+
+pub mod cluster;
+pub mod features;
+pub mod patterns;
+pub mod rules;
+pub mod similarity;
+
+pub use features::{Features, Timings};
+
+/// A fetched page, reduced to its features (the HTML is not kept).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    /// The URL asked for.
+    pub url: String,
+    /// The URL after redirects.
+    pub final_url: String,
+    /// HTTP status.
+    pub status: u16,
+    /// Content-Type.
+    pub content_type: String,
+    /// Redirects followed, in order.
+    pub redirect_chain: Vec<String>,
+    /// Its features.
+    pub features: Features,
+}
+
+impl Page {
+    /// Extract a page's features from its HTML (`final_url` empty = `url`).
+    pub fn new(url: &str, final_url: &str, status: u16, content_type: &str, html: &str) -> Page {
+        Page {
+            url: url.to_string(),
+            final_url: if final_url.is_empty() { url } else { final_url }.to_string(),
+            status,
+            content_type: content_type.to_string(),
+            redirect_chain: Vec::new(),
+            features: features::extract(html),
+        }
+    }
+
+    /// Whether the content type is HTML (an absent content type counts as HTML).
+    pub fn is_html(&self) -> bool {
+        let ct = self.content_type.to_ascii_lowercase();
+        ct.is_empty() || ct.contains("text/html") || ct.contains("application/xhtml")
+    }
+}
