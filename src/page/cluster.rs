@@ -122,11 +122,13 @@ pub fn origin(url: &str) -> &str {
     }
 }
 
-/// The seed's U1 key: origin + path with `index.*` and a trailing slash dropped, lower-cased.
+/// The seed's U1 key: the URL with its path normalized — lower-cased, `index.*`/`default.*` and
+/// trailing slashes dropped; the query is kept (it selects content), the fragment is not.
 fn url_variant_key(url: &str) -> String {
     let o = origin(url);
     let rest = &url[o.len()..];
-    let path = rest.split(['?', '#']).next().unwrap_or("");
+    let rest = rest.split('#').next().unwrap_or("");
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
     let mut p = path.to_ascii_lowercase();
     if let Some(i) = p.rfind('/') {
         let last = &p[i + 1..];
@@ -137,7 +139,12 @@ fn url_variant_key(url: &str) -> String {
     while p.ends_with('/') {
         p.pop();
     }
-    format!("{}{}", o.to_ascii_lowercase(), p)
+    let q = if query.is_empty() {
+        String::new()
+    } else {
+        format!("?{query}")
+    };
+    format!("{}{p}{q}", o.to_ascii_lowercase())
 }
 
 fn short_hash(s: &[u8]) -> String {
@@ -296,13 +303,14 @@ pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
     out
 }
 
-/// Canonical preference: status 200 first, then the longest text, then the smallest final URL
-/// (then the smaller input index, for identical pages).
-fn preference(p: &Page, i: usize) -> (bool, std::cmp::Reverse<usize>, &str, usize) {
+/// Canonical preference: status 200 first, then the longest text, then the smallest final URL,
+/// then the smallest requested URL (then the input index, for the same URL given twice).
+fn preference(p: &Page, i: usize) -> (bool, std::cmp::Reverse<usize>, &str, &str, usize) {
     (
         p.status != 200,
         std::cmp::Reverse(p.features.text_chars),
         p.final_url.as_str(),
+        p.url.as_str(),
         i,
     )
 }
@@ -353,6 +361,10 @@ mod tests {
     fn url_variants() {
         assert_eq!(
             url_variant_key("https://A.com/x/index.html?q=1"),
+            "https://a.com/x?q=1"
+        );
+        assert_eq!(
+            url_variant_key("https://A.com/x/index.html#top"),
             "https://a.com/x"
         );
         assert_eq!(url_variant_key("https://a.com/x/"), "https://a.com/x");

@@ -14,7 +14,8 @@
 //!   histogram; **root-to-node path frequencies** (`html>body>div>p`, hashed; at most
 //!   [`MAX_PATHS`] distinct paths).
 //! * **Rule evidence**, computed here because the body is not kept: the title, keyword hits in
-//!   the visible text and title (never in scripts, where "error" and "404" are everywhere), a
+//!   the title and the visible text outside navigation (never in scripts, where "error" and
+//!   "404" are everywhere, nor in a header's "Login" link), a
 //!   password field, the visible-text fingerprint (what E3/L1/W1/M1/T1 group by).
 
 use std::collections::HashMap;
@@ -179,11 +180,13 @@ pub fn extract(html: &str) -> Features {
                         vis_hash.update(b" ");
                         let n = w.chars().count() + 1;
                         visible_chars += n;
-                        if visible.len() < RULE_TEXT_CHARS {
-                            visible.push_str(w);
-                            visible.push(' ');
-                        }
                         if !top.boiler {
+                            // Keywords are looked for outside navigation: the "Login" link of a
+                            // site's header is on every page.
+                            if visible.len() < RULE_TEXT_CHARS {
+                                visible.push_str(w);
+                                visible.push(' ');
+                            }
                             content.push_str(w);
                             content.push(' ');
                             if !top.link {

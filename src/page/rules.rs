@@ -3,16 +3,19 @@
 //! variants.
 //!
 //! Keywords are matched in the title and the visible text (lower-cased), never in scripts or
-//! styles: "error" and "404" appear in the JavaScript of most pages. A keyword in the *title*
-//! counts on any page; in the body text only on short pages ([`SHORT_PAGE_CHARS`]) — a long
-//! article that mentions a login or a firewall is an article. The seed groups E3/L1/W1/M1/T1 by an
+//! styles: "error" and "404" appear in the JavaScript of most pages. Body text counts only on
+//! pages with little visible text ([`SHORT_PAGE_CHARS`]), and every keyword rule needs a page
+//! whose main text is under [`KEYWORD_PAGE_MAX_CHARS`]: an article about bridge maintenance, or
+//! one with a login box in its header, is an article. The seed groups E3/L1/W1/M1/T1 by an
 //! "HTML fingerprint"; here that is the fingerprint of the visible text, so CSRF tokens, nonces
 //! and timestamps in the markup do not split one template into many clusters.
 
 use serde::{Deserialize, Serialize};
 
 /// Body-text keywords count only on pages with less visible text than this.
-pub const SHORT_PAGE_CHARS: usize = 3000;
+pub const SHORT_PAGE_CHARS: usize = 600;
+/// Keyword rules (E3 on a 2xx page, L1, W1, M1) apply only below this much main text.
+pub const KEYWORD_PAGE_MAX_CHARS: usize = 1000;
 
 /// Error pages.
 /// (Not the bare word "error": "Error handling in Python" is a page worth fetching.)
@@ -159,27 +162,28 @@ pub const MIN_TEXT_CHARS: usize = 200;
 /// are decided by the clusterer).
 pub fn page_rule(status: u16, is_html: bool, f: &super::Features) -> Option<Rule> {
     let thin = f.html_bytes < MIN_HTML_BYTES || f.text_chars < MIN_TEXT_CHARS;
+    let few_words = f.text_chars < KEYWORD_PAGE_MAX_CHARS;
     if (500..600).contains(&status) {
         return Some(Rule::E1);
     }
-    let short = f.visible_chars < SHORT_PAGE_CHARS;
-    if matches!(status, 401 | 403 | 404) || ((200..300).contains(&status) && f.hits.error && short)
-    {
-        // A 401/403 that shows a login form is a login wall, not an error template.
-        if !(matches!(status, 401 | 403) && f.password_field) {
-            return Some(Rule::E3);
-        }
+    // A 401/403 that shows a login form is a login wall, not an error template.
+    let login_form = f.password_field && few_words;
+    if matches!(status, 404) || (matches!(status, 401 | 403) && !login_form) {
+        return Some(Rule::E3);
+    }
+    if (200..300).contains(&status) && f.hits.error && few_words {
+        return Some(Rule::E3);
     }
     if !is_html {
         return None;
     }
-    if f.password_field && short || f.hits.login && thin {
+    if login_form || (f.hits.login && thin) {
         return Some(Rule::L1);
     }
-    if f.hits.waf && short {
+    if f.hits.waf && few_words {
         return Some(Rule::W1);
     }
-    if f.hits.maint && short {
+    if f.hits.maint && few_words {
         return Some(Rule::M1);
     }
     if thin && ((200..300).contains(&status) || matches!(status, 401 | 403)) {

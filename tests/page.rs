@@ -1,0 +1,394 @@
+//! Page features and clustering on real-looking pages built here: one site template with
+//! articles, ads, products, pagination, Chinese articles, and the rule classes' pages.
+
+use std::collections::HashMap;
+
+use crawlsieve::page::cluster::{cluster, Assignment};
+use crawlsieve::page::patterns::{Sampler, Verdict};
+use crawlsieve::page::rules::Rule;
+use crawlsieve::page::similarity::{compare, Thresholds};
+use crawlsieve::page::Page;
+use proptest::prelude::*;
+
+const EN: &[&str] = &[
+    "The city council approved the new budget after a long debate on Tuesday evening.",
+    "Officials said the plan would fund road repairs, schools and a new public library.",
+    "Critics argued that the spending increase was larger than the town could afford.",
+    "Supporters pointed to a decade of delayed maintenance on bridges and water pipes.",
+    "The mayor promised quarterly reports so that residents can follow every project.",
+    "A local business group welcomed the decision but asked for lower permit fees.",
+    "Teachers attended the meeting to ask for smaller classes and better equipment.",
+    "The library project includes a children's reading room and a community kitchen.",
+    "Construction is expected to begin in the spring and last about eighteen months.",
+    "Residents will be able to comment on the designs at three public workshops.",
+    "The budget also sets aside money for parks, bicycle lanes and street lighting.",
+    "Several council members said they would review the costs again next year.",
+];
+
+const ZH: &[&str] = &[
+    "市政府周二晚上经过长时间讨论后通过了新的年度预算方案。",
+    "官员表示该计划将用于道路维修、学校建设以及一座新的公共图书馆。",
+    "批评者认为支出增幅超过了这座城市能够承受的范围。",
+    "支持者指出桥梁和供水管道的维护已经拖延了整整十年。",
+    "市长承诺每个季度发布报告，让居民能够跟踪每一个项目的进展。",
+    "当地商会对这一决定表示欢迎，但希望降低各类许可证的费用。",
+    "许多教师也参加了会议，要求缩小班级规模并改善教学设备。",
+    "图书馆项目包括一个儿童阅读室和一个社区厨房。",
+    "工程预计将在明年春天开工，工期大约十八个月。",
+    "居民可以在三场公开研讨会上对设计方案提出意见。",
+    "预算还为公园、自行车道和街道照明预留了专项资金。",
+    "几位议员表示他们明年还会重新审查相关成本。",
+];
+
+const OTHER_ZH: &[&str] = &[
+    "这家餐厅以手工拉面闻名，汤底需要熬煮超过十二个小时。",
+    "厨师每天清晨挑选新鲜的牛骨和香料，坚持传统做法。",
+    "周末排队的顾客常常从店门口一直延伸到街角。",
+    "除了拉面，店里的凉拌黄瓜和卤牛肉也很受欢迎。",
+    "老板说他希望把这门手艺传给下一代年轻人。",
+    "餐厅的装修保留了上世纪八十年代的木质桌椅。",
+    "很多外地游客专门慕名而来品尝这碗面。",
+    "价格多年来只上涨了两次，依然十分实惠。",
+];
+
+/// The site template: header with navigation, the content, a sidebar with an ad, a footer, and
+/// the scripts every page carries (with "error" and "404" in them).
+fn page_html(title: &str, content: &str, ad: &str) -> String {
+    format!(
+        r#"<!doctype html><html><head><title>{title}</title>
+<script>window.onerror = function(e) {{ if (e.status == 404) console.error("error 404 not found"); }};</script>
+<style>.nav {{ color: red }}</style></head><body>
+<header><nav class="nav"><a href="/">Home</a> <a href="/news">News</a> <a href="/login">Login</a> <a href="/about">About</a></nav></header>
+<div class="wrap"><div class="content">{content}</div>
+<aside class="sidebar"><div class="ad"><a href="https://ads.example/c">{ad}</a></div></aside></div>
+<footer><p>Copyright 2026 Example Daily. All rights reserved.</p></footer>
+</body></html>"#
+    )
+}
+
+fn article(sentences: &[&str]) -> String {
+    format!(
+        "<article><h1>Budget approved</h1>{}</article>",
+        sentences
+            .iter()
+            .map(|s| format!("<p>{s}</p>"))
+            .collect::<String>()
+    )
+}
+
+fn page(url: &str, status: u16, html: &str) -> Page {
+    Page::new(url, url, status, "text/html; charset=utf-8", html)
+}
+
+fn by_url<'a>(pages: &'a [Page], a: &'a [Assignment]) -> HashMap<&'a str, &'a Assignment> {
+    pages.iter().map(|p| p.url.as_str()).zip(a).collect()
+}
+
+fn product(name: &str, desc: &[&str]) -> String {
+    format!(
+        "<div class=product><h1>{name}</h1><table><tr><td>Price</td><td>19.99</td></tr></table>{}</div>",
+        desc.iter().map(|s| format!("<p>{s}</p>")).collect::<String>()
+    )
+}
+
+fn corpus() -> Vec<Page> {
+    let mut pages = Vec::new();
+    // The same article with different ads (and one with a different sidebar entirely).
+    for (i, ad) in [
+        "Buy shoes today",
+        "Cheap flights to Rome",
+        "New phones on sale",
+    ]
+    .iter()
+    .enumerate()
+    {
+        pages.push(page(
+            &format!("https://news.example/a/budget?ref={i}"),
+            200,
+            &page_html("Budget approved", &article(EN), ad),
+        ));
+    }
+    // One product template, different products.
+    let products = [
+        ("Oak desk", &EN[0..6]),
+        ("Steel lamp", &EN[6..12]),
+        ("Wool rug", &[EN[1], EN[3], EN[5], EN[7], EN[9], EN[11]][..]),
+    ];
+    for (i, (name, desc)) in products.iter().enumerate() {
+        pages.push(page(
+            &format!("https://shop.example/item/{i}"),
+            200,
+            &page_html(name, &product(name, desc), "ad"),
+        ));
+    }
+    // Chinese: the same article with one sentence changed, and another article.
+    let mut zh2: Vec<&str> = ZH.to_vec();
+    zh2[5] = "当地商会对这一决定表示支持，同时建议简化审批流程。";
+    let zh_all: Vec<&str> = ZH.iter().chain(ZH).copied().collect();
+    let zh2_all: Vec<&str> = zh2.iter().chain(ZH).copied().collect();
+    let other: Vec<&str> = OTHER_ZH
+        .iter()
+        .chain(OTHER_ZH)
+        .chain(OTHER_ZH)
+        .copied()
+        .collect();
+    pages.push(page(
+        "https://zh.example/news/1",
+        200,
+        &page_html("预算通过", &article(&zh_all), "广告"),
+    ));
+    pages.push(page(
+        "https://zh.example/news/1?from=app",
+        200,
+        &page_html("预算通过", &article(&zh2_all), "广告"),
+    ));
+    pages.push(page(
+        "https://zh.example/food/9",
+        200,
+        &page_html("拉面", &article(&other), "广告"),
+    ));
+    // Rule pages.
+    let error_page = page_html(
+        "404 Not Found",
+        "<h1>Page not found</h1><p>Sorry, the page you asked for does not exist.</p>",
+        "ad",
+    );
+    pages.push(page("https://news.example/missing1", 404, &error_page));
+    pages.push(page("https://news.example/missing2", 404, &error_page));
+    pages.push(page(
+        "https://news.example/broken",
+        503,
+        "<html><body>Service Unavailable</body></html>",
+    ));
+    pages.push(page(
+        "https://news.example/broken2",
+        502,
+        "<html><body>Bad gateway</body></html>",
+    ));
+    let login = page_html(
+        "Sign in",
+        r#"<form action="/session" method="post"><input name="user"><input type="password" name="pw"><button>Sign in</button></form>"#,
+        "ad",
+    );
+    pages.push(page("https://news.example/account", 200, &login));
+    pages.push(page("https://news.example/settings", 200, &login));
+    let waf = "<html><head><title>Just a moment...</title></head><body><h1>Checking your browser before accessing news.example</h1><p>This process is automatic. Cloudflare Ray ID: 7a1b2c</p></body></html>";
+    pages.push(page("https://news.example/a/hot?x=1", 403, waf));
+    pages.push(page("https://blog.example/post/1", 200, waf));
+    let maint = page_html(
+        "系统维护中",
+        "<h1>系统维护中</h1><p>网站正在升级，请稍后再来。</p>",
+        "广告",
+    );
+    pages.push(page("https://zh.example/app", 200, &maint));
+    pages.push(page(
+        "https://news.example/thin1",
+        200,
+        "<html><body>ok</body></html>",
+    ));
+    pages.push(page(
+        "https://news.example/thin2",
+        200,
+        "<html><body>ok</body></html>",
+    ));
+    // Redirects: two URLs, one final page.
+    let mut r1 = page(
+        "https://news.example/go?id=1",
+        200,
+        &page_html("Moved", &article(&EN[..8]), "ad"),
+    );
+    r1.final_url = "https://news.example/final".into();
+    let mut r2 = r1.clone();
+    r2.url = "https://news.example/go?id=2".into();
+    pages.push(r1);
+    pages.push(r2);
+    pages
+}
+
+#[test]
+fn fixtures_cluster_as_a_crawler_expects() {
+    let pages = corpus();
+    let a = cluster(&pages, &Thresholds::default());
+    let m = by_url(&pages, &a);
+    let id = |u: &str| m[u].cluster_id.as_str();
+    // Same article, different ads: one cluster, one canonical.
+    let art = id("https://news.example/a/budget?ref=0");
+    assert!(
+        art.starts_with("cluster-"),
+        "{:?}",
+        m["https://news.example/a/budget?ref=0"]
+    );
+    assert_eq!(id("https://news.example/a/budget?ref=1"), art);
+    assert_eq!(id("https://news.example/a/budget?ref=2"), art);
+    let canon: Vec<bool> = (0..3)
+        .map(|i| m[format!("https://news.example/a/budget?ref={i}").as_str()].is_canonical)
+        .collect();
+    assert_eq!(canon.iter().filter(|c| **c).count(), 1);
+    // One template, different products: not clustered together.
+    let p: Vec<&str> = (0..3)
+        .map(|i| id(&format!("https://shop.example/item/{i}")))
+        .collect::<Vec<_>>();
+    for i in 0..3 {
+        for j in i + 1..3 {
+            assert!(
+                p[i].is_empty() || p[i] != p[j],
+                "products {i} and {j} merged"
+            );
+        }
+    }
+    // Chinese: one sentence changed → same cluster; a different article → not.
+    let zh = id("https://zh.example/news/1");
+    assert!(!zh.is_empty());
+    assert_eq!(id("https://zh.example/news/1?from=app"), zh);
+    assert_ne!(id("https://zh.example/food/9"), zh);
+    // Rule classes and their id formats.
+    let rule = |u: &str| m[u].rule;
+    assert_eq!(rule("https://news.example/missing1"), Some(Rule::E3));
+    assert_eq!(
+        id("https://news.example/missing1"),
+        id("https://news.example/missing2")
+    );
+    assert!(id("https://news.example/missing1").starts_with("errtpl-https://news.example-"));
+    assert_eq!(rule("https://news.example/broken"), Some(Rule::E1));
+    assert_eq!(
+        id("https://news.example/broken"),
+        "err5xx-https://news.example"
+    );
+    assert_eq!(
+        id("https://news.example/broken2"),
+        "err5xx-https://news.example"
+    );
+    assert_eq!(rule("https://news.example/account"), Some(Rule::L1));
+    assert_eq!(
+        id("https://news.example/account"),
+        id("https://news.example/settings")
+    );
+    assert_eq!(
+        rule("https://news.example/a/hot?x=1"),
+        Some(Rule::E3),
+        "a 403 challenge is an error status first"
+    );
+    assert_eq!(rule("https://blog.example/post/1"), Some(Rule::W1));
+    assert_eq!(rule("https://zh.example/app"), Some(Rule::M1));
+    assert_eq!(rule("https://news.example/thin1"), Some(Rule::T1));
+    assert_eq!(
+        id("https://news.example/thin1"),
+        id("https://news.example/thin2")
+    );
+    assert_eq!(rule("https://news.example/go?id=1"), Some(Rule::R1));
+    assert_eq!(
+        id("https://news.example/go?id=1"),
+        id("https://news.example/go?id=2")
+    );
+    assert!(id("https://news.example/go?id=1").starts_with("redir-"));
+    // The article pages were not mistaken for errors or login walls by their scripts and nav.
+    assert_eq!(m["https://news.example/a/budget?ref=0"].rule, None);
+}
+
+#[test]
+fn the_seed_thresholds_are_stricter() {
+    // At the seed's scale the Chinese pair with one changed sentence is not a duplicate.
+    let pages = corpus();
+    let zh1 = pages
+        .iter()
+        .find(|p| p.url == "https://zh.example/news/1")
+        .unwrap();
+    let zh2 = pages
+        .iter()
+        .find(|p| p.url == "https://zh.example/news/1?from=app")
+        .unwrap();
+    let d = (zh1.features.simhash ^ zh2.features.simhash).count_ones();
+    let seed = compare(&zh1.features, &zh2.features, &Thresholds::seed());
+    assert_eq!(seed.is_duplicate(&Thresholds::seed()), d == 0);
+    let ours = compare(&zh1.features, &zh2.features, &Thresholds::default());
+    assert!(
+        ours.is_duplicate(&Thresholds::default()),
+        "d = {d}, {ours:?}"
+    );
+}
+
+#[test]
+fn pagination_is_one_similar_pattern_but_separate_pages() {
+    let list = |n: usize| {
+        let items: String = (0..20)
+            .map(|i| {
+                format!(
+                    "<li><a href=/item/{}>{}</a></li>",
+                    n * 20 + i,
+                    EN[(n + i) % EN.len()]
+                )
+            })
+            .collect();
+        page_html(
+            "All news",
+            &format!(
+                "<ul class=list>{items}</ul><div class=pager><a href=?page={}>next</a></div>",
+                n + 1
+            ),
+            "ad",
+        )
+    };
+    let pages: Vec<Page> = (1..=3)
+        .map(|n| {
+            page(
+                &format!("https://news.example/list?page={n}"),
+                200,
+                &list(n),
+            )
+        })
+        .collect();
+    let mut s = Sampler::new(3, 0.85);
+    let mut v = Verdict::Sampling;
+    for p in &pages {
+        v = s.sample("https://news.example/list?page={num}", p.features.clone());
+    }
+    assert!(matches!(v, Verdict::Similar(x) if x >= 0.85), "{v:?}");
+    // Different products under one template are measured different by content, not by DOM.
+    let shop: Vec<Page> = corpus()
+        .into_iter()
+        .filter(|p| p.url.contains("shop.example"))
+        .collect();
+    let t = Thresholds::default();
+    assert!(!compare(&shop[0].features, &shop[1].features, &t).is_duplicate(&t));
+}
+
+#[test]
+fn a_failed_sample_does_not_decide_a_pattern() {
+    let mut s = Sampler::new(3, 0.85);
+    let p = page(
+        "https://x.example/a?id=1",
+        200,
+        &page_html("t", &article(EN), "ad"),
+    );
+    s.failed("pat");
+    s.failed("pat");
+    assert_eq!(s.verdict("pat"), Verdict::Sampling);
+    assert!(s.wants("pat"));
+    assert_eq!(s.sample("pat", p.features.clone()), Verdict::Sampling);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// The same pages in any order get the same cluster ids and canonicals.
+    #[test]
+    fn assignments_do_not_depend_on_order(seed in any::<u64>()) {
+        let pages = corpus();
+        let base = cluster(&pages, &Thresholds::default());
+        let want: HashMap<&str, (String, bool)> = pages
+            .iter()
+            .zip(&base)
+            .map(|(p, a)| (p.url.as_str(), (a.cluster_id.clone(), a.is_canonical)))
+            .collect();
+        let mut order: Vec<usize> = (0..pages.len()).collect();
+        let mut x = seed | 1;
+        for i in (1..order.len()).rev() {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            order.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        let shuffled: Vec<Page> = order.iter().map(|&i| pages[i].clone()).collect();
+        let got = cluster(&shuffled, &Thresholds::default());
+        for (p, a) in shuffled.iter().zip(&got) {
+            prop_assert_eq!(&want[p.url.as_str()], &(a.cluster_id.clone(), a.is_canonical), "{}", p.url);
+        }
+    }
+}
