@@ -10,6 +10,8 @@ use crawlsieve::page::similarity::{compare, Thresholds};
 use crawlsieve::page::Page;
 use proptest::prelude::*;
 
+mod common;
+
 const EN: &[&str] = &[
     "The city council approved the new budget after a long debate on Tuesday evening.",
     "Officials said the plan would fund road repairs, schools and a new public library.",
@@ -391,4 +393,56 @@ proptest! {
             prop_assert_eq!(&want[p.url.as_str()], &(a.cluster_id.clone(), a.is_canonical), "{}", p.url);
         }
     }
+}
+
+/// `crawlsieve cluster` on JSON Lines: the JSON report validates against its schema; the CSV is
+/// real CSV (a title with commas and quotes survives); a broken line is skipped, not fatal.
+#[test]
+fn the_cluster_command_writes_the_seed_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("pages.jsonl");
+    let title = "Budget, \"approved\", finally";
+    let mut lines: Vec<String> = (0..3)
+        .map(|i| {
+            serde_json::json!({
+                "url": format!("https://news.example/a/budget?ref={i}"),
+                "status": 200,
+                "content_type": "text/html",
+                "html": page_html(title, &article(EN), ["x", "y", "z"][i]),
+            })
+            .to_string()
+        })
+        .collect();
+    lines.push(r#"{"url": "https://news.example/broken", "status": 503, "html": "oops"}"#.into());
+    lines.push("{not json".into());
+    std::fs::write(&input, lines.join("\n")).unwrap();
+    let run = |out: &str| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+            .arg("cluster")
+            .arg(&input)
+            .arg("-o")
+            .arg(dir.path().join(out))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(dir.path().join(out)).unwrap()
+    };
+    let json: serde_json::Value = serde_json::from_str(&run("r.json")).unwrap();
+    if let Err(e) = common::schema_validator("cluster-report").validate(&json) {
+        panic!("{e}: {json}");
+    }
+    assert_eq!(json["meta"]["total_urls"], 4);
+    assert_eq!(json["meta"]["unreadable_lines"], 1);
+    let urls = json["urls"].as_array().unwrap();
+    let cid = urls[0]["cluster_id"].as_str().unwrap();
+    assert!(cid.starts_with("cluster-"));
+    assert!(urls[..3].iter().all(|u| u["cluster_id"] == cid));
+    assert_eq!(urls.iter().filter(|u| u["is_canonical"] == true).count(), 2);
+    assert_eq!(urls[3]["rule"], "E1");
+    let csv_text = run("r.csv");
+    let mut rd = csv::Reader::from_reader(csv_text.as_bytes());
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 4);
+    assert_eq!(&rows[0][8], title);
+    assert_eq!(&rows[0][9], cid);
 }

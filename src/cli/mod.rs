@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use url::Url;
 
+mod cluster;
 mod gate;
 mod redis;
 
@@ -45,6 +46,8 @@ pub enum Command {
     Bloom(BloomArgs),
     /// The Kafka stage: URL events in, new URLs to the fetch topic (at least once).
     Gate(gate::GateArgs),
+    /// Near-duplicate and rule clusters of pages already fetched (JSON Lines in, JSON/CSV out).
+    Cluster(cluster::ClusterArgs),
 }
 
 /// Input files and the line cap.
@@ -225,6 +228,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Pattern(a) => pattern_cmd(a),
         Command::Bloom(a) => redis::bloom(a),
         Command::Gate(a) => gate::gate(a),
+        Command::Cluster(a) => cluster::run(a),
     }
 }
 

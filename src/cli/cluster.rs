@@ -1,0 +1,296 @@
+//! `crawlsieve cluster`: near-duplicate and rule clusters for pages already fetched (JSON Lines
+//! in; the seed's report out as JSON or CSV, `schemas/cluster-report.v1.json`).
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use crate::page::cluster::{cluster, eligible};
+use crate::page::rules::Rule;
+use crate::page::similarity::Thresholds;
+use crate::page::{Page, Timings};
+use crate::url::Canonicalizer;
+
+/// `crawlsieve cluster` arguments.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// JSON Lines of fetched pages (`url`, `final_url`, `status`, `content_type`, `html`,
+    /// optional `redirect_chain`, `timings`, `phash`); `-` or nothing reads stdin.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output file: `.json` (default: JSON on stdout) or `.csv`.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Use the seed's thresholds and scales exactly (content ≥ 0.97 at scale 16, visual ≥ 0.99
+    /// at scale 20; see docs/page-clustering.md).
+    #[arg(long)]
+    pub seed_thresholds: bool,
+    /// Content-similarity threshold (default 0.95 = SimHash distance ≤ 3).
+    #[arg(long)]
+    pub content: Option<f64>,
+    /// Structure-similarity threshold (default 0.85).
+    #[arg(long)]
+    pub structure: Option<f64>,
+}
+
+/// One input line.
+#[derive(Debug, Deserialize)]
+struct InPage {
+    url: String,
+    #[serde(default)]
+    final_url: String,
+    #[serde(default)]
+    status: u16,
+    #[serde(default)]
+    content_type: String,
+    #[serde(default)]
+    html: String,
+    #[serde(default)]
+    redirect_chain: Vec<String>,
+    #[serde(default)]
+    timings: Option<Timings>,
+    /// Perceptual hash of a screenshot, as 16 hex digits.
+    #[serde(default)]
+    phash: Option<String>,
+    #[serde(default)]
+    error: String,
+}
+
+/// One row of the report (the seed's columns, plus `rule`).
+#[derive(Debug, Serialize)]
+struct OutUrl {
+    id: usize,
+    url: String,
+    normalized_url: String,
+    final_url: String,
+    redirect_chain: Vec<String>,
+    status_code: u16,
+    content_length: usize,
+    content_type: String,
+    error: String,
+    title: String,
+    cluster_id: String,
+    is_canonical: bool,
+    similarity_to_canonical: f64,
+    content_sim: f64,
+    structure_sim: f64,
+    visual_sim: f64,
+    behavior_sim: f64,
+    rule: Option<Rule>,
+}
+
+#[derive(Debug, Serialize)]
+struct OutCluster {
+    cluster_id: String,
+    canonical_url: String,
+    member_ids: Vec<usize>,
+    rule: Option<Rule>,
+}
+
+#[derive(Debug, Serialize)]
+struct Meta {
+    total_urls: usize,
+    eligible_html_urls: usize,
+    total_clusters: usize,
+    unreadable_lines: usize,
+    thresholds: Thresholds,
+    generated_at: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    urls: Vec<OutUrl>,
+    clusters: Vec<OutCluster>,
+    meta: Meta,
+}
+
+fn round(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+/// Run `crawlsieve cluster`.
+pub fn run(a: ClusterArgs) -> Result<()> {
+    let mut t = if a.seed_thresholds {
+        Thresholds::seed()
+    } else {
+        Thresholds::default()
+    };
+    if let Some(c) = a.content {
+        t.content = c;
+    }
+    if let Some(s) = a.structure {
+        t.structure = s;
+    }
+    let canon = Canonicalizer::default();
+    let mut pages = Vec::new();
+    let mut errors: Vec<String> = Vec::new();
+    let mut unreadable = 0;
+    let mut read = |r: Box<dyn BufRead>, name: &str| -> Result<()> {
+        for (n, line) in r.lines().enumerate() {
+            let line = line.with_context(|| format!("reading {name}"))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<InPage>(&line) {
+                Ok(p) => {
+                    let mut page =
+                        Page::new(&p.url, &p.final_url, p.status, &p.content_type, &p.html);
+                    page.redirect_chain = p.redirect_chain;
+                    page.features.timings = p.timings;
+                    page.features.phash = p.phash.and_then(|h| u64::from_str_radix(&h, 16).ok());
+                    pages.push(page);
+                    errors.push(p.error);
+                }
+                Err(e) => {
+                    unreadable += 1;
+                    eprintln!("crawlsieve cluster: {name}:{}: skipped: {e}", n + 1);
+                }
+            }
+        }
+        Ok(())
+    };
+    if a.files.is_empty() || a.files.iter().any(|f| f.as_os_str() == "-") && a.files.len() == 1 {
+        read(Box::new(std::io::stdin().lock()), "stdin")?;
+    } else {
+        for f in &a.files {
+            let file =
+                std::fs::File::open(f).with_context(|| format!("cannot open {}", f.display()))?;
+            read(
+                Box::new(std::io::BufReader::new(file)),
+                &f.display().to_string(),
+            )?;
+        }
+    }
+    let assignments = cluster(&pages, &t);
+    let mut buf = String::new();
+    let urls: Vec<OutUrl> = pages
+        .iter()
+        .zip(&assignments)
+        .zip(errors)
+        .enumerate()
+        .map(|(i, ((p, a), error))| OutUrl {
+            id: i + 1,
+            url: p.url.clone(),
+            normalized_url: match canon.canonicalize_into(&p.url, None, &mut buf) {
+                Ok(_) => buf.clone(),
+                Err(_) => String::new(),
+            },
+            final_url: p.final_url.clone(),
+            redirect_chain: p.redirect_chain.clone(),
+            status_code: p.status,
+            content_length: p.features.html_bytes,
+            content_type: p.content_type.clone(),
+            error,
+            title: p.features.title.clone(),
+            cluster_id: a.cluster_id.clone(),
+            is_canonical: a.is_canonical,
+            similarity_to_canonical: round(a.similarity_to_canonical),
+            content_sim: round(a.sim.content),
+            structure_sim: round(a.sim.structure),
+            visual_sim: round(a.sim.visual),
+            behavior_sim: round(a.sim.behavior),
+            rule: a.rule,
+        })
+        .collect();
+    let mut clusters: Vec<OutCluster> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, a) in assignments.iter().enumerate() {
+        if a.cluster_id.is_empty() {
+            continue;
+        }
+        let k = *at.entry(a.cluster_id.as_str()).or_insert_with(|| {
+            clusters.push(OutCluster {
+                cluster_id: a.cluster_id.clone(),
+                canonical_url: pages[a.canonical].final_url.clone(),
+                member_ids: Vec::new(),
+                rule: a.rule,
+            });
+            clusters.len() - 1
+        });
+        clusters[k].member_ids.push(i + 1);
+    }
+    let report = Report {
+        meta: Meta {
+            total_urls: urls.len(),
+            eligible_html_urls: pages.iter().filter(|p| eligible(p)).count(),
+            total_clusters: clusters.len(),
+            unreadable_lines: unreadable,
+            thresholds: t,
+            generated_at: crate::events::now_rfc3339(),
+        },
+        urls,
+        clusters,
+    };
+    let csv = a
+        .output
+        .as_ref()
+        .is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")));
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    if csv {
+        write_csv(&report, &mut out)?;
+    } else {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    }
+    out.flush()?;
+    eprintln!(
+        "crawlsieve cluster: {} pages, {} eligible, {} clusters",
+        report.meta.total_urls, report.meta.eligible_html_urls, report.meta.total_clusters
+    );
+    Ok(())
+}
+
+/// The seed's CSV columns (plus `rule`), with a real CSV writer: titles contain commas.
+fn write_csv(r: &Report, out: &mut dyn Write) -> Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record([
+        "id",
+        "url",
+        "normalized_url",
+        "final_url",
+        "status_code",
+        "content_length",
+        "content_type",
+        "error",
+        "title",
+        "cluster_id",
+        "is_canonical",
+        "similarity_to_canonical",
+        "content_sim",
+        "structure_sim",
+        "visual_sim",
+        "behavior_sim",
+        "rule",
+    ])?;
+    for u in &r.urls {
+        w.write_record([
+            u.id.to_string(),
+            u.url.clone(),
+            u.normalized_url.clone(),
+            u.final_url.clone(),
+            u.status_code.to_string(),
+            u.content_length.to_string(),
+            u.content_type.clone(),
+            u.error.clone(),
+            u.title.clone(),
+            u.cluster_id.clone(),
+            u.is_canonical.to_string(),
+            u.similarity_to_canonical.to_string(),
+            u.content_sim.to_string(),
+            u.structure_sim.to_string(),
+            u.visual_sim.to_string(),
+            u.behavior_sim.to_string(),
+            u.rule.map(|r| format!("{r:?}")).unwrap_or_default(),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
