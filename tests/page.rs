@@ -446,3 +446,61 @@ fn the_cluster_command_writes_the_seed_report() {
     assert_eq!(&rows[0][8], title);
     assert_eq!(&rows[0][9], cid);
 }
+
+/// `crawlsieve cluster --warc` on a gzipped WARC: responses are read, a redirect is followed
+/// inside the archive, and the two URLs of one final page are an R1 cluster.
+#[test]
+fn the_cluster_command_reads_a_gzipped_warc() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = |uri: &str, http: String| {
+        format!(
+            "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+            http.len()
+        )
+    };
+    let html = page_html("Budget approved", &article(EN), "ad");
+    let warc = [
+        rec(
+            "https://news.example/a",
+            format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n{html}"),
+        ),
+        rec(
+            "https://news.example/old",
+            "HTTP/1.1 301 Moved Permanently\r\nLocation: /a\r\n\r\n".into(),
+        ),
+        rec(
+            "https://news.example/gone",
+            "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\n\r\n<h1>Not found</h1>".into(),
+        ),
+    ]
+    .concat();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, warc.as_bytes()).unwrap();
+    let path = dir.path().join("crawl.warc.gz");
+    std::fs::write(&path, gz.finish().unwrap()).unwrap();
+    let out = dir.path().join("r.json");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args(["cluster", "--warc"])
+        .arg(&path)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let urls = json["urls"].as_array().unwrap();
+    assert_eq!(urls.len(), 3);
+    let old = urls
+        .iter()
+        .find(|u| u["url"] == "https://news.example/old")
+        .unwrap();
+    assert_eq!(old["final_url"], "https://news.example/a");
+    assert_eq!(
+        old["redirect_chain"],
+        serde_json::json!(["https://news.example/old", "https://news.example/a"])
+    );
+    assert_eq!(old["rule"], "R1");
+    assert_eq!(urls[0]["cluster_id"], old["cluster_id"]);
+    assert_eq!(urls[2]["rule"], "E3");
+}

@@ -21,6 +21,10 @@ pub struct ClusterArgs {
     /// optional `redirect_chain`, `timings`, `phash`); `-` or nothing reads stdin.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// WARC files (plain or gzipped) to read `response` records from, instead of JSON Lines;
+    /// redirects are followed inside the archive. Repeatable.
+    #[arg(long, value_name = "WARC")]
+    pub warc: Vec<PathBuf>,
     /// Output file: `.json` (default: JSON on stdout) or `.csv`.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
@@ -128,6 +132,21 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     let mut pages = Vec::new();
     let mut errors: Vec<String> = Vec::new();
     let mut unreadable = 0;
+    for w in &a.warc {
+        let f = std::fs::File::open(w).with_context(|| format!("cannot open {}", w.display()))?;
+        let rs =
+            crate::page::warc::responses(f).with_context(|| format!("reading {}", w.display()))?;
+        for (start, end, chain) in crate::page::warc::resolve(&rs) {
+            let (s, e) = (&rs[start], &rs[end]);
+            let html = String::from_utf8_lossy(&e.body);
+            let mut page = Page::new(&s.uri, &e.uri, e.status, &e.content_type, &html);
+            if chain.len() > 1 {
+                page.redirect_chain = chain;
+            }
+            pages.push(page);
+            errors.push(String::new());
+        }
+    }
     let mut read = |r: Box<dyn BufRead>, name: &str| -> Result<()> {
         for (n, line) in r.lines().enumerate() {
             let line = line.with_context(|| format!("reading {name}"))?;
@@ -152,7 +171,11 @@ pub fn run(a: ClusterArgs) -> Result<()> {
         }
         Ok(())
     };
-    if a.files.is_empty() || a.files.iter().any(|f| f.as_os_str() == "-") && a.files.len() == 1 {
+    if !a.warc.is_empty() && a.files.is_empty() {
+        // WARC only.
+    } else if a.files.is_empty()
+        || a.files.iter().any(|f| f.as_os_str() == "-") && a.files.len() == 1
+    {
         read(Box::new(std::io::stdin().lock()), "stdin")?;
     } else {
         for f in &a.files {

@@ -16,6 +16,7 @@ pub mod features;
 pub mod patterns;
 pub mod rules;
 pub mod similarity;
+pub mod warc;
 
 pub use features::{Features, Timings};
 
