@@ -504,3 +504,46 @@ fn the_cluster_command_reads_a_gzipped_warc() {
     assert_eq!(urls[0]["cluster_id"], old["cluster_id"]);
     assert_eq!(urls[2]["rule"], "E3");
 }
+
+/// The streaming assignment: near-duplicates join the first page's cluster, rule pages get the
+/// batch's rule ids, and memory per host stays bounded.
+#[test]
+fn online_assignment_matches_the_batch_on_the_fixtures_and_stays_bounded() {
+    use crawlsieve::page::online::OnlineClusterer;
+    let pages = corpus();
+    let batch = cluster(&pages, &Thresholds::default());
+    let mut on = OnlineClusterer::new(Thresholds::default(), 1000);
+    let got: Vec<_> = pages.iter().map(|p| on.assign(p)).collect();
+    let m: HashMap<&str, _> = pages.iter().map(|p| p.url.as_str()).zip(&got).collect();
+    let art = &m["https://news.example/a/budget?ref=0"];
+    assert!(art.is_canonical && art.cluster_id.starts_with("cluster-"));
+    for i in 1..3 {
+        let x = &m[format!("https://news.example/a/budget?ref={i}").as_str()];
+        assert_eq!(x.cluster_id, art.cluster_id);
+        assert!(!x.is_canonical);
+    }
+    assert_eq!(
+        m["https://zh.example/news/1?from=app"].cluster_id,
+        m["https://zh.example/news/1"].cluster_id
+    );
+    assert_ne!(
+        m["https://zh.example/food/9"].cluster_id,
+        m["https://zh.example/news/1"].cluster_id
+    );
+    for (p, (b, o)) in pages.iter().zip(batch.iter().zip(&got)) {
+        if matches!(b.rule, Some(r) if r != Rule::R1 && r != Rule::U1) {
+            assert_eq!(b.cluster_id, o.cluster_id, "{}", p.url);
+        }
+    }
+    // Bounded: 5,000 distinct pages of one host, at most 2 × 100 canonicals remembered.
+    let mut small = OnlineClusterer::new(Thresholds::default(), 100);
+    let base = &pages[0];
+    for i in 0..5000u64 {
+        let mut p = base.clone();
+        p.url = format!("https://news.example/n/{i}");
+        p.final_url = p.url.clone();
+        p.features.simhash = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        small.assign(&p);
+        assert!(small.remembered("https://news.example") < 200);
+    }
+}

@@ -13,6 +13,7 @@
 
 pub mod cluster;
 pub mod features;
+pub mod online;
 pub mod patterns;
 pub mod rules;
 pub mod similarity;

@@ -1,0 +1,184 @@
+//! Streaming assignment for the render stage: one page at a time, against the clusters seen so
+//! far, with bounded memory per host.
+//!
+//! Rule pages get the same ids as in batch clustering ([`super::cluster`]). A redirected page
+//! (final URL ≠ URL) joins `redir-{hash(final URL)}`. An eligible page joins the cluster of the
+//! most similar canonical within the Hamming distance of the index (the canonical being the
+//! first page of its cluster the stage saw), or becomes a new canonical. Unlike the batch, the
+//! result depends on arrival order (a stream cannot wait for the longest page); ids are still
+//! hashes of the canonical's final URL, so a checkpointed state and a replay agree.
+//!
+//! Memory: at most `max_canonicals` canonicals per host are remembered (the oldest half is
+//! forgotten when the limit is doubled; the index is rebuilt then). A forgotten canonical's
+//! later duplicates start a new cluster — duplicates, never a lost page.
+
+use std::collections::HashMap;
+
+use super::cluster::{eligible, origin, HammingIndex};
+use super::rules::{page_rule, Rule};
+use super::similarity::{compare, Similarity, Thresholds};
+use super::{Features, Page};
+
+/// One page's assignment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Online {
+    /// Cluster id; empty when the page is alone (not eligible, no rule).
+    pub cluster_id: String,
+    /// Whether it is its cluster's canonical.
+    pub is_canonical: bool,
+    /// The canonical's final URL.
+    pub canonical_url: String,
+    /// The rule class, for rule clusters.
+    pub rule: Option<Rule>,
+    /// Similarities to the canonical (content clusters).
+    pub sim: Similarity,
+}
+
+struct Canonical {
+    id: String,
+    url: String,
+    features: Features,
+}
+
+#[derive(Default)]
+struct Host {
+    canonicals: Vec<Canonical>,
+    index: Option<HammingIndex>,
+    first_of: HashMap<String, String>, // rule/redirect cluster id → canonical URL
+}
+
+/// The streaming clusterer.
+pub struct OnlineClusterer {
+    t: Thresholds,
+    k: u32,
+    max_canonicals: usize,
+    hosts: HashMap<String, Host>,
+}
+
+fn short_hash(s: &[u8]) -> String {
+    format!("{:012x}", xxhash_rust::xxh3::xxh3_64(s) >> 16)
+}
+
+impl OnlineClusterer {
+    /// A clusterer remembering at most `max_canonicals` content canonicals per host.
+    pub fn new(t: Thresholds, max_canonicals: usize) -> OnlineClusterer {
+        OnlineClusterer {
+            k: t.max_content_distance().max(3),
+            t,
+            max_canonicals: max_canonicals.max(1),
+            hosts: HashMap::new(),
+        }
+    }
+
+    /// Canonicals remembered for `host` (an origin).
+    pub fn remembered(&self, host: &str) -> usize {
+        self.hosts.get(host).map_or(0, |h| h.canonicals.len())
+    }
+
+    fn rule_cluster(h: &mut Host, id: String, url: &str, rule: Rule) -> Online {
+        let canon = h
+            .first_of
+            .entry(id.clone())
+            .or_insert_with(|| url.to_string())
+            .clone();
+        Online {
+            is_canonical: canon == url,
+            cluster_id: id,
+            canonical_url: canon,
+            rule: Some(rule),
+            sim: Similarity::default(),
+        }
+    }
+
+    /// Assign `p`.
+    pub fn assign(&mut self, p: &Page) -> Online {
+        let o = origin(&p.final_url).to_string();
+        let h = self.hosts.entry(o.clone()).or_default();
+        if h.first_of.len() > 4 * self.max_canonicals {
+            h.first_of.clear(); // bounded too; ids do not change, only who is canonical
+        }
+        match page_rule(p.status, p.is_html(), &p.features) {
+            Some(Rule::E1) => {
+                return Self::rule_cluster(h, format!("err5xx-{o}"), &p.final_url, Rule::E1)
+            }
+            Some(r) => {
+                let id = format!(
+                    "{}-{o}-{}",
+                    r.prefix(),
+                    short_hash(&p.features.visible_fp.to_le_bytes())
+                );
+                return Self::rule_cluster(h, id, &p.final_url, r);
+            }
+            None => {}
+        }
+        if p.final_url != p.url {
+            let id = format!("redir-{}", short_hash(p.final_url.as_bytes()));
+            return Self::rule_cluster(h, id, &p.final_url, Rule::R1);
+        }
+        if !eligible(p) {
+            return Online {
+                cluster_id: String::new(),
+                is_canonical: true,
+                canonical_url: p.final_url.clone(),
+                rule: None,
+                sim: Similarity::default(),
+            };
+        }
+        let k = self.k;
+        let index = h.index.get_or_insert_with(|| HammingIndex::new(k));
+        let mut cand = Vec::new();
+        index.query(p.features.simhash, &mut cand);
+        let best = cand
+            .iter()
+            .map(|&i| {
+                (
+                    i as usize,
+                    compare(&h.canonicals[i as usize].features, &p.features, &self.t),
+                )
+            })
+            .filter(|(_, s)| s.is_duplicate(&self.t))
+            .max_by(|a, b| {
+                a.1.overall(false)
+                    .total_cmp(&b.1.overall(false))
+                    .then(b.0.cmp(&a.0))
+            });
+        if let Some((i, s)) = best {
+            let c = &h.canonicals[i];
+            return Online {
+                cluster_id: c.id.clone(),
+                is_canonical: c.url == p.final_url,
+                canonical_url: c.url.clone(),
+                rule: None,
+                sim: s,
+            };
+        }
+        let id = format!("cluster-{}", short_hash(p.final_url.as_bytes()));
+        h.canonicals.push(Canonical {
+            id: id.clone(),
+            url: p.final_url.clone(),
+            features: p.features.clone(),
+        });
+        index.insert(p.features.simhash);
+        if h.canonicals.len() >= 2 * self.max_canonicals {
+            // Forget the oldest half and rebuild the index over the rest.
+            h.canonicals.drain(..self.max_canonicals);
+            let mut idx = HammingIndex::new(k);
+            for c in &h.canonicals {
+                idx.insert(c.features.simhash);
+            }
+            h.index = Some(idx);
+        }
+        Online {
+            cluster_id: id,
+            is_canonical: true,
+            canonical_url: p.final_url.clone(),
+            rule: None,
+            sim: Similarity {
+                content: 1.0,
+                structure: 1.0,
+                visual: 0.0,
+                behavior: 0.0,
+            },
+        }
+    }
+}
