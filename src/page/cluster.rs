@@ -147,7 +147,8 @@ fn url_variant_key(url: &str) -> String {
     format!("{}{p}{q}", o.to_ascii_lowercase())
 }
 
-fn short_hash(s: &[u8]) -> String {
+/// The 12-hex-digit hash in cluster ids.
+pub(crate) fn short_hash(s: &[u8]) -> String {
     format!("{:012x}", xxh3_64(s) >> 16)
 }
 

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use super::cluster::{eligible, origin, HammingIndex};
+use super::cluster::{eligible, origin, short_hash, HammingIndex};
 use super::rules::{page_rule, Rule};
 use super::similarity::{compare, Similarity, Thresholds};
 use super::{Features, Page};
@@ -53,10 +53,6 @@ pub struct OnlineClusterer {
     k: u32,
     max_canonicals: usize,
     hosts: HashMap<String, Host>,
-}
-
-fn short_hash(s: &[u8]) -> String {
-    format!("{:012x}", xxhash_rust::xxh3::xxh3_64(s) >> 16)
 }
 
 impl OnlineClusterer {
