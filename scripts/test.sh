@@ -14,6 +14,7 @@ command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v make >/dev/null 2>&1 || need_apt+=(make)  # librdkafka (bundled by rdkafka) builds with make
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)  # the render tests drive Debian's Chromium
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "test.sh: installing ${need_apt[*]}" >&2
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

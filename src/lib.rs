@@ -24,5 +24,6 @@ pub mod input;
 pub mod page;
 pub mod patterns;
 pub mod redis_filter;
+pub mod render;
 pub mod sieve;
 pub mod url;

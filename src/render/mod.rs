@@ -1,0 +1,358 @@
+//! Rendering pages in headless Chromium (Debian's `chromium`, driven by chromiumoxide over the
+//! DevTools protocol): one browser, a few tabs, a fresh profile directory per launch.
+//!
+//! Per page: check the URL against the [`safety::Policy`], navigate, wait until the page is
+//! stable (the seed's rule: no new resource for 500 ms and the DOM unchanged over 3 checks, at
+//! most [`RenderConfig::settle_max`]), then read the final URL, the redirect chain, the status,
+//! the rendered HTML, the navigation timings, and a quarter-scale screenshot hashed two ways
+//! (Gradient and Median-DCT; `image_hasher`'s Mean-DCT gives every white page one hash). A page
+//! that fails or hangs becomes a [`Rendered`] with an error, never a stuck caller; a browser that
+//! died is relaunched on the next page.
+
+pub mod safety;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use chromiumoxide::browser::{Browser, BrowserConfig};
+use chromiumoxide::cdp::browser_protocol::browser::{
+    SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
+};
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, NavigateParams, Viewport,
+};
+use chromiumoxide::page::ScreenshotParams;
+use futures::StreamExt;
+use tokio::sync::{Mutex, Semaphore};
+
+use crate::page::Timings;
+
+/// Renderer settings.
+#[derive(Debug, Clone)]
+pub struct RenderConfig {
+    /// The Chromium binary.
+    pub chromium: PathBuf,
+    /// Pages rendered at once (tabs); 2–4 saturate two cores.
+    pub tabs: usize,
+    /// The whole budget of one page (navigation, settling, reading, screenshot).
+    pub page_timeout: Duration,
+    /// Longest wait for a page to become stable after it loaded.
+    pub settle_max: Duration,
+    /// Viewport width and height (CSS pixels).
+    pub viewport: (u32, u32),
+    /// Rendered HTML larger than this is an error (bytes).
+    pub max_html_bytes: usize,
+    /// Pages that load more subresources than this stop being waited for.
+    pub max_subresources: usize,
+    /// URL policy.
+    pub policy: safety::Policy,
+}
+
+impl Default for RenderConfig {
+    fn default() -> Self {
+        RenderConfig {
+            chromium: PathBuf::from("/usr/bin/chromium"),
+            tabs: 2,
+            page_timeout: Duration::from_secs(20),
+            settle_max: Duration::from_secs(10),
+            viewport: (1280, 800),
+            max_html_bytes: 10 << 20,
+            max_subresources: 500,
+            policy: safety::Policy::default(),
+        }
+    }
+}
+
+/// A rendered page (or the error that stopped it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rendered {
+    /// The URL asked for.
+    pub url: String,
+    /// The URL shown at the end.
+    pub final_url: String,
+    /// Redirects followed (the URLs requested, in order, ending with the final one).
+    pub redirect_chain: Vec<String>,
+    /// HTTP status of the main document (0 when none was received).
+    pub status: u16,
+    /// Content-Type (MIME type) of the main document.
+    pub content_type: String,
+    /// The rendered DOM, serialized.
+    pub html: String,
+    /// Navigation timings.
+    pub timings: Option<Timings>,
+    /// Gradient hash of the quarter-scale screenshot.
+    pub phash: Option<u64>,
+    /// Median-DCT hash of the same screenshot.
+    pub phash_dct: Option<u64>,
+    /// Empty on success.
+    pub error: String,
+}
+
+struct Live {
+    browser: Browser,
+    handler: tokio::task::JoinHandle<()>,
+    _profile: tempfile::TempDir,
+}
+
+/// One browser and its tabs.
+pub struct Renderer {
+    cfg: RenderConfig,
+    live: Mutex<Option<Live>>,
+    tabs: Arc<Semaphore>,
+    /// Browser launches (the first, and relaunches after a crash).
+    pub launches: std::sync::atomic::AtomicU64,
+}
+
+async fn launch(cfg: &RenderConfig) -> Result<Live> {
+    let profile = tempfile::Builder::new()
+        .prefix("crawlsieve-chromium-")
+        .tempdir()
+        .context("creating a profile directory")?;
+    let (w, h) = cfg.viewport;
+    let config = BrowserConfig::builder()
+        .chrome_executable(&cfg.chromium)
+        .user_data_dir(profile.path())
+        .window_size(w, h)
+        .viewport(chromiumoxide::handler::viewport::Viewport {
+            width: w,
+            height: h,
+            ..Default::default()
+        })
+        .launch_timeout(Duration::from_secs(60))
+        .request_timeout(cfg.page_timeout)
+        .no_sandbox()
+        // Switch names without leading dashes: chromiumoxide adds them.
+        .args([
+            "disable-gpu",
+            "disable-quic",
+            "no-first-run",
+            "disable-background-networking",
+            "disable-component-update",
+            "disable-sync",
+            "disable-dev-shm-usage",
+            "mute-audio",
+        ])
+        .build()
+        .map_err(|e| anyhow!("browser configuration: {e}"))?;
+    let (browser, mut handler) = Browser::launch(config)
+        .await
+        .with_context(|| format!("launching {}", cfg.chromium.display()))?;
+    let handler = tokio::spawn(async move { while handler.next().await.is_some() {} });
+    // No downloads, ever.
+    let _ = browser
+        .execute(SetDownloadBehaviorParams::new(
+            SetDownloadBehaviorBehavior::Deny,
+        ))
+        .await;
+    Ok(Live {
+        browser,
+        handler,
+        _profile: profile,
+    })
+}
+
+const STATE_JS: &str = "(() => [document.documentElement ? document.documentElement.outerHTML.length : 0, performance.getEntriesByType('resource').length, document.readyState])()";
+const TIMINGS_JS: &str = "(() => { const n = performance.getEntriesByType('navigation')[0]; return n ? [n.responseStart, n.domContentLoadedEventEnd, n.loadEventEnd] : null })()";
+
+impl Renderer {
+    /// Launch the browser (60 s timeout, one retry: first launches after idle took 9–30 s).
+    pub async fn new(cfg: RenderConfig) -> Result<Renderer> {
+        let live = match launch(&cfg).await {
+            Ok(l) => l,
+            Err(_) => launch(&cfg).await?,
+        };
+        Ok(Renderer {
+            tabs: Arc::new(Semaphore::new(cfg.tabs.max(1))),
+            cfg,
+            live: Mutex::new(Some(live)),
+            launches: std::sync::atomic::AtomicU64::new(1),
+        })
+    }
+
+    /// Render `url`; never fails (errors are in [`Rendered::error`]).
+    pub async fn render(&self, url: &str) -> Rendered {
+        let mut out = Rendered {
+            url: url.to_string(),
+            final_url: url.to_string(),
+            ..Rendered::default()
+        };
+        if let Err(e) = self.cfg.policy.check(url).await {
+            out.error = format!("refused: {e}");
+            return out;
+        }
+        let _tab = self.tabs.acquire().await.expect("semaphore open");
+        match tokio::time::timeout(self.cfg.page_timeout, self.render_inner(url, &mut out)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => out.error = format!("{e:#}"),
+            Err(_) => out.error = format!("timeout after {:?}", self.cfg.page_timeout),
+        }
+        // A redirect may lead where the first URL could not: check where it ended.
+        if out.error.is_empty() {
+            let hops: Vec<String> = out
+                .redirect_chain
+                .iter()
+                .chain([&out.final_url])
+                .cloned()
+                .collect();
+            for hop in &hops {
+                if let Err(e) = self.cfg.policy.check(hop).await {
+                    out = Rendered {
+                        url: out.url,
+                        final_url: hop.clone(),
+                        error: format!("refused after a redirect: {e}"),
+                        ..Rendered::default()
+                    };
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    async fn render_inner(&self, url: &str, out: &mut Rendered) -> Result<()> {
+        let page = {
+            let mut live = self.live.lock().await;
+            if live.as_ref().map_or(true, |l| l.handler.is_finished()) {
+                *live = Some(launch(&self.cfg).await?);
+                self.launches
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            let l = live.as_ref().expect("launched above");
+            l.browser
+                .new_page("about:blank")
+                .await
+                .context("opening a tab")?
+        };
+        let r = self.drive(&page, url, out).await;
+        let _ = page.close().await;
+        r
+    }
+
+    async fn drive(&self, page: &chromiumoxide::Page, url: &str, out: &mut Rendered) -> Result<()> {
+        use chromiumoxide::cdp::browser_protocol::network::{EventRequestWillBeSent, ResourceType};
+        use futures::FutureExt;
+        // Redirects keep their request id in CDP: the document requests sharing the first one's
+        // id are the chain.
+        let mut sent = page.event_listener::<EventRequestWillBeSent>().await?;
+        let request = page
+            .http_future(NavigateParams::new(url))?
+            .await
+            .context("navigating")?;
+        let mut chain: Vec<String> = Vec::new();
+        let mut id = None;
+        while let Some(Some(ev)) = sent.next().now_or_never() {
+            if ev.r#type != Some(ResourceType::Document) {
+                continue;
+            }
+            match &id {
+                None => {
+                    id = Some(ev.request_id.clone());
+                    chain.push(ev.request.url.clone());
+                }
+                Some(i) if *i == ev.request_id => chain.push(ev.request.url.clone()),
+                _ => {}
+            }
+        }
+        if chain.len() > 1 {
+            out.redirect_chain = chain;
+        }
+        if let Some(req) = &request {
+            if let Some(resp) = &req.response {
+                out.status = resp.status as u16;
+                out.content_type = resp.mime_type.clone();
+            }
+            if let Some(f) = &req.failure_text {
+                return Err(anyhow!("navigation failed: {f}"));
+            }
+        }
+        // Settle: no new resource and the same DOM size for 3 checks 500 ms apart.
+        let start = Instant::now();
+        let mut last: Option<(i64, i64)> = None;
+        let mut same = 0;
+        while start.elapsed() < self.cfg.settle_max {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let v: Vec<serde_json::Value> = page
+                .evaluate(STATE_JS)
+                .await
+                .context("reading the page state")?
+                .into_value()
+                .unwrap_or_default();
+            let now = (
+                v.first().and_then(|x| x.as_i64()).unwrap_or(0),
+                v.get(1).and_then(|x| x.as_i64()).unwrap_or(0),
+            );
+            if now.1 as usize > self.cfg.max_subresources {
+                break;
+            }
+            let complete = v.get(2).and_then(|x| x.as_str()) == Some("complete");
+            if Some(now) == last && complete {
+                same += 1;
+                if same >= 2 {
+                    break; // three equal readings
+                }
+            } else {
+                same = 0;
+            }
+            last = Some(now);
+        }
+        out.final_url = page.url().await?.unwrap_or_else(|| url.to_string());
+        out.html = page.content().await.context("reading the DOM")?;
+        if out.html.len() > self.cfg.max_html_bytes {
+            return Err(anyhow!(
+                "rendered HTML is {} bytes (limit {})",
+                out.html.len(),
+                self.cfg.max_html_bytes
+            ));
+        }
+        if let Ok(v) = page.evaluate(TIMINGS_JS).await {
+            if let Ok(Some(t)) = v.into_value::<Option<[f64; 3]>>() {
+                out.timings = Some(Timings {
+                    ttfb_ms: t[0],
+                    dcl_ms: t[1],
+                    load_ms: t[2],
+                });
+            }
+        }
+        let (w, h) = self.cfg.viewport;
+        let png = page
+            .screenshot(
+                ScreenshotParams::builder()
+                    .format(CaptureScreenshotFormat::Png)
+                    .clip(Viewport {
+                        x: 0.0,
+                        y: 0.0,
+                        width: w as f64,
+                        height: h as f64,
+                        scale: 0.25,
+                    })
+                    .build(),
+            )
+            .await
+            .context("screenshot")?;
+        let (g, d) = hashes(&png)?;
+        out.phash = Some(g);
+        out.phash_dct = Some(d);
+        Ok(())
+    }
+}
+
+/// Gradient and Median-DCT 64-bit hashes of a PNG.
+pub fn hashes(png: &[u8]) -> Result<(u64, u64)> {
+    use image_hasher::{HashAlg, HasherConfig};
+    let img = image::load_from_memory(png).context("decoding the screenshot")?;
+    let to_u64 = |b: &[u8]| b.iter().take(8).fold(0u64, |a, &x| a << 8 | x as u64);
+    let g = HasherConfig::new()
+        .hash_alg(HashAlg::Gradient)
+        .hash_size(8, 8)
+        .to_hasher()
+        .hash_image(&img);
+    let d = HasherConfig::new()
+        .hash_alg(HashAlg::Median)
+        .preproc_dct()
+        .hash_size(8, 8)
+        .to_hasher()
+        .hash_image(&img);
+    Ok((to_u64(g.as_bytes()), to_u64(d.as_bytes())))
+}

@@ -1,0 +1,177 @@
+//! The renderer against real Chromium (Debian's, installed by scripts/test.sh) and a loopback
+//! HTTP server this test starts (allowed explicitly: loopback is refused by default).
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use crawlsieve::page::rules::Rule;
+use crawlsieve::page::similarity::{compare, Thresholds};
+use crawlsieve::page::Page;
+use crawlsieve::render::safety::Policy;
+use crawlsieve::render::{RenderConfig, Rendered, Renderer};
+
+const ARTICLE: &str =
+    "<p>The city council approved the new budget after a long debate on Tuesday evening.</p>\
+<p>Officials said the plan would fund road repairs, schools and a new public library.</p>\
+<p>Critics argued that the spending increase was larger than the town could afford.</p>\
+<p>Supporters pointed to a decade of delayed repairs on bridges and water pipes.</p>\
+<p>The mayor promised quarterly reports so that residents can follow every project.</p>\
+<p>A local business group welcomed the decision but asked for lower permit fees.</p>";
+
+fn site(title: &str, body: &str, ad: &str) -> String {
+    format!(
+        "<!doctype html><html><head><title>{title}</title></head><body>\
+         <header><nav><a href=/>Home</a> <a href=/news>News</a></nav></header>\
+         <div class=content><article><h1>{title}</h1>{body}</article></div>\
+         <aside><div class=ad style='background:#ccc;height:120px'>{ad}</div></aside>\
+         <footer>Example Daily</footer></body></html>"
+    )
+}
+
+/// A loopback server with the test's pages; returns its base URL.
+fn serve() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://127.0.0.1:{}", l.local_addr().unwrap().port());
+    std::thread::spawn(move || {
+        for stream in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                if r.read_line(&mut line).is_err() {
+                    return;
+                }
+                let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+                let mut h = String::new();
+                while r.read_line(&mut h).is_ok_and(|n| n > 2) {
+                    h.clear();
+                }
+                let mut w = stream;
+                let page = |status: &str, body: String| {
+                    format!(
+                        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                };
+                let resp = match path.as_str() {
+                    "/a1" => page("200 OK", site("Budget approved", ARTICLE, "Buy shoes today")),
+                    "/a2" => page("200 OK", site("Budget approved", ARTICLE, "Cheap flights")),
+                    "/js" => page(
+                        "200 OK",
+                        format!(
+                            "<html><head><title>JS</title></head><body><div id=app></div><script>\
+                             setTimeout(() => {{ document.getElementById('app').innerHTML = `<article>{}</article>`; }}, 300);\
+                             </script></body></html>",
+                            ARTICLE.replace("budget", "rendered-by-javascript budget")
+                        ),
+                    ),
+                    "/login" => page(
+                        "200 OK",
+                        "<html><head><title>Sign in</title></head><body><form method=post><input name=u><input type=password name=p><button>Sign in</button></form></body></html>".into(),
+                    ),
+                    "/r1" => "HTTP/1.1 302 Found\r\nLocation: /r2\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
+                    "/r2" => "HTTP/1.1 302 Found\r\nLocation: /a1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
+                    "/hang" => {
+                        // Headers and a little body, then nothing: the load never finishes.
+                        let _ = w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n<html><body><p>partial");
+                        std::thread::sleep(Duration::from_secs(60));
+                        return;
+                    }
+                    _ => page("404 Not Found", "<h1>Not found</h1>".into()),
+                };
+                let _ = w.write_all(resp.as_bytes());
+            });
+        }
+    });
+    base
+}
+
+fn to_page(r: &Rendered) -> Page {
+    let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
+    p.features.phash = r.phash;
+    p.features.timings = r.timings;
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renders_real_pages_safely() {
+    let base = serve();
+    let cfg = RenderConfig {
+        page_timeout: Duration::from_secs(8),
+        settle_max: Duration::from_secs(4),
+        policy: Policy {
+            allow: vec!["127.0.0.1".into()],
+        },
+        ..RenderConfig::default()
+    };
+    let r = Renderer::new(cfg)
+        .await
+        .expect("launch chromium (scripts/test.sh installs it)");
+    let url = |p: &str| format!("{base}{p}");
+
+    // Near-duplicates: same article, different ads.
+    let (a1, a2) = (r.render(&url("/a1")).await, r.render(&url("/a2")).await);
+    for a in [&a1, &a2] {
+        assert_eq!((a.error.as_str(), a.status), ("", 200), "{a:?}");
+        assert!(a.html.contains("public library") && a.phash.is_some() && a.timings.is_some());
+        assert_eq!(a.content_type, "text/html");
+    }
+    let t = Thresholds::default();
+    let s = compare(&to_page(&a1).features, &to_page(&a2).features, &t);
+    assert!(s.is_duplicate(&t), "{s:?}");
+    assert!(s.visual > 0.8, "{s:?}");
+
+    // Content that only JavaScript writes.
+    let js = r.render(&url("/js")).await;
+    assert!(js.error.is_empty(), "{js:?}");
+    assert!(
+        js.html.contains("rendered-by-javascript"),
+        "waited for the DOM to settle"
+    );
+
+    // A redirect chain.
+    let red = r.render(&url("/r1")).await;
+    assert!(red.error.is_empty(), "{red:?}");
+    assert_eq!(red.final_url, url("/a1"));
+    assert_eq!(red.redirect_chain, [url("/r1"), url("/r2"), url("/a1")]);
+
+    // A login wall is classified from the rendered page.
+    let login = to_page(&r.render(&url("/login")).await);
+    assert_eq!(
+        crawlsieve::page::rules::page_rule(200, true, &login.features),
+        Some(Rule::L1)
+    );
+
+    // A page that never finishes: an error within the budget, and the renderer still works.
+    let t0 = Instant::now();
+    let hang = r.render(&url("/hang")).await;
+    assert!(
+        !hang.error.is_empty() || hang.html.contains("partial"),
+        "{hang:?}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(12),
+        "bounded by page_timeout"
+    );
+    assert!(
+        r.render(&url("/a1")).await.error.is_empty(),
+        "not stuck after a hung page"
+    );
+
+    // Refused before any request: private, metadata, loopback not allowed, other schemes.
+    for bad in [
+        "http://10.0.0.7/",
+        "http://169.254.169.254/latest/meta-data/",
+        "file:///etc/passwd",
+    ] {
+        let x = r.render(bad).await;
+        assert!(x.error.starts_with("refused"), "{bad}: {x:?}");
+        assert!(x.html.is_empty());
+    }
+    let strict = Renderer::new(RenderConfig::default()).await.unwrap();
+    assert!(strict
+        .render(&url("/a1"))
+        .await
+        .error
+        .starts_with("refused"));
+}
