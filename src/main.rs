@@ -4,7 +4,8 @@
 use clap::Parser;
 
 fn main() {
-    let cli = crawlsieve::cli::Cli::parse();
+    let args = crawlsieve::cli::normalize_args(std::env::args().collect());
+    let cli = crawlsieve::cli::Cli::parse_from(args);
     if let Err(e) = crawlsieve::cli::run(cli) {
         // A closed stdout (`| head`) is not an error worth a message, but it still fails the
         // run: what was not written was not delivered, so no state was saved.

@@ -17,7 +17,11 @@ const ARTICLE: &str =
 <p>Critics argued that the spending increase was larger than the town could afford.</p>\
 <p>Supporters pointed to a decade of delayed repairs on bridges and water pipes.</p>\
 <p>The mayor promised quarterly reports so that residents can follow every project.</p>\
-<p>A local business group welcomed the decision but asked for lower permit fees.</p>";
+<p>A local business group welcomed the decision but asked for lower permit fees.</p>\
+<p>Teachers attended the meeting to ask for smaller classes and better equipment.</p>\
+<p>The library project includes a children's reading room and a community kitchen.</p>\
+<p>Construction is expected to begin in the spring and last about eighteen months.</p>\
+<p>Residents will be able to comment on the designs at three public workshops.</p>";
 
 fn site(title: &str, body: &str, ad: &str) -> String {
     format!(
@@ -174,4 +178,54 @@ async fn renders_real_pages_safely() {
         .await
         .error
         .starts_with("refused"));
+}
+
+/// `crawlsieve similar` with the seed's flags (single-dash long ones too): renders, clusters,
+/// writes CSV; refused URLs are rows with an error, not a failed run.
+#[test]
+fn the_similar_command_renders_and_clusters() {
+    let base = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("result.csv");
+    let list = format!("{base}/a1,{base}/a2,{base}/login,http://10.0.0.9/");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args(["similar", "-l", &list, "-o"])
+        .arg(&out)
+        .args([
+            "-t",
+            "2",
+            "-page-timeout",
+            "15s",
+            "-http-timeout",
+            "10s",
+            "--allow",
+            "127.0.0.1",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut rd = csv::Reader::from_path(&out).unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 4);
+    let col = |r: &csv::StringRecord, name: &str| {
+        let i = rd_headers(&out).iter().position(|h| h == name).unwrap();
+        r[i].to_string()
+    };
+    assert!(
+        col(&rows[0], "cluster_id").starts_with("cluster-"),
+        "{rows:?}"
+    );
+    assert_eq!(col(&rows[0], "cluster_id"), col(&rows[1], "cluster_id"));
+    assert_eq!(col(&rows[2], "rule"), "L1");
+    assert!(col(&rows[3], "error").starts_with("refused"));
+}
+
+fn rd_headers(p: &std::path::Path) -> Vec<String> {
+    csv::Reader::from_path(p)
+        .unwrap()
+        .headers()
+        .unwrap()
+        .iter()
+        .map(String::from)
+        .collect()
 }

@@ -128,7 +128,6 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     if let Some(s) = a.structure {
         t.structure = s;
     }
-    let canon = Canonicalizer::default();
     let mut pages = Vec::new();
     let mut errors: Vec<String> = Vec::new();
     let mut unreadable = 0;
@@ -187,7 +186,27 @@ pub fn run(a: ClusterArgs) -> Result<()> {
             )?;
         }
     }
-    let assignments = cluster(&pages, &t);
+    report(
+        &pages,
+        errors,
+        unreadable,
+        &t,
+        a.output.as_deref(),
+        "cluster",
+    )
+}
+
+/// Cluster `pages` and write the seed's report (JSON, or CSV by the output's extension).
+pub(crate) fn report(
+    pages: &[Page],
+    errors: Vec<String>,
+    unreadable: usize,
+    t: &Thresholds,
+    output: Option<&std::path::Path>,
+    command: &str,
+) -> Result<()> {
+    let canon = Canonicalizer::default();
+    let assignments = cluster(pages, t);
     let mut buf = String::new();
     let urls: Vec<OutUrl> = pages
         .iter()
@@ -241,17 +260,14 @@ pub fn run(a: ClusterArgs) -> Result<()> {
             eligible_html_urls: pages.iter().filter(|p| eligible(p)).count(),
             total_clusters: clusters.len(),
             unreadable_lines: unreadable,
-            thresholds: t,
+            thresholds: *t,
             generated_at: crate::events::now_rfc3339(),
         },
         urls,
         clusters,
     };
-    let csv = a
-        .output
-        .as_ref()
-        .is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")));
-    let mut out: Box<dyn Write> = match &a.output {
+    let csv = output.is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")));
+    let mut out: Box<dyn Write> = match output {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
         )),
@@ -265,7 +281,7 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     }
     out.flush()?;
     eprintln!(
-        "crawlsieve cluster: {} pages, {} eligible, {} clusters",
+        "crawlsieve {command}: {} pages, {} eligible, {} clusters",
         report.meta.total_urls, report.meta.eligible_html_urls, report.meta.total_clusters
     );
     Ok(())

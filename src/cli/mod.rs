@@ -13,6 +13,9 @@ use url::Url;
 mod cluster;
 mod gate;
 mod redis;
+mod similar;
+
+pub use similar::normalize_args;
 
 pub use redis::{BloomArgs, Dur, RedisArgs};
 
@@ -48,6 +51,8 @@ pub enum Command {
     Gate(gate::GateArgs),
     /// Near-duplicate and rule clusters of pages already fetched (JSON Lines in, JSON/CSV out).
     Cluster(cluster::ClusterArgs),
+    /// Render URLs in headless Chromium and cluster them (the seed's `-l urls.txt -o out.json`).
+    Similar(similar::SimilarArgs),
 }
 
 /// Input files and the line cap.
@@ -229,6 +234,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Bloom(a) => redis::bloom(a),
         Command::Gate(a) => gate::gate(a),
         Command::Cluster(a) => cluster::run(a),
+        Command::Similar(a) => similar::run(a),
     }
 }
 

@@ -38,6 +38,8 @@ pub struct RenderConfig {
     pub tabs: usize,
     /// The whole budget of one page (navigation, settling, reading, screenshot).
     pub page_timeout: Duration,
+    /// The browser's timeout for one DevTools request (and so for the first response).
+    pub request_timeout: Duration,
     /// Longest wait for a page to become stable after it loaded.
     pub settle_max: Duration,
     /// Viewport width and height (CSS pixels).
@@ -56,6 +58,7 @@ impl Default for RenderConfig {
             chromium: PathBuf::from("/usr/bin/chromium"),
             tabs: 2,
             page_timeout: Duration::from_secs(20),
+            request_timeout: Duration::from_secs(10),
             settle_max: Duration::from_secs(10),
             viewport: (1280, 800),
             max_html_bytes: 10 << 20,
@@ -121,7 +124,7 @@ async fn launch(cfg: &RenderConfig) -> Result<Live> {
             ..Default::default()
         })
         .launch_timeout(Duration::from_secs(60))
-        .request_timeout(cfg.page_timeout)
+        .request_timeout(cfg.request_timeout)
         .no_sandbox()
         // Switch names without leading dashes: chromiumoxide adds them.
         .args([

@@ -1,0 +1,162 @@
+//! `crawlsieve similar -l urls.txt -o result.json|csv`: the seed's command on the embedded
+//! default (no Kafka, no Redis): render every URL in headless Chromium, cluster, write the report.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use crate::page::similarity::Thresholds;
+use crate::page::Page;
+use crate::render::safety::Policy;
+use crate::render::{RenderConfig, Renderer};
+
+use super::Dur;
+
+/// `crawlsieve similar` arguments (the seed's flags; `-http-timeout` and the other long flags
+/// are accepted with one dash too, as the seed spells them).
+#[derive(Debug, Args)]
+pub struct SimilarArgs {
+    /// URLs: a file (one per line; blank lines and `#` comments skipped) or a comma list.
+    #[arg(short = 'l', long = "list", value_name = "FILE|URLS")]
+    pub list: String,
+    /// Output: `.json` or `.csv`.
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    /// Pages rendered at once (browser tabs).
+    #[arg(short = 't', long = "threads", default_value_t = 2)]
+    pub threads: usize,
+    /// Budget for the first response of a page (the browser's request timeout).
+    #[arg(long = "http-timeout", default_value = "10s")]
+    pub http_timeout: Dur,
+    /// Budget for a whole page: navigation, settling, reading, screenshot.
+    #[arg(long = "page-timeout", default_value = "20s")]
+    pub page_timeout: Dur,
+    /// URLs queued to the browser at a time.
+    #[arg(long = "batch-size", default_value_t = 1000)]
+    pub batch_size: usize,
+    /// Hosts or addresses the renderer may load although they are not public (loopback,
+    /// private, link-local); repeatable.
+    #[arg(long = "allow", value_name = "HOST|IP")]
+    pub allow: Vec<String>,
+    /// The Chromium binary.
+    #[arg(long, default_value = "/usr/bin/chromium", env = "CRAWLSIEVE_CHROMIUM")]
+    pub chromium: PathBuf,
+    /// Use the seed's thresholds and scales exactly.
+    #[arg(long)]
+    pub seed_thresholds: bool,
+}
+
+/// The seed's single-dash long flags, rewritten to clap's double dash.
+pub fn normalize_args(args: Vec<String>) -> Vec<String> {
+    const LONG: [&str; 4] = [
+        "-http-timeout",
+        "-page-timeout",
+        "-batch-size",
+        "-sim-threshold",
+    ];
+    if args.get(1).map(String::as_str) != Some("similar") {
+        return args;
+    }
+    args.into_iter()
+        .map(|a| {
+            let (flag, rest) = a
+                .split_once('=')
+                .map_or((a.as_str(), None), |(f, r)| (f, Some(r)));
+            if LONG.contains(&flag) {
+                match rest {
+                    Some(r) => format!("-{flag}={r}"),
+                    None => format!("-{flag}"),
+                }
+            } else {
+                a
+            }
+        })
+        .collect()
+}
+
+fn urls(list: &str) -> Result<Vec<String>> {
+    let from_file = std::path::Path::new(list).is_file();
+    let text = if from_file {
+        std::fs::read_to_string(list).with_context(|| format!("cannot read {list}"))?
+    } else {
+        list.replace(',', "\n")
+    };
+    let v: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect();
+    if v.is_empty() {
+        bail!("-l {list:?}: no URL");
+    }
+    Ok(v)
+}
+
+/// Run `crawlsieve similar`.
+pub fn run(a: SimilarArgs) -> Result<()> {
+    let list = urls(&a.list)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .worker_threads(2)
+        .build()
+        .context("starting the async runtime")?;
+    let cfg = RenderConfig {
+        chromium: a.chromium.clone(),
+        tabs: a.threads.clamp(1, 16),
+        page_timeout: a.page_timeout.0,
+        request_timeout: a.http_timeout.0,
+        policy: Policy {
+            allow: a.allow.clone(),
+        },
+        ..RenderConfig::default()
+    };
+    let rendered = rt.block_on(async {
+        let r = Arc::new(Renderer::new(cfg).await?);
+        let bar = if std::io::stderr().is_terminal() {
+            indicatif::ProgressBar::new(list.len() as u64)
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        let mut out = Vec::with_capacity(list.len());
+        for chunk in list.chunks(a.batch_size.max(1)) {
+            let tasks: Vec<_> = chunk
+                .iter()
+                .map(|u| {
+                    let (r, u, bar) = (r.clone(), u.clone(), bar.clone());
+                    tokio::spawn(async move {
+                        let x = r.render(&u).await;
+                        bar.inc(1);
+                        x
+                    })
+                })
+                .collect();
+            for t in tasks {
+                out.push(t.await.context("a render task failed")?);
+            }
+        }
+        bar.finish_and_clear();
+        anyhow::Ok(out)
+    })?;
+    let mut pages = Vec::with_capacity(rendered.len());
+    let mut errors = Vec::with_capacity(rendered.len());
+    for r in rendered {
+        let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
+        p.redirect_chain = r.redirect_chain;
+        p.features.phash = r.phash;
+        p.features.timings = r.timings;
+        pages.push(p);
+        errors.push(r.error);
+    }
+    let t = if a.seed_thresholds {
+        Thresholds::seed()
+    } else {
+        Thresholds::default()
+    };
+    rt.shutdown_timeout(Duration::from_secs(5));
+    super::cluster::report(&pages, errors, 0, &t, Some(&a.output), "similar")
+}
