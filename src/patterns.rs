@@ -99,7 +99,7 @@ pub fn write(
     };
     let json = serde_json::to_string(&v).expect("verdict serializes");
     conn.query::<()>(redis::cmd("SET").arg(key(ns, pattern)).arg(json))
-        .map_err(|e| RedisFilterError::Params(format!("writing a pattern verdict: {e}")))
+        .map_err(|e| RedisFilterError::from_redis(e, false))
 }
 
 /// The gate's reader: answers "skip this pattern?" for a batch, from a cache refreshed from

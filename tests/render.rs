@@ -5,6 +5,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
+mod common;
+
 use crawlsieve::page::rules::Rule;
 use crawlsieve::page::similarity::{compare, Thresholds};
 use crawlsieve::page::Page;
@@ -73,6 +75,14 @@ fn serve() -> String {
                         "200 OK",
                         "<html><head><title>Sign in</title></head><body><form method=post><input name=u><input type=password name=p><button>Sign in</button></form></body></html>".into(),
                     ),
+                    p if p.starts_with("/p/") => {
+                        // A paginated list: one template, different items.
+                        let n: usize = p[3..].parse().unwrap_or(0);
+                        let items: String = (0..20)
+                            .map(|i| format!("<li><a href=/item/{}>Item number {} of the catalogue, with a short description</a></li>", n * 20 + i, n * 20 + i))
+                            .collect();
+                        page("200 OK", site(&format!("Catalogue page {n}"), &format!("<ul>{items}</ul>"), "ad"))
+                    }
                     "/r1" => "HTTP/1.1 302 Found\r\nLocation: /r2\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
                     "/r2" => "HTTP/1.1 302 Found\r\nLocation: /a1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
                     "/hang" => {
@@ -228,4 +238,106 @@ fn rd_headers(p: &std::path::Path) -> Vec<String> {
         .iter()
         .map(String::from)
         .collect()
+}
+
+fn run_stage(cmd: &str, config: &std::path::Path, sets: &[String]) -> String {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"));
+    c.arg(cmd)
+        .arg("--config")
+        .arg(config)
+        .args(["--idle-exit", "3s"]);
+    for s in sets {
+        c.arg("--set").arg(s);
+    }
+    let o = c.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{cmd}: {err}");
+    err
+}
+
+/// End to end on tansu, Redis and Chromium: URL events → gate → fetch topic → render → cluster
+/// assignments on the results topic; the render stage's pattern verdict reaches the gate, which
+/// then skips the pattern.
+#[test]
+fn gate_then_render_end_to_end() {
+    use common::kafka::{create_topics, produce, read_all, Tansu};
+    let base = serve();
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(
+        &b,
+        &[
+            ("urls", 2),
+            ("fetch", 2),
+            ("results", 2),
+            ("urls.dead-letter", 1),
+            ("fetch.dead-letter", 1),
+            ("audit", 1),
+        ],
+    );
+    let ns = format!("render-e2e-{}-{}", std::process::id(), common::free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("stage.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[kafka]\nbrokers = \"{b}\"\naudit_topic = \"audit\"\n[kafka.consumer]\n\"session.timeout.ms\" = 6000\n\
+             [redis]\nnamespace = \"{ns}\"\nfp_rate = 1e-9\n[render]\nallow = [\"127.0.0.1\"]\npage_timeout = \"15s\"\n"
+        ),
+    )
+    .unwrap();
+    let urls: Vec<Vec<u8>> = ["/a1", "/a2", "/p/1", "/p/2", "/p/3"]
+        .iter()
+        .map(|p| format!("{base}{p}").into_bytes())
+        .collect();
+    produce(&b, "urls", 2, &urls);
+    run_stage("gate", &config, &["kafka.group_id=e2e-gate".into()]);
+    let err = run_stage("render", &config, &[]);
+    assert!(err.contains("consumed 5 "), "{err}");
+
+    let results = read_all(&b, "results", 2, Duration::from_secs(2));
+    assert_eq!(results.len(), 5);
+    let v = common::schema_validator("cluster-assignment");
+    let by: std::collections::HashMap<String, serde_json::Value> = results
+        .iter()
+        .map(|g| {
+            let doc: serde_json::Value = serde_json::from_slice(&g.value).unwrap();
+            if let Err(e) = v.validate(&doc) {
+                panic!("{e}: {doc}");
+            }
+            (doc["url"].as_str().unwrap().to_string(), doc)
+        })
+        .collect();
+    let a1 = &by[&format!("{base}/a1")];
+    let a2 = &by[&format!("{base}/a2")];
+    assert_eq!(a1["error"], "", "{a1}");
+    assert!(a1["cluster_id"].as_str().unwrap().starts_with("cluster-"));
+    assert_eq!(
+        a1["cluster_id"], a2["cluster_id"],
+        "near-duplicates share a cluster"
+    );
+    assert_ne!(by[&format!("{base}/p/1")]["cluster_id"], a1["cluster_id"]);
+
+    // The three catalogue pages decided their pattern: the gate now skips a fourth.
+    produce(&b, "urls", 2, &[format!("{base}/p/4").into_bytes()]);
+    let err = run_stage("gate", &config, &["kafka.group_id=e2e-gate".into()]);
+    assert!(
+        err.contains("consumed 1 ") && err.contains("emitted 0"),
+        "{err}"
+    );
+    let audit = read_all(&b, "audit", 1, Duration::from_secs(1));
+    let reasons: Vec<String> = audit
+        .iter()
+        .map(|g| {
+            serde_json::from_slice::<serde_json::Value>(&g.value).unwrap()["reason"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(reasons, ["pattern_similar"]);
+    let _ = crawlsieve::redis_filter::RedisFilter::drop_namespace(
+        &crawlsieve::redis_filter::RedisConfig::new(common::REDIS),
+        &ns,
+    );
 }

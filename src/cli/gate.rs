@@ -42,10 +42,39 @@ pub struct GateArgs {
 /// Run the gate until stopped.
 pub fn gate(a: GateArgs) -> Result<()> {
     let cfg = config::load(a.config.as_deref(), std::env::vars(), &a.sets)?;
-    if a.print_config {
+    let passthrough = a.passthrough;
+    run_stage(
+        &cfg,
+        a.print_config,
+        a.idle_exit,
+        "gate",
+        |cfg, metrics, stop, id, idle| {
+            if passthrough {
+                worker(cfg, Passthrough, metrics, stop, id, idle)
+            } else {
+                let core = GateCore::new(cfg.clone(), metrics.clone());
+                worker(cfg, core, metrics, stop, id, idle)
+            }
+        },
+    )
+}
+
+/// The body every Kafka stage shares: print the configuration or install the signal handlers,
+/// serve the metrics, run `kafka.workers` workers (`work`), and print the closing summary.
+pub(crate) fn run_stage<F>(
+    cfg: &GateConfig,
+    print_config: bool,
+    idle_exit: Option<Dur>,
+    name: &str,
+    work: F,
+) -> Result<()>
+where
+    F: Fn(&GateConfig, GateMetrics, Stop, usize, Option<Duration>) -> Result<Report> + Sync,
+{
+    if print_config {
         print!(
             "{}",
-            toml::to_string(&cfg).context("printing the configuration")?
+            toml::to_string(cfg).context("printing the configuration")?
         );
         return Ok(());
     }
@@ -56,35 +85,30 @@ pub fn gate(a: GateArgs) -> Result<()> {
             .with_context(|| format!("metrics.listen: cannot listen on {addr}"))?;
         metrics::serve(l, std::sync::Arc::new(metrics.clone()));
     }
-    let idle = a.idle_exit.map(|d| d.0);
+    let idle = idle_exit.map(|d| d.0);
     let started = std::time::Instant::now();
+    let work = &work;
     let results: Vec<Result<Report>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.kafka.workers)
             .map(|id| {
-                let (cfg, metrics) = (&cfg, metrics.clone());
-                let passthrough = a.passthrough;
+                let metrics = metrics.clone();
                 std::thread::Builder::new()
-                    .name(format!("gate-{id}"))
+                    .name(format!("{name}-{id}"))
                     .spawn_scoped(s, move || {
-                        let r = if passthrough {
-                            worker(cfg, Passthrough, metrics, stop, id, idle)
-                        } else {
-                            let core = GateCore::new(cfg.clone(), metrics.clone());
-                            worker(cfg, core, metrics, stop, id, idle)
-                        };
+                        let r = work(cfg, metrics, stop, id, idle);
                         if r.is_err() {
                             stop.request(); // one worker's fatal error stops the others
                         }
                         r
                     })
-                    .expect("spawn a gate worker")
+                    .expect("spawn a worker")
             })
             .collect();
         handles
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a gate worker panicked")))
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker panicked")))
             })
             .collect()
     });
@@ -96,11 +120,11 @@ pub fn gate(a: GateArgs) -> Result<()> {
             Err(e) => first_err = first_err.or(Some(e)),
         }
     }
-    summary(&metrics, started.elapsed(), report);
+    summary(&metrics, started.elapsed(), report, name);
     first_err.map_or(Ok(()), Err)
 }
 
-fn worker<S: crate::gate::core::Stage + Send + 'static>(
+pub(crate) fn worker<S: crate::gate::core::Stage + Send + 'static>(
     cfg: &GateConfig,
     stage: S,
     metrics: GateMetrics,
@@ -112,7 +136,7 @@ fn worker<S: crate::gate::core::Stage + Send + 'static>(
 }
 
 /// One closing line on stderr (the metrics have the details).
-fn summary(m: &GateMetrics, elapsed: Duration, report: Report) {
+fn summary(m: &GateMetrics, elapsed: Duration, report: Report, name: &str) {
     let total = |v: &prometheus::IntCounterVec| -> u64 {
         v.collect()
             .iter()
@@ -128,7 +152,7 @@ fn summary(m: &GateMetrics, elapsed: Duration, report: Report) {
         .map(|a| format!(", active {a:.2} s ({:.0}/s)", consumed as f64 / a.max(1e-9)))
         .unwrap_or_default();
     eprintln!(
-        "crawlsieve gate: consumed {consumed} in {secs:.1} s{active}, emitted {}, duplicate {}, rejected {rejected}, dead-lettered {dead}",
+        "crawlsieve {name}: consumed {consumed} in {secs:.1} s{active}, emitted {}, duplicate {}, rejected {rejected}, dead-lettered {dead}",
         m.emitted.get(),
         m.duplicates.get(),
     );

@@ -13,6 +13,7 @@ use url::Url;
 mod cluster;
 mod gate;
 mod redis;
+mod render;
 mod similar;
 
 pub use similar::normalize_args;
@@ -53,6 +54,8 @@ pub enum Command {
     Cluster(cluster::ClusterArgs),
     /// Render URLs in headless Chromium and cluster them (the seed's `-l urls.txt -o out.json`).
     Similar(similar::SimilarArgs),
+    /// The render stage: fetch events in, cluster assignments to the results topic.
+    Render(render::RenderArgs),
 }
 
 /// Input files and the line cap.
@@ -235,6 +238,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Gate(a) => gate::gate(a),
         Command::Cluster(a) => cluster::run(a),
         Command::Similar(a) => similar::run(a),
+        Command::Render(a) => render::render(a),
     }
 }
 

@@ -64,6 +64,36 @@ pub struct GateConfig {
     pub patterns: PatternConfig,
     /// The metrics listener.
     pub metrics: MetricsSection,
+    /// The render stage's browser (`crawlsieve render` only).
+    pub render: RenderSection,
+}
+
+/// `[render]` (read by `crawlsieve render`; the gate ignores it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RenderSection {
+    /// The Chromium binary.
+    pub chromium: String,
+    /// Browser tabs.
+    pub tabs: usize,
+    /// Budget of one page, e.g. `"20s"`.
+    pub page_timeout: String,
+    /// Hosts or addresses allowed although not public.
+    pub allow: Vec<String>,
+    /// Content canonicals remembered per host.
+    pub max_canonicals: usize,
+}
+
+impl Default for RenderSection {
+    fn default() -> Self {
+        RenderSection {
+            chromium: "/usr/bin/chromium".into(),
+            tabs: 2,
+            page_timeout: "20s".into(),
+            allow: Vec::new(),
+            max_canonicals: 10_000,
+        }
+    }
 }
 
 /// `[metrics]`.
@@ -225,7 +255,20 @@ pub fn load(
     env: impl IntoIterator<Item = (String, String)>,
     sets: &[String],
 ) -> Result<GateConfig, ConfigError> {
-    let mut doc = match file {
+    load_over(&GateConfig::default(), file, env, sets)
+}
+
+/// [`load`] with other built-in defaults (`crawlsieve render` reads the fetch topic and writes
+/// the results topic).
+pub fn load_over(
+    defaults: &GateConfig,
+    file: Option<&Path>,
+    env: impl IntoIterator<Item = (String, String)>,
+    sets: &[String],
+) -> Result<GateConfig, ConfigError> {
+    let mut doc = toml::Table::try_from(defaults)
+        .map_err(|e| ConfigError::Invalid(format!("defaults: {e}")))?;
+    let file_doc = match file {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
                 path: p.display().to_string(),
@@ -236,6 +279,7 @@ pub fn load(
         }
         None => toml::Table::new(),
     };
+    merge(&mut doc, file_doc);
     let mut env: Vec<(String, String)> = env
         .into_iter()
         .filter_map(|(k, v)| {
@@ -269,6 +313,18 @@ pub fn load(
         .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
     cfg.check()?;
     Ok(cfg)
+}
+
+/// Overlay `over` on `base`, table by table.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
 }
 
 /// Set `path` (dotted; a quoted last part may contain dots: `kafka.client."security.protocol"`)

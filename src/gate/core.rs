@@ -147,7 +147,8 @@ pub struct Staged {
 }
 
 impl Staged {
-    fn clear(&mut self) {
+    /// Empty it, keeping the buffers.
+    pub fn clear(&mut self) {
         self.records.clear();
         self.buf.clear();
         self.inserts.clear();
@@ -173,7 +174,8 @@ impl Staged {
         });
     }
 
-    fn json<T: serde::Serialize>(&mut self, dest: Dest, key: Option<&[u8]>, v: &T) {
+    /// Stage `v` as JSON for `dest`.
+    pub fn json<T: serde::Serialize>(&mut self, dest: Dest, key: Option<&[u8]>, v: &T) {
         self.record(dest, key, |buf| {
             serde_json::to_writer(buf, v).expect("event types serialize")
         });
@@ -211,7 +213,8 @@ impl Staged {
         }
     }
 
-    fn count_dead(&mut self, c: DeadLetterCode) {
+    /// Count a dead letter.
+    pub fn count_dead(&mut self, c: DeadLetterCode) {
         match self.dead.iter_mut().find(|(x, _)| *x == c) {
             Some((_, n)) => *n += 1,
             None => self.dead.push((c, 1)),

@@ -34,10 +34,19 @@ pub struct Online {
     pub sim: Similarity,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Canonical {
     id: String,
     url: String,
     features: Features,
+}
+
+/// A host's state as stored (checkpoints, so a rebalance does not forget clusters).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct HostState {
+    v: u32,
+    canonicals: Vec<Canonical>,
+    first_of: Vec<(String, String)>,
 }
 
 #[derive(Default)]
@@ -64,6 +73,53 @@ impl OnlineClusterer {
             max_canonicals: max_canonicals.max(1),
             hosts: HashMap::new(),
         }
+    }
+
+    /// Whether `host` (an origin) has state here.
+    pub fn knows(&self, host: &str) -> bool {
+        self.hosts.contains_key(host)
+    }
+
+    /// `host`'s state as JSON (for a checkpoint), if any.
+    pub fn export(&self, host: &str) -> Option<String> {
+        let h = self.hosts.get(host)?;
+        let st = HostState {
+            v: 1,
+            canonicals: h
+                .canonicals
+                .iter()
+                .map(|c| Canonical {
+                    id: c.id.clone(),
+                    url: c.url.clone(),
+                    features: c.features.clone(),
+                })
+                .collect(),
+            first_of: h
+                .first_of
+                .iter()
+                .map(|(a, b)| (a.clone(), b.clone()))
+                .collect(),
+        };
+        Some(serde_json::to_string(&st).expect("state serializes"))
+    }
+
+    /// Load `host`'s state from a checkpoint (replacing what is here). A checkpoint this build
+    /// cannot read is an error; the caller starts the host afresh.
+    pub fn import(&mut self, host: &str, json: &str) -> Result<(), serde_json::Error> {
+        let st: HostState = serde_json::from_str(json)?;
+        let mut idx = HammingIndex::new(self.k);
+        for c in &st.canonicals {
+            idx.insert(c.features.simhash);
+        }
+        self.hosts.insert(
+            host.to_string(),
+            Host {
+                canonicals: st.canonicals,
+                index: Some(idx),
+                first_of: st.first_of.into_iter().collect(),
+            },
+        );
+        Ok(())
     }
 
     /// Canonicals remembered for `host` (an origin).

@@ -10,6 +10,7 @@
 //! died is relaunched on the next page.
 
 pub mod safety;
+pub mod stage;
 
 use std::path::PathBuf;
 use std::sync::Arc;

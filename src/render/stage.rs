@@ -1,0 +1,299 @@
+//! `crawlsieve render`: the render stage as a [`Stage`] of the gate's Kafka worker, so it has
+//! the same at-least-once discipline (produce, await every report, then remember, then commit).
+//!
+//! Per batch of fetch events: render the URLs concurrently (one browser, `render.tabs` tabs),
+//! extract features, assign each page online (per host; the host's clusters are loaded from
+//! their Redis checkpoint the first time the worker sees the host, so a rebalance does not
+//! forget them), and stage one cluster-assignment event per page (`schemas/
+//! cluster-assignment.v1.json`, keyed by host) for the results topic. Pages also feed the
+//! URL-pattern sampler; decided patterns are written to Redis for the gate. Both the
+//! checkpoints and the verdicts are written in [`Stage::finish`], after the assignments were
+//! delivered.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::events::{now_rfc3339, DeadLetter, DeadLetterCode, DecodeError, FetchEvent};
+use crate::gate::config::GateConfig;
+use crate::gate::core::{Batch, Dest, Stage, Staged};
+use crate::page::cluster::origin;
+use crate::page::online::OnlineClusterer;
+use crate::page::patterns::{Sampler, Verdict};
+use crate::page::similarity::{Similarity, Thresholds};
+use crate::page::Page;
+use crate::redis_filter::{Conn, RedisConfig, RedisFilterError};
+
+use super::{RenderConfig, Renderer};
+
+/// A page's cluster assignment, for the results topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AssignmentEvent {
+    /// The URL rendered (the fetch event's canonical URL).
+    pub url: String,
+    /// Where it ended.
+    pub final_url: String,
+    /// HTTP status of the main document (0 when none).
+    pub status: u16,
+    /// Cluster id; empty when the page is alone.
+    pub cluster_id: String,
+    /// The canonical page of the cluster.
+    pub canonical_url: String,
+    /// Whether this page is the canonical.
+    pub is_canonical: bool,
+    /// Rule class (`E1`, `E3`, `L1`, `W1`, `M1`, `T1`, `R1`), if any.
+    pub rule: Option<String>,
+    /// Similarities to the canonical.
+    pub similarity: Similarity,
+    /// A summary of the page's features.
+    pub features: FeatureSummary,
+    /// The filter namespace of the fetch event.
+    pub namespace: String,
+    /// Render error; empty on success.
+    pub error: String,
+    /// When it was rendered (RFC 3339, UTC).
+    pub rendered_at: String,
+}
+
+/// What the assignment carries of the features.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeatureSummary {
+    /// Page title.
+    pub title: String,
+    /// Main text length (characters).
+    pub text_chars: usize,
+    /// HTML size (bytes).
+    pub html_bytes: usize,
+    /// Text SimHash, 16 hex digits.
+    pub simhash: String,
+    /// Screenshot Gradient hash, 16 hex digits.
+    pub phash: Option<String>,
+    /// Element count.
+    pub nodes: u32,
+}
+
+/// The render stage.
+pub struct RenderStage {
+    rt: tokio::runtime::Runtime,
+    renderer: Arc<Renderer>,
+    clusterer: OnlineClusterer,
+    sampler: Sampler,
+    redis: RedisConfig,
+    conn: Option<Conn>,
+    max_bytes: usize,
+    /// (namespace, pattern, samples, similarity) decided in the staged batch.
+    verdicts: Vec<(String, String, u32, f64)>,
+    touched: BTreeSet<String>,
+}
+
+fn state_key(host: &str) -> String {
+    format!("cs:rs:{{{}}}", host)
+}
+
+impl RenderStage {
+    /// Launch the browser for `cfg`.
+    pub fn new(cfg: &GateConfig) -> anyhow::Result<RenderStage> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .worker_threads(2)
+            .build()?;
+        let r = &cfg.render;
+        let rc = RenderConfig {
+            chromium: r.chromium.clone().into(),
+            tabs: r.tabs.max(1),
+            page_timeout: r
+                .page_timeout
+                .parse::<crate::cli::Dur>()
+                .map_err(|e| anyhow::anyhow!("render.page_timeout: {e}"))?
+                .0,
+            policy: super::safety::Policy {
+                allow: r.allow.clone(),
+            },
+            ..RenderConfig::default()
+        };
+        let renderer = Arc::new(rt.block_on(Renderer::new(rc))?);
+        let mut redis = RedisConfig::new(&cfg.redis.url);
+        redis.cluster |= cfg.redis.cluster;
+        Ok(RenderStage {
+            rt,
+            renderer,
+            clusterer: OnlineClusterer::new(Thresholds::default(), r.max_canonicals),
+            sampler: Sampler::new(
+                cfg.patterns.url_pattern_dom_sample_count as usize,
+                cfg.patterns.url_pattern_dom_threshold,
+            ),
+            redis,
+            conn: None,
+            max_bytes: cfg.kafka.max_message_bytes,
+            verdicts: Vec::new(),
+            touched: BTreeSet::new(),
+        })
+    }
+
+    fn conn(&mut self) -> Result<&mut Conn, RedisFilterError> {
+        if self.conn.is_none() {
+            self.conn = Some(
+                Conn::connect(&self.redis).map_err(|e| RedisFilterError::from_redis(e, false))?,
+            );
+        }
+        Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    /// Load a host's checkpoint the first time this worker sees the host.
+    fn ensure_host(&mut self, host: &str) -> Result<(), RedisFilterError> {
+        if self.clusterer.knows(host) {
+            return Ok(());
+        }
+        let got: Option<String> = match self.conn()?.query(redis::cmd("GET").arg(state_key(host))) {
+            Ok(v) => v,
+            Err(e) => {
+                self.conn = None;
+                return Err(RedisFilterError::from_redis(e, false));
+            }
+        };
+        if let Some(json) = got {
+            if let Err(e) = self.clusterer.import(host, &json) {
+                eprintln!(
+                    "crawlsieve render: {host}: unreadable checkpoint ({e}); starting afresh"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Stage for RenderStage {
+    fn stage(
+        &mut self,
+        topic: &str,
+        batch: &Batch,
+        out: &mut Staged,
+    ) -> Result<(), RedisFilterError> {
+        out.clear();
+        out.consumed = batch.len() as u64;
+        self.verdicts.clear();
+        self.touched.clear();
+        let mut events: Vec<(usize, FetchEvent)> = Vec::new();
+        for i in 0..batch.len() {
+            let v = batch.value(i);
+            let parsed = if v.len() > self.max_bytes {
+                Err(DecodeError {
+                    code: DeadLetterCode::TooLarge,
+                    detail: format!("{} bytes", v.len()),
+                })
+            } else {
+                serde_json::from_slice::<FetchEvent>(v).map_err(|e| DecodeError {
+                    code: DeadLetterCode::SchemaInvalid,
+                    detail: format!("not a fetch event: {e}"),
+                })
+            };
+            match parsed {
+                Ok(ev) => events.push((i, ev)),
+                Err(e) => {
+                    let m = batch.msgs()[i];
+                    let d = DeadLetter::new(&e, topic, m.partition, m.offset, batch.key(i), v);
+                    out.count_dead(e.code);
+                    out.json(Dest::DeadLetter, batch.key(i), &d);
+                }
+            }
+        }
+        for (_, ev) in &events {
+            self.ensure_host(origin(&ev.url))?;
+        }
+        let renderer = self.renderer.clone();
+        let rendered = self.rt.block_on(async {
+            let tasks: Vec<_> = events
+                .iter()
+                .map(|(_, ev)| {
+                    let (r, u) = (renderer.clone(), ev.url.clone());
+                    tokio::spawn(async move { r.render(&u).await })
+                })
+                .collect();
+            let mut out = Vec::with_capacity(tasks.len());
+            for t in tasks {
+                out.push(t.await.unwrap_or_default());
+            }
+            out
+        });
+        let now = now_rfc3339();
+        let mut by_pattern: HashMap<String, Verdict> = HashMap::new();
+        for ((_, ev), r) in events.iter().zip(rendered) {
+            let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
+            p.redirect_chain = r.redirect_chain.clone();
+            p.features.phash = r.phash;
+            p.features.timings = r.timings;
+            let a = self.clusterer.assign(&p);
+            self.touched.insert(origin(&p.final_url).to_string());
+            if r.error.is_empty() && (200..300).contains(&r.status) {
+                let v = self.sampler.sample(&ev.pattern, p.features.clone());
+                if !matches!(v, Verdict::Sampling) && !by_pattern.contains_key(&ev.pattern) {
+                    by_pattern.insert(ev.pattern.clone(), v);
+                    let (samples, sim) = match v {
+                        Verdict::Similar(s) | Verdict::Different(s) => {
+                            (self.sampler.sample_count as u32, s)
+                        }
+                        Verdict::Sampling => unreachable!(),
+                    };
+                    self.verdicts
+                        .push((ev.namespace.clone(), ev.pattern.clone(), samples, sim));
+                }
+            } else if !r.error.is_empty() {
+                self.sampler.failed(&ev.pattern);
+            }
+            let f = &p.features;
+            let event = AssignmentEvent {
+                url: ev.url.clone(),
+                final_url: p.final_url.clone(),
+                status: p.status,
+                cluster_id: a.cluster_id,
+                canonical_url: a.canonical_url,
+                is_canonical: a.is_canonical,
+                rule: a.rule.map(|r| format!("{r:?}")),
+                similarity: a.sim,
+                features: FeatureSummary {
+                    title: f.title.clone(),
+                    text_chars: f.text_chars,
+                    html_bytes: f.html_bytes,
+                    simhash: format!("{:016x}", f.simhash),
+                    phash: f.phash.map(|h| format!("{h:016x}")),
+                    nodes: f.nodes,
+                },
+                namespace: ev.namespace.clone(),
+                error: r.error,
+                rendered_at: now.clone(),
+            };
+            out.emitted += 1;
+            out.json(Dest::Fetch, Some(ev.host.as_bytes()), &event);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _: &Staged) -> Result<(), RedisFilterError> {
+        let verdicts = std::mem::take(&mut self.verdicts);
+        let touched = std::mem::take(&mut self.touched);
+        let r = (|| {
+            for (ns, pattern, samples, sim) in &verdicts {
+                crate::patterns::write(self.conn()?, ns, pattern, *samples, *sim)?;
+            }
+            for host in &touched {
+                if let Some(json) = self.clusterer.export(host) {
+                    let cmd = redis::cmd("SET").arg(state_key(host)).arg(json).clone();
+                    self.conn()?
+                        .query::<()>(&cmd)
+                        .map_err(|e| RedisFilterError::from_redis(e, false))?;
+                }
+            }
+            Ok(())
+        })();
+        if r.is_err() {
+            // Retried by the worker: keep what is still to write.
+            self.conn = None;
+            self.verdicts = verdicts;
+            self.touched = touched;
+        }
+        r
+    }
+}
