@@ -1,104 +1,17 @@
 //! The renderer against real Chromium (Debian's, installed by scripts/test.sh) and a loopback
 //! HTTP server this test starts (allowed explicitly: loopback is refused by default).
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 mod common;
+
+use common::site::serve;
 
 use crawlsieve::page::rules::Rule;
 use crawlsieve::page::similarity::{compare, Thresholds};
 use crawlsieve::page::Page;
 use crawlsieve::render::safety::Policy;
 use crawlsieve::render::{RenderConfig, Rendered, Renderer};
-
-const ARTICLE: &str =
-    "<p>The city council approved the new budget after a long debate on Tuesday evening.</p>\
-<p>Officials said the plan would fund road repairs, schools and a new public library.</p>\
-<p>Critics argued that the spending increase was larger than the town could afford.</p>\
-<p>Supporters pointed to a decade of delayed repairs on bridges and water pipes.</p>\
-<p>The mayor promised quarterly reports so that residents can follow every project.</p>\
-<p>A local business group welcomed the decision but asked for lower permit fees.</p>\
-<p>Teachers attended the meeting to ask for smaller classes and better equipment.</p>\
-<p>The library project includes a children's reading room and a community kitchen.</p>\
-<p>Construction is expected to begin in the spring and last about eighteen months.</p>\
-<p>Residents will be able to comment on the designs at three public workshops.</p>";
-
-fn site(title: &str, body: &str, ad: &str) -> String {
-    format!(
-        "<!doctype html><html><head><title>{title}</title></head><body>\
-         <header><nav><a href=/>Home</a> <a href=/news>News</a></nav></header>\
-         <div class=content><article><h1>{title}</h1>{body}</article></div>\
-         <aside><div class=ad style='background:#ccc;height:120px'>{ad}</div></aside>\
-         <footer>Example Daily</footer></body></html>"
-    )
-}
-
-/// A loopback server with the test's pages; returns its base URL.
-fn serve() -> String {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://127.0.0.1:{}", l.local_addr().unwrap().port());
-    std::thread::spawn(move || {
-        for stream in l.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                if r.read_line(&mut line).is_err() {
-                    return;
-                }
-                let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-                let mut h = String::new();
-                while r.read_line(&mut h).is_ok_and(|n| n > 2) {
-                    h.clear();
-                }
-                let mut w = stream;
-                let page = |status: &str, body: String| {
-                    format!(
-                        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    )
-                };
-                let resp = match path.as_str() {
-                    "/a1" => page("200 OK", site("Budget approved", ARTICLE, "Buy shoes today")),
-                    "/a2" => page("200 OK", site("Budget approved", ARTICLE, "Cheap flights")),
-                    "/js" => page(
-                        "200 OK",
-                        format!(
-                            "<html><head><title>JS</title></head><body><div id=app></div><script>\
-                             setTimeout(() => {{ document.getElementById('app').innerHTML = `<article>{}</article>`; }}, 300);\
-                             </script></body></html>",
-                            ARTICLE.replace("budget", "rendered-by-javascript budget")
-                        ),
-                    ),
-                    "/login" => page(
-                        "200 OK",
-                        "<html><head><title>Sign in</title></head><body><form method=post><input name=u><input type=password name=p><button>Sign in</button></form></body></html>".into(),
-                    ),
-                    p if p.starts_with("/p/") => {
-                        // A paginated list: one template, different items.
-                        let n: usize = p[3..].parse().unwrap_or(0);
-                        let items: String = (0..20)
-                            .map(|i| format!("<li><a href=/item/{}>Item number {} of the catalogue, with a short description</a></li>", n * 20 + i, n * 20 + i))
-                            .collect();
-                        page("200 OK", site(&format!("Catalogue page {n}"), &format!("<ul>{items}</ul>"), "ad"))
-                    }
-                    "/r1" => "HTTP/1.1 302 Found\r\nLocation: /r2\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
-                    "/r2" => "HTTP/1.1 302 Found\r\nLocation: /a1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
-                    "/hang" => {
-                        // Headers and a little body, then nothing: the load never finishes.
-                        let _ = w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n<html><body><p>partial");
-                        std::thread::sleep(Duration::from_secs(60));
-                        return;
-                    }
-                    _ => page("404 Not Found", "<h1>Not found</h1>".into()),
-                };
-                let _ = w.write_all(resp.as_bytes());
-            });
-        }
-    });
-    base
-}
 
 fn to_page(r: &Rendered) -> Page {
     let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);

@@ -158,7 +158,10 @@ async fn launch(cfg: &RenderConfig) -> Result<Live> {
 }
 
 const STATE_JS: &str = "(() => [document.documentElement ? document.documentElement.outerHTML.length : 0, performance.getEntriesByType('resource').length, document.readyState])()";
-const TIMINGS_JS: &str = "(() => { const n = performance.getEntriesByType('navigation')[0]; return n ? [n.responseStart, n.domContentLoadedEventEnd, n.loadEventEnd] : null })()";
+const READ_JS: &str = "(() => { const n = performance.getEntriesByType('navigation')[0]; \
+const d = document.doctype ? '<!DOCTYPE ' + document.doctype.name + '>' : ''; \
+return [location.href, d + (document.documentElement ? document.documentElement.outerHTML : ''), \
+n ? [n.responseStart, n.domContentLoadedEventEnd, n.loadEventEnd] : null] })()";
 
 impl Renderer {
     /// Launch the browser (60 s timeout, one retry: first launches after idle took 9–30 s).
@@ -301,8 +304,19 @@ impl Renderer {
             }
             last = Some(now);
         }
-        out.final_url = page.url().await?.unwrap_or_else(|| url.to_string());
-        out.html = page.content().await.context("reading the DOM")?;
+        // One round trip for the final URL, the DOM and the timings.
+        let (final_url, html, t): (String, String, Option<[f64; 3]>) = page
+            .evaluate(READ_JS)
+            .await
+            .context("reading the page")?
+            .into_value()
+            .context("reading the page")?;
+        out.final_url = if final_url.is_empty() {
+            url.to_string()
+        } else {
+            final_url
+        };
+        out.html = html;
         if out.html.len() > self.cfg.max_html_bytes {
             return Err(anyhow!(
                 "rendered HTML is {} bytes (limit {})",
@@ -310,15 +324,11 @@ impl Renderer {
                 self.cfg.max_html_bytes
             ));
         }
-        if let Ok(v) = page.evaluate(TIMINGS_JS).await {
-            if let Ok(Some(t)) = v.into_value::<Option<[f64; 3]>>() {
-                out.timings = Some(Timings {
-                    ttfb_ms: t[0],
-                    dcl_ms: t[1],
-                    load_ms: t[2],
-                });
-            }
-        }
+        out.timings = t.map(|t| Timings {
+            ttfb_ms: t[0],
+            dcl_ms: t[1],
+            load_ms: t[2],
+        });
         let (w, h) = self.cfg.viewport;
         let png = page
             .screenshot(

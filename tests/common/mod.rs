@@ -194,3 +194,4 @@ pub fn fps(seed: u64, n: usize) -> Vec<u128> {
 }
 
 pub mod kafka;
+pub mod site;
