@@ -190,10 +190,8 @@ impl Renderer {
             return out;
         }
         let _tab = self.tabs.acquire().await.expect("semaphore open");
-        match tokio::time::timeout(self.cfg.page_timeout, self.render_inner(url, &mut out)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => out.error = format!("{e:#}"),
-            Err(_) => out.error = format!("timeout after {:?}", self.cfg.page_timeout),
+        if let Err(e) = self.render_inner(url, &mut out).await {
+            out.error = format!("{e:#}");
         }
         // A redirect may lead where the first URL could not: check where it ended.
         if out.error.is_empty() {
@@ -218,23 +216,44 @@ impl Renderer {
         out
     }
 
-    async fn render_inner(&self, url: &str, out: &mut Rendered) -> Result<()> {
-        let page = {
-            let mut live = self.live.lock().await;
-            if live.as_ref().map_or(true, |l| l.handler.is_finished()) {
+    /// A new tab; a browser that exited, or does not open a tab within 10 s, is replaced once.
+    async fn open_tab(&self) -> Result<chromiumoxide::Page> {
+        let mut live = self.live.lock().await;
+        for attempt in 0..2 {
+            let dead = match live.as_mut() {
+                None => true,
+                Some(l) => l.handler.is_finished() || !matches!(l.browser.try_wait(), Ok(None)),
+            };
+            if dead || attempt == 1 {
+                if let Some(mut old) = live.take() {
+                    let _ = old.browser.kill().await;
+                    old.handler.abort();
+                }
                 *live = Some(launch(&self.cfg).await?);
                 self.launches
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
             let l = live.as_ref().expect("launched above");
-            l.browser
-                .new_page("about:blank")
-                .await
-                .context("opening a tab")?
-        };
-        let r = self.drive(&page, url, out).await;
-        let _ = page.close().await;
-        r
+            if let Ok(Ok(p)) =
+                tokio::time::timeout(Duration::from_secs(10), l.browser.new_page("about:blank"))
+                    .await
+            {
+                return Ok(p);
+            }
+        }
+        Err(anyhow!("the browser does not open tabs"))
+    }
+
+    async fn render_inner(&self, url: &str, out: &mut Rendered) -> Result<()> {
+        let page = self.open_tab().await?;
+        // The page's budget covers navigating, settling, reading and the screenshot; the tab is
+        // closed whatever happened (a hung tab must not stay open).
+        let r = tokio::time::timeout(self.cfg.page_timeout, self.drive(&page, url, out)).await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), page.close()).await;
+        match r {
+            Ok(r) => r,
+            Err(_) => Err(anyhow!("timeout after {:?}", self.cfg.page_timeout)),
+        }
     }
 
     async fn drive(&self, page: &chromiumoxide::Page, url: &str, out: &mut Rendered) -> Result<()> {
