@@ -62,6 +62,34 @@ async fn renders_real_pages_safely() {
     assert_eq!(red.final_url, url("/a1"));
     assert_eq!(red.redirect_chain, [url("/r1"), url("/r2"), url("/a1")]);
 
+    // Subresources and redirect hops to internal addresses are blocked before they are sent.
+    let leaky = r.render(&url("/leaky")).await;
+    assert!(leaky.error.is_empty(), "{leaky:?}");
+    assert!(
+        leaky
+            .blocked
+            .iter()
+            .any(|b| b.starts_with("http://10.0.0.1/")),
+        "{:?}",
+        leaky.blocked
+    );
+    assert!(
+        leaky
+            .blocked
+            .iter()
+            .any(|b| b.starts_with("http://169.254.169.254/")),
+        "{:?}",
+        leaky.blocked
+    );
+    let hop = r.render(&url("/r-private")).await;
+    assert!(!hop.error.is_empty() && hop.html.is_empty(), "{hop:?}");
+    assert!(
+        hop.blocked
+            .iter()
+            .any(|b| b.starts_with("http://10.0.0.1/")),
+        "{hop:?}"
+    );
+
     // A login wall is classified from the rendered page.
     let login = to_page(&r.render(&url("/login")).await);
     assert_eq!(

@@ -90,6 +90,8 @@ pub struct Rendered {
     pub phash: Option<u64>,
     /// Median-DCT hash of the same screenshot.
     pub phash_dct: Option<u64>,
+    /// Requests the policy blocked (subresources, redirect hops), at most 20.
+    pub blocked: Vec<String>,
     /// Empty on success.
     pub error: String,
 }
@@ -107,6 +109,14 @@ pub struct Renderer {
     tabs: Arc<Semaphore>,
     /// Browser launches (the first, and relaunches after a crash).
     pub launches: std::sync::atomic::AtomicU64,
+    blocked: Arc<
+        std::sync::Mutex<
+            std::collections::HashMap<
+                chromiumoxide::cdp::browser_protocol::target::TargetId,
+                Vec<String>,
+            >,
+        >,
+    >,
 }
 
 async fn launch(cfg: &RenderConfig) -> Result<Live> {
@@ -175,6 +185,7 @@ impl Renderer {
             cfg,
             live: Mutex::new(Some(live)),
             launches: std::sync::atomic::AtomicU64::new(1),
+            blocked: Arc::default(),
         })
     }
 
@@ -248,7 +259,12 @@ impl Renderer {
         let page = self.open_tab().await?;
         // The page's budget covers navigating, settling, reading and the screenshot; the tab is
         // closed whatever happened (a hung tab must not stay open).
+        let guard = self.guard(&page).await?;
         let r = tokio::time::timeout(self.cfg.page_timeout, self.drive(&page, url, out)).await;
+        guard.abort();
+        if let Ok(b) = self.blocked_of(&page) {
+            out.blocked = b;
+        }
         let _ = tokio::time::timeout(Duration::from_secs(5), page.close()).await;
         match r {
             Ok(r) => r,
@@ -256,20 +272,99 @@ impl Renderer {
         }
     }
 
+    /// Pause every request of `page` (DevTools Fetch domain) and let through only those the
+    /// policy allows — subresources, iframes and redirect hops included; the rest fail as
+    /// `BlockedByClient` and are listed in [`Rendered::blocked`].
+    async fn guard(&self, page: &chromiumoxide::Page) -> Result<tokio::task::JoinHandle<()>> {
+        use chromiumoxide::cdp::browser_protocol::fetch::{
+            ContinueRequestParams, EnableParams, EventRequestPaused, FailRequestParams,
+            RequestPattern,
+        };
+        use chromiumoxide::cdp::browser_protocol::network::ErrorReason;
+        let mut paused = page.event_listener::<EventRequestPaused>().await?;
+        page.execute(EnableParams {
+            patterns: Some(vec![RequestPattern {
+                url_pattern: Some("*".into()),
+                resource_type: None,
+                request_stage: None,
+            }]),
+            handle_auth_requests: None,
+        })
+        .await
+        .context("enabling request interception")?;
+        let (page, policy) = (page.clone(), self.cfg.policy.clone());
+        let blocked = self.blocked.clone();
+        let key = page.target_id().clone();
+        Ok(tokio::spawn(async move {
+            let mut cache: std::collections::HashMap<String, bool> = Default::default();
+            while let Some(ev) = paused.next().await {
+                let u = &ev.request.url;
+                let ok = if u.starts_with("data:") || u.starts_with("blob:") || u == "about:blank" {
+                    true
+                } else {
+                    let origin = crate::page::cluster::origin(u).to_string();
+                    match cache.get(&origin) {
+                        Some(&ok) => ok,
+                        None => {
+                            let ok = policy.check(u).await.is_ok();
+                            cache.insert(origin, ok);
+                            ok
+                        }
+                    }
+                };
+                if ok {
+                    let _ = page
+                        .execute(ContinueRequestParams::new(ev.request_id.clone()))
+                        .await;
+                } else {
+                    if let Ok(mut b) = blocked.lock() {
+                        let list = b.entry(key.clone()).or_default();
+                        if list.len() < 20 {
+                            list.push(u.clone());
+                        }
+                    }
+                    let _ = page
+                        .execute(FailRequestParams::new(
+                            ev.request_id.clone(),
+                            ErrorReason::BlockedByClient,
+                        ))
+                        .await;
+                }
+            }
+        }))
+    }
+
+    fn blocked_of(&self, page: &chromiumoxide::Page) -> Result<Vec<String>> {
+        let mut b = self.blocked.lock().map_err(|_| anyhow!("poisoned"))?;
+        Ok(b.remove(page.target_id()).unwrap_or_default())
+    }
+
     async fn drive(&self, page: &chromiumoxide::Page, url: &str, out: &mut Rendered) -> Result<()> {
-        use chromiumoxide::cdp::browser_protocol::network::{EventRequestWillBeSent, ResourceType};
+        use chromiumoxide::cdp::browser_protocol::network::{
+            EventRequestWillBeSent, EventResponseReceived, ResourceType,
+        };
         use futures::FutureExt;
         // Redirects keep their request id in CDP: the document requests sharing the first one's
         // id are the chain.
         let mut sent = page.event_listener::<EventRequestWillBeSent>().await?;
-        let request = page
-            .http_future(NavigateParams::new(url))?
+        let mut received = page.event_listener::<EventResponseReceived>().await?;
+        let nav = page
+            .execute(NavigateParams::new(url))
             .await
-            .context("navigating")?;
+            .context("navigating")?
+            .result;
+        if let Some(e) = nav.error_text.filter(|e| !e.is_empty()) {
+            return Err(anyhow!("navigation failed: {e}"));
+        }
+        let main_frame = nav.frame_id;
+        let _ = page.wait_for_navigation().await;
+        // The main frame's document request (its redirects keep the request id).
         let mut chain: Vec<String> = Vec::new();
         let mut id = None;
         while let Some(Some(ev)) = sent.next().now_or_never() {
-            if ev.r#type != Some(ResourceType::Document) {
+            if ev.r#type != Some(ResourceType::Document)
+                || ev.frame_id.as_ref() != Some(&main_frame)
+            {
                 continue;
             }
             match &id {
@@ -284,13 +379,10 @@ impl Renderer {
         if chain.len() > 1 {
             out.redirect_chain = chain;
         }
-        if let Some(req) = &request {
-            if let Some(resp) = &req.response {
-                out.status = resp.status as u16;
-                out.content_type = resp.mime_type.clone();
-            }
-            if let Some(f) = &req.failure_text {
-                return Err(anyhow!("navigation failed: {f}"));
+        while let Some(Some(ev)) = received.next().now_or_never() {
+            if Some(&ev.request_id) == id.as_ref() {
+                out.status = ev.response.status as u16;
+                out.content_type = ev.response.mime_type.clone();
             }
         }
         // Settle: no new resource and the same DOM size for 3 checks 500 ms apart.

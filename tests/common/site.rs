@@ -75,6 +75,15 @@ pub fn serve() -> String {
                             .collect();
                         page("200 OK", site(&format!("Catalogue page {n}"), &format!("<ul>{items}</ul>"), "ad"))
                     }
+                    "/leaky" => page(
+                        "200 OK",
+                        site(
+                            "Leaky",
+                            &format!("{ARTICLE}<img src=\"http://10.0.0.1/x.png\"><iframe src=\"http://169.254.169.254/latest/meta-data/\"></iframe>"),
+                            "ad",
+                        ),
+                    ),
+                    "/r-private" => "HTTP/1.1 302 Found\r\nLocation: http://10.0.0.1/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
                     "/r1" => "HTTP/1.1 302 Found\r\nLocation: /r2\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
                     "/r2" => "HTTP/1.1 302 Found\r\nLocation: /a1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
                     "/hang" => {
