@@ -138,7 +138,9 @@ fn the_similar_command_renders_and_clusters() {
     let base = serve();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("result.csv");
-    let list = format!("{base}/a1,{base}/a2,{base}/login,http://10.0.0.9/");
+    let list = format!(
+        "{base}/a1,{base}/a2,{base}/login,http://10.0.0.9/,{base}/missing,{base}/waf,{base}/waf200,{base}/maint,{base}/p/1,{base}/p/2"
+    );
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
         .args(["similar", "-l", &list, "-o"])
         .arg(&out)
@@ -157,7 +159,7 @@ fn the_similar_command_renders_and_clusters() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut rd = csv::Reader::from_path(&out).unwrap();
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
-    assert_eq!(rows.len(), 4);
+    assert_eq!(rows.len(), 10);
     let col = |r: &csv::StringRecord, name: &str| {
         let i = rd_headers(&out).iter().position(|h| h == name).unwrap();
         r[i].to_string()
@@ -169,6 +171,16 @@ fn the_similar_command_renders_and_clusters() {
     assert_eq!(col(&rows[0], "cluster_id"), col(&rows[1], "cluster_id"));
     assert_eq!(col(&rows[2], "rule"), "L1");
     assert!(col(&rows[3], "error").starts_with("refused"));
+    // Rule classes from rendered pages: 404 → E3, a challenge with 403 → E3 (status first),
+    // with 200 → W1, maintenance → M1. Two catalogue pages whose items differ only in their
+    // numbers are near-duplicates by text (seed 004's rule); the pattern sampler is what decides
+    // pagination (seed 003, the end-to-end test).
+    let rules: Vec<String> = rows[4..8].iter().map(|r| col(r, "rule")).collect();
+    assert_eq!(rules, ["E3", "E3", "W1", "M1"], "{rows:?}");
+    assert_eq!(
+        (col(&rows[8], "status_code"), col(&rows[9], "status_code")),
+        ("200".into(), "200".into())
+    );
 }
 
 fn rd_headers(p: &std::path::Path) -> Vec<String> {

@@ -75,6 +75,18 @@ pub fn serve() -> String {
                             .collect();
                         page("200 OK", site(&format!("Catalogue page {n}"), &format!("<ul>{items}</ul>"), "ad"))
                     }
+                    "/waf" => page(
+                        "403 Forbidden",
+                        "<html><head><title>Just a moment...</title></head><body><h1>Checking your browser before accessing the site</h1><p>Cloudflare Ray ID: 7a1b2c</p></body></html>".into(),
+                    ),
+                    "/waf200" => page(
+                        "200 OK",
+                        "<html><head><title>Just a moment...</title></head><body><h1>Checking your browser before accessing the site</h1><p>Cloudflare Ray ID: 7a1b2c</p></body></html>".into(),
+                    ),
+                    "/maint" => page(
+                        "200 OK",
+                        "<html><head><title>系统维护中</title></head><body><h1>系统维护中</h1><p>网站正在升级，请稍后再来。</p></body></html>".into(),
+                    ),
                     "/leaky" => page(
                         "200 OK",
                         site(
