@@ -294,3 +294,23 @@ fn gate_then_render_end_to_end() {
         &ns,
     );
 }
+
+/// A page gets at most `max_subresources` requests besides its document.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subresources_beyond_the_cap_are_refused() {
+    let base = serve();
+    let r = Renderer::new(RenderConfig {
+        max_subresources: 2,
+        settle_max: Duration::from_millis(600),
+        policy: Policy {
+            allow: vec!["127.0.0.1".into()],
+        },
+        ..RenderConfig::default()
+    })
+    .await
+    .unwrap();
+    let x = r.render(&format!("{base}/many")).await;
+    assert!(x.error.is_empty(), "{x:?}");
+    let over = x.blocked.iter().filter(|b| b.contains("/img/")).count();
+    assert_eq!(over, 4, "6 images, 2 allowed: {:?}", x.blocked);
+}

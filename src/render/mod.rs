@@ -47,7 +47,8 @@ pub struct RenderConfig {
     pub viewport: (u32, u32),
     /// Rendered HTML larger than this is an error (bytes).
     pub max_html_bytes: usize,
-    /// Pages that load more subresources than this stop being waited for.
+    /// Requests a page may make besides its document; later ones fail (and the settle wait
+    /// stops).
     pub max_subresources: usize,
     /// URL policy.
     pub policy: safety::Policy,
@@ -294,12 +295,17 @@ impl Renderer {
         .context("enabling request interception")?;
         let (page, policy) = (page.clone(), self.cfg.policy.clone());
         let blocked = self.blocked.clone();
+        let cap = self.cfg.max_subresources;
+        let mut seen = 0usize;
         let key = page.target_id().clone();
         Ok(tokio::spawn(async move {
             let mut cache: std::collections::HashMap<String, bool> = Default::default();
             while let Some(ev) = paused.next().await {
                 let u = &ev.request.url;
-                let ok = if u.starts_with("data:") || u.starts_with("blob:") || u == "about:blank" {
+                seen += 1;
+                let ok = if seen > cap + 1 {
+                    false // over the subresource cap: the page gets no more
+                } else if u.starts_with("data:") || u.starts_with("blob:") || u == "about:blank" {
                     true
                 } else {
                     let origin = crate::page::cluster::origin(u).to_string();

@@ -87,6 +87,10 @@ pub fn serve() -> String {
                         "200 OK",
                         "<html><head><title>系统维护中</title></head><body><h1>系统维护中</h1><p>网站正在升级，请稍后再来。</p></body></html>".into(),
                     ),
+                    "/many" => page(
+                        "200 OK",
+                        site("Many", &format!("{ARTICLE}{}", (0..6).map(|i| format!("<img src=/img/{i}.png>")).collect::<String>()), "ad"),
+                    ),
                     "/leaky" => page(
                         "200 OK",
                         site(
