@@ -16,15 +16,9 @@ mod common;
 use std::process::Command;
 use std::time::Instant;
 
+use common::env_or as env;
 use common::kafka::{create_topics, produce, Tansu};
 use crawlsieve::redis_filter::{RedisConfig, RedisFilter};
-
-fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Run one gate to the end of the input; returns (consumed, active seconds, summary line).
 fn run(sets: &[String], extra: &[&str]) -> (u64, f64, String) {

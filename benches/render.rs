@@ -9,21 +9,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use chromiumoxide::cdp::browser_protocol::page::{CaptureScreenshotFormat, Viewport};
-use chromiumoxide::page::ScreenshotParams;
+use common::env_or as env;
 use crawlsieve::page::online::OnlineClusterer;
 use crawlsieve::page::similarity::Thresholds;
 use crawlsieve::page::Page;
 use crawlsieve::render::safety::Policy;
 use crawlsieve::render::{RenderConfig, Renderer};
 use futures::StreamExt;
-
-fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Total PSS (kB) of the Chromium processes on the machine.
 fn chromium_pss_kb() -> u64 {
@@ -57,15 +49,7 @@ async fn bare(urls: &[String], tabs: usize) -> (f64, Vec<u8>) {
         .window_size(1280, 800)
         .no_sandbox()
         .launch_timeout(Duration::from_secs(60))
-        .args([
-            "disable-gpu",
-            "disable-quic",
-            "no-first-run",
-            "disable-background-networking",
-            "disable-component-update",
-            "disable-sync",
-            "disable-dev-shm-usage",
-        ])
+        .args(crawlsieve::render::CHROMIUM_SWITCHES)
         .build()
         .unwrap();
     let (browser, mut handler) = chromiumoxide::Browser::launch(cfg).await.unwrap();
@@ -82,18 +66,7 @@ async fn bare(urls: &[String], tabs: usize) -> (f64, Vec<u8>) {
                 let page = b.new_page(u.as_str()).await.unwrap();
                 let _ = page.wait_for_navigation().await;
                 let png = page
-                    .screenshot(
-                        ScreenshotParams::builder()
-                            .format(CaptureScreenshotFormat::Png)
-                            .clip(Viewport {
-                                x: 0.0,
-                                y: 0.0,
-                                width: 1280.0,
-                                height: 800.0,
-                                scale: 0.25,
-                            })
-                            .build(),
-                    )
+                    .screenshot(crawlsieve::render::screenshot_params((1280, 800)))
                     .await
                     .unwrap_or_default();
                 let _ = page.close().await;

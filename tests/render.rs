@@ -301,11 +301,7 @@ async fn subresources_beyond_the_cap_are_refused() {
     let base = serve();
     let r = Renderer::new(RenderConfig {
         max_subresources: 2,
-        settle_max: Duration::from_millis(600),
-        policy: Policy {
-            allow: vec!["127.0.0.1".into()],
-        },
-        ..RenderConfig::default()
+        ..common::site::local_render_config()
     })
     .await
     .unwrap();

@@ -7,8 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::site::serve;
-use crawlsieve::render::safety::Policy;
-use crawlsieve::render::{RenderConfig, Renderer};
+use crawlsieve::render::Renderer;
 
 /// Chromium processes whose parent is this process.
 fn our_chromiums() -> Vec<i32> {
@@ -35,16 +34,9 @@ fn our_chromiums() -> Vec<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_browser_is_relaunched() {
     let base = serve();
-    let r = Renderer::new(RenderConfig {
-        page_timeout: Duration::from_secs(15),
-        settle_max: Duration::from_millis(600),
-        policy: Policy {
-            allow: vec!["127.0.0.1".into()],
-        },
-        ..RenderConfig::default()
-    })
-    .await
-    .unwrap();
+    let r = Renderer::new(common::site::local_render_config())
+        .await
+        .unwrap();
     let url = format!("{base}/a1");
     assert!(r.render(&url).await.error.is_empty());
     let pids = our_chromiums();

@@ -15,12 +15,12 @@ use crate::gate::signals::{self, Stop};
 
 use super::Dur;
 
-/// `crawlsieve gate` arguments.
+/// Arguments every Kafka stage takes (`gate`, `render`).
 #[derive(Debug, Args)]
-pub struct GateArgs {
-    /// The configuration file (TOML; see docs/gate.md). Without one the built-in defaults
-    /// apply (Kafka and Redis on 127.0.0.1).
-    #[arg(long, short = 'c', env = "CRAWLSIEVE_GATE_CONFIG")]
+pub struct StageArgs {
+    /// The configuration file (TOML; see docs/gate.md and docs/render.md). Without one the
+    /// built-in defaults apply (Kafka and Redis on 127.0.0.1).
+    #[arg(long, short = 'c', env = "CRAWLSIEVE_CONFIG")]
     pub config: Option<PathBuf>,
     /// Override one setting (repeatable): `--set kafka.batch_size=500`,
     /// `--set 'kafka.client."security.protocol"=SASL_SSL'`.
@@ -33,6 +33,13 @@ pub struct GateArgs {
     /// e.g. `5s`: for batch jobs and benchmarks. Default: run until SIGTERM/SIGINT.
     #[arg(long, value_name = "DURATION")]
     pub idle_exit: Option<Dur>,
+}
+
+/// `crawlsieve gate` arguments.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    #[command(flatten)]
+    pub stage: StageArgs,
     /// Benchmark baseline: copy input messages to the fetch topic unchanged, with the same
     /// client settings, batching and delivery discipline, and no decoding or filter.
     #[arg(long, hide = true)]
@@ -41,12 +48,13 @@ pub struct GateArgs {
 
 /// Run the gate until stopped.
 pub fn gate(a: GateArgs) -> Result<()> {
-    let cfg = config::load(a.config.as_deref(), std::env::vars(), &a.sets)?;
+    let s = &a.stage;
+    let cfg = config::load(s.config.as_deref(), std::env::vars(), &s.sets)?;
     let passthrough = a.passthrough;
     run_stage(
         &cfg,
-        a.print_config,
-        a.idle_exit,
+        s.print_config,
+        s.idle_exit,
         "gate",
         |cfg, metrics, stop, id, idle| {
             if passthrough {

@@ -1,32 +1,19 @@
 //! `crawlsieve render`: the render stage (see [`crate::render::stage`]).
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 use clap::Args;
 
 use crate::gate::config::{self, GateConfig};
 use crate::render::stage::RenderStage;
 
-use super::gate::{run_stage, worker};
-use super::Dur;
+use super::gate::{run_stage, worker, StageArgs};
 
-/// `crawlsieve render` arguments.
+/// `crawlsieve render` arguments (the gate's format, with a `[render]` section; by default the
+/// stage reads `fetch` and writes `results`).
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// The configuration file (the gate's format, with a `[render]` section; by default the
-    /// stage reads `fetch` and writes `results`).
-    #[arg(long, short = 'c', env = "CRAWLSIEVE_RENDER_CONFIG")]
-    pub config: Option<PathBuf>,
-    /// Override one setting (repeatable), as for `crawlsieve gate`.
-    #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
-    pub sets: Vec<String>,
-    /// Print the effective configuration and exit.
-    #[arg(long)]
-    pub print_config: bool,
-    /// Exit after a clean commit once no message arrived for this long after the first one.
-    #[arg(long, value_name = "DURATION")]
-    pub idle_exit: Option<Dur>,
+    #[command(flatten)]
+    pub stage: StageArgs,
 }
 
 /// The render stage's built-in defaults: the gate's, reading the fetch topic.
@@ -43,11 +30,12 @@ pub fn defaults() -> GateConfig {
 
 /// Run the render stage until stopped.
 pub fn render(a: RenderArgs) -> Result<()> {
-    let cfg = config::load_over(&defaults(), a.config.as_deref(), std::env::vars(), &a.sets)?;
+    let s = &a.stage;
+    let cfg = config::load_over(&defaults(), s.config.as_deref(), std::env::vars(), &s.sets)?;
     run_stage(
         &cfg,
-        a.print_config,
-        a.idle_exit,
+        s.print_config,
+        s.idle_exit,
         "render",
         |cfg, metrics, stop, id, idle| worker(cfg, RenderStage::new(cfg)?, metrics, stop, id, idle),
     )

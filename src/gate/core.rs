@@ -181,6 +181,21 @@ impl Staged {
         });
     }
 
+    /// Stage message `i` of `batch` as a dead letter with `err`, and count it.
+    pub fn dead_letter(&mut self, err: &DecodeError, topic: &str, batch: &Batch, i: usize) {
+        let m = batch.msgs()[i];
+        let d = DeadLetter::new(
+            err,
+            topic,
+            m.partition,
+            m.offset,
+            batch.key(i),
+            batch.value(i),
+        );
+        self.count_dead(err.code);
+        self.json(Dest::DeadLetter, batch.key(i), &d);
+    }
+
     /// Number of records to produce.
     pub fn len(&self) -> usize {
         self.records.len()
@@ -392,20 +407,6 @@ impl GateCore {
             out.json(Dest::Audit, None, &r);
         }
     }
-
-    fn dead_letter(out: &mut Staged, err: &DecodeError, topic: &str, batch: &Batch, i: usize) {
-        let m = batch.msgs()[i];
-        let d = DeadLetter::new(
-            err,
-            topic,
-            m.partition,
-            m.offset,
-            batch.key(i),
-            batch.value(i),
-        );
-        out.count_dead(err.code);
-        out.json(Dest::DeadLetter, batch.key(i), &d);
-    }
 }
 
 impl Stage for GateCore {
@@ -426,7 +427,7 @@ impl Stage for GateCore {
             let ev = match UrlEvent::decode(batch.value(i), max) {
                 Ok(ev) => ev,
                 Err(e) => {
-                    Self::dead_letter(out, &e, topic, batch, i);
+                    out.dead_letter(&e, topic, batch, i);
                     continue;
                 }
             };
@@ -438,7 +439,7 @@ impl Stage for GateCore {
                         code: DeadLetterCode::NamespaceRefused,
                         detail,
                     };
-                    Self::dead_letter(out, &e, topic, batch, i);
+                    out.dead_letter(&e, topic, batch, i);
                     continue;
                 }
             };

@@ -120,6 +120,19 @@ pub struct Renderer {
     >,
 }
 
+/// Chromium switches, without leading dashes: chromiumoxide adds them (with dashes it doubles
+/// them and Chromium ignores them).
+pub const CHROMIUM_SWITCHES: [&str; 8] = [
+    "disable-gpu",
+    "disable-quic",
+    "no-first-run",
+    "disable-background-networking",
+    "disable-component-update",
+    "disable-sync",
+    "disable-dev-shm-usage",
+    "mute-audio",
+];
+
 async fn launch(cfg: &RenderConfig) -> Result<Live> {
     let profile = tempfile::Builder::new()
         .prefix("crawlsieve-chromium-")
@@ -138,17 +151,7 @@ async fn launch(cfg: &RenderConfig) -> Result<Live> {
         .launch_timeout(Duration::from_secs(60))
         .request_timeout(cfg.request_timeout)
         .no_sandbox()
-        // Switch names without leading dashes: chromiumoxide adds them.
-        .args([
-            "disable-gpu",
-            "disable-quic",
-            "no-first-run",
-            "disable-background-networking",
-            "disable-component-update",
-            "disable-sync",
-            "disable-dev-shm-usage",
-            "mute-audio",
-        ])
+        .args(CHROMIUM_SWITCHES)
         .build()
         .map_err(|e| anyhow!("browser configuration: {e}"))?;
     let (browser, mut handler) = Browser::launch(config)
@@ -446,20 +449,8 @@ impl Renderer {
             dcl_ms: t[1],
             load_ms: t[2],
         });
-        let (w, h) = self.cfg.viewport;
         let png = page
-            .screenshot(
-                ScreenshotParams::builder()
-                    .format(CaptureScreenshotFormat::Png)
-                    .clip(Viewport {
-                        x: 0.0,
-                        y: 0.0,
-                        width: w as f64,
-                        height: h as f64,
-                        scale: 0.25,
-                    })
-                    .build(),
-            )
+            .screenshot(screenshot_params(self.cfg.viewport))
             .await
             .context("screenshot")?;
         let (g, d) = hashes(&png)?;
@@ -467,6 +458,20 @@ impl Renderer {
         out.phash_dct = Some(d);
         Ok(())
     }
+}
+
+/// A PNG of the viewport at quarter scale (it hashes the same as full scale and costs half).
+pub fn screenshot_params((w, h): (u32, u32)) -> ScreenshotParams {
+    ScreenshotParams::builder()
+        .format(CaptureScreenshotFormat::Png)
+        .clip(Viewport {
+            x: 0.0,
+            y: 0.0,
+            width: w as f64,
+            height: h as f64,
+            scale: 0.25,
+        })
+        .build()
 }
 
 /// Gradient and Median-DCT 64-bit hashes of a PNG.

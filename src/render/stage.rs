@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::events::{now_rfc3339, DeadLetter, DeadLetterCode, DecodeError, FetchEvent};
+use crate::events::{now_rfc3339, DeadLetterCode, DecodeError, FetchEvent};
 use crate::gate::config::GateConfig;
 use crate::gate::core::{Batch, Dest, Stage, Staged};
 use crate::page::cluster::origin;
@@ -192,12 +192,7 @@ impl Stage for RenderStage {
             };
             match parsed {
                 Ok(ev) => events.push((i, ev)),
-                Err(e) => {
-                    let m = batch.msgs()[i];
-                    let d = DeadLetter::new(&e, topic, m.partition, m.offset, batch.key(i), v);
-                    out.count_dead(e.code);
-                    out.json(Dest::DeadLetter, batch.key(i), &d);
-                }
+                Err(e) => out.dead_letter(&e, topic, batch, i),
             }
         }
         for (_, ev) in &events {

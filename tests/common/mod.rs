@@ -38,6 +38,14 @@ pub fn schema_validator(name: &str) -> jsonschema::Validator {
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// An environment variable parsed, or `default` (benchmark knobs).
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The shared Redis the test command starts (or finds) on 127.0.0.1:6379.
 pub const REDIS: &str = "redis://127.0.0.1:6379";
 

@@ -116,3 +116,15 @@ pub fn serve() -> String {
     });
     base
 }
+
+/// Renderer settings for the tests: loopback allowed (it is refused by default), short waits.
+pub fn local_render_config() -> crawlsieve::render::RenderConfig {
+    crawlsieve::render::RenderConfig {
+        page_timeout: Duration::from_secs(15),
+        settle_max: Duration::from_millis(600),
+        policy: crawlsieve::render::safety::Policy {
+            allow: vec!["127.0.0.1".into()],
+        },
+        ..crawlsieve::render::RenderConfig::default()
+    }
+}
