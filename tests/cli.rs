@@ -5,14 +5,19 @@ mod common;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-fn run(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+/// `crawlsieve ARGS` with all three standard streams piped.
+fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = spawn(args);
     let mut stdin_pipe = child.stdin.take().unwrap();
     let data = stdin.to_vec();
     let writer = std::thread::spawn(move || {
@@ -355,21 +360,16 @@ fn dedup_redis_survives_a_redis_restart_without_losing_a_url() {
         .map(String::from)
         .collect();
     assert_eq!(expect.len(), 100_000);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
-        .args([
-            "dedup",
-            "--redis",
-            &server.url(),
-            "--namespace",
-            "restart",
-            "--redis-timeout",
-            "300ms",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let url = server.url();
+    let mut child = spawn(&[
+        "dedup",
+        "--redis",
+        &url,
+        "--namespace",
+        "restart",
+        "--redis-timeout",
+        "300ms",
+    ]);
     let mut stdin_pipe = child.stdin.take().unwrap();
     let data = input.into_bytes();
     let writer = std::thread::spawn(move || {

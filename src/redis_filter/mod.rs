@@ -1227,13 +1227,7 @@ impl RedisFilter {
             let groups = self.write_cmds(g, fps, todo, false, &mut batch);
             plan.push((g.k as usize, groups));
         }
-        let mut replies = std::mem::take(&mut self.replies);
-        let r = self.exec(&mut batch, &mut replies, false);
-        self.spare = batch;
-        if let Err(e) = r {
-            self.replies = replies;
-            return Err(e);
-        }
+        let replies = self.run_plain(batch)?;
         let mut at = 0;
         for (k, groups) in plan {
             for g in &groups {
@@ -1259,6 +1253,21 @@ impl RedisFilter {
         }
         self.replies = replies;
         Ok(())
+    }
+
+    /// Execute `batch` (a read or an idempotent write: no doubt bookkeeping) and hand back the
+    /// replies buffer; the batch returns to the spare slot, the buffer to `self` on error.
+    fn run_plain(&mut self, mut batch: Batch) -> Result<Replies, RedisFilterError> {
+        let mut replies = std::mem::take(&mut self.replies);
+        let r = self.exec(&mut batch, &mut replies, false);
+        self.spare = batch;
+        match r {
+            Ok(()) => Ok(replies),
+            Err(e) => {
+                self.replies = replies;
+                Err(e)
+            }
+        }
     }
 
     /// Read-only check: `out[i]` = whether `fps[i]` is new (not in any live generation).
@@ -1312,13 +1321,7 @@ impl RedisFilter {
         let cur = self.gens.current().clone();
         let mut batch = self.batch();
         let groups = self.write_cmds(&cur, fps, &todo, true, &mut batch);
-        let mut replies = std::mem::take(&mut self.replies);
-        let r = self.exec(&mut batch, &mut replies, false);
-        self.spare = batch;
-        if let Err(e) = r {
-            self.replies = replies;
-            return Err(e);
-        }
+        let replies = self.run_plain(batch)?;
         // Count what was new (the fingerprint store's answer where there is one), for growth.
         let k = cur.k as usize;
         if self.spec.mode.uses_store() {
