@@ -654,6 +654,10 @@ fn redis_outage_pauses_and_resumes_without_loss() {
             "cause=\"redis\""
         ) > 0.0
     );
+    assert!(
+        http_get(mport, "/readyz").starts_with("HTTP/1.1 503"),
+        "not ready while paused"
+    );
     let before = committed(b, "g-outage", "urls", 4);
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(
@@ -667,6 +671,10 @@ fn redis_outage_pauses_and_resumes_without_loss() {
     let m = http_get(mport, "/metrics");
     assert_eq!(metric(&m, "crawlsieve_gate_paused", ""), 0.0);
     assert!(http_get(mport, "/healthz").contains("ok"));
+    assert!(
+        http_get(mport, "/readyz").starts_with("HTTP/1.1 200"),
+        "ready again"
+    );
     // The final batch is emitted before it is committed: wait for the commit to catch up.
     let deadline = Instant::now() + Duration::from_secs(30);
     while committed(b, "g-outage", "urls", 4).values().sum::<i64>() < vals.len() as i64 {

@@ -1,4 +1,4 @@
-//! The gate's Prometheus metrics, and a minimal `/metrics` + `/healthz` listener.
+//! The gate's Prometheus metrics, and a minimal `/metrics`, `/healthz`, `/readyz` listener.
 //!
 //! Names follow Prometheus conventions: `crawlsieve_gate_<noun>_<unit>`, counters end in
 //! `_total`, durations are in seconds, and labels take values from small fixed sets only (reason
@@ -147,6 +147,18 @@ impl GateMetrics {
         }
     }
 
+    /// Why the stage is not ready (`/readyz`), or `None`: ready means partitions are assigned
+    /// and consumption is not paused by an unreachable Redis or Kafka.
+    pub fn not_ready(&self) -> Option<&'static str> {
+        if self.assigned_partitions.get() == 0 {
+            Some("no partitions assigned")
+        } else if self.paused.get() != 0 {
+            Some("paused: Redis or the output cluster is unavailable")
+        } else {
+            None
+        }
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn render(&self) -> String {
         let mut buf = Vec::new();
@@ -163,7 +175,8 @@ impl Default for GateMetrics {
     }
 }
 
-/// Serve `GET /metrics` and `GET /healthz` on `listener` in a background thread.
+/// Serve `GET /metrics`, `/healthz` (the process answers) and `/readyz` (see
+/// [`GateMetrics::not_ready`]) on `listener` in a background thread.
 pub fn serve(listener: TcpListener, metrics: Arc<GateMetrics>) {
     std::thread::Builder::new()
         .name("metrics".into())
@@ -196,6 +209,10 @@ fn answer(stream: TcpStream, metrics: &GateMetrics) -> std::io::Result<()> {
             metrics.render(),
         ),
         "/healthz" => ("200 OK", "text/plain", "ok\n".to_string()),
+        "/readyz" => match metrics.not_ready() {
+            None => ("200 OK", "text/plain", "ready\n".to_string()),
+            Some(why) => ("503 Service Unavailable", "text/plain", format!("{why}\n")),
+        },
         _ => ("404 Not Found", "text/plain", "not found\n".to_string()),
     };
     let mut w = stream;
