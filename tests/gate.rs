@@ -613,6 +613,28 @@ fn http_get(port: u16, path: &str) -> String {
     out
 }
 
+/// `promtool check metrics` accepts the body of a `/metrics` response (names, types, help,
+/// conventions).
+fn promtool_check(response: &str) {
+    use std::io::Write;
+    let body = response.split("\r\n\r\n").nth(1).expect("an HTTP body");
+    let mut c = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (scripts/test.sh installs Debian's prometheus package)");
+    c.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The value of an unlabelled metric, or of the first series whose labels contain `labels`.
 fn metric(text: &str, name: &str, labels: &str) -> f64 {
     text.lines()
@@ -670,6 +692,7 @@ fn redis_outage_pauses_and_resumes_without_loss() {
     assert_all_fetched(b, want, Duration::from_secs(180));
     let m = http_get(mport, "/metrics");
     assert_eq!(metric(&m, "crawlsieve_gate_paused", ""), 0.0);
+    promtool_check(&m);
     assert!(http_get(mport, "/healthz").contains("ok"));
     assert!(
         http_get(mport, "/readyz").starts_with("HTTP/1.1 200"),
