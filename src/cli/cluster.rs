@@ -170,14 +170,17 @@ pub fn run(a: ClusterArgs) -> Result<()> {
         }
         Ok(())
     };
-    if !a.warc.is_empty() && a.files.is_empty() {
-        // WARC only.
-    } else if a.files.is_empty()
-        || a.files.iter().any(|f| f.as_os_str() == "-") && a.files.len() == 1
-    {
-        read(Box::new(std::io::stdin().lock()), "stdin")?;
+    // JSON Lines from the files (`-` is stdin); stdin when neither files nor WARCs are given.
+    let stdin_only = [PathBuf::from("-")];
+    let files: &[PathBuf] = if a.files.is_empty() && a.warc.is_empty() {
+        &stdin_only
     } else {
-        for f in &a.files {
+        &a.files
+    };
+    for f in files {
+        if f.as_os_str() == "-" {
+            read(Box::new(std::io::stdin().lock()), "stdin")?;
+        } else {
             let file =
                 std::fs::File::open(f).with_context(|| format!("cannot open {}", f.display()))?;
             read(

@@ -10,7 +10,7 @@
 //! checkpoints and the verdicts are written in [`Stage::finish`], after the assignments were
 //! delivered.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -195,8 +195,10 @@ impl Stage for RenderStage {
                 Err(e) => out.dead_letter(&e, topic, batch, i),
             }
         }
-        for (_, ev) in &events {
-            self.ensure_host(origin(&ev.url))?;
+        // One checkpoint read per new host (not per event: a host is known only once assigned).
+        let hosts: BTreeSet<&str> = events.iter().map(|(_, ev)| origin(&ev.url)).collect();
+        for host in hosts {
+            self.ensure_host(host)?;
         }
         let renderer = self.renderer.clone();
         let rendered = self.rt.block_on(async {
@@ -214,7 +216,6 @@ impl Stage for RenderStage {
             out
         });
         let now = now_rfc3339();
-        let mut by_pattern: HashMap<String, Verdict> = HashMap::new();
         for ((_, ev), r) in events.iter().zip(rendered) {
             let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
             p.redirect_chain = r.redirect_chain.clone();
@@ -222,21 +223,23 @@ impl Stage for RenderStage {
             p.features.timings = r.timings;
             let a = self.clusterer.assign(&p);
             self.touched.insert(origin(&p.final_url).to_string());
-            if r.error.is_empty() && (200..300).contains(&r.status) {
-                let v = self.sampler.sample(&ev.pattern, p.features.clone());
-                if !matches!(v, Verdict::Sampling) && !by_pattern.contains_key(&ev.pattern) {
-                    by_pattern.insert(ev.pattern.clone(), v);
-                    let (samples, sim) = match v {
-                        Verdict::Similar(s) | Verdict::Different(s) => {
-                            (self.sampler.sample_count as u32, s)
-                        }
-                        Verdict::Sampling => unreachable!(),
-                    };
-                    self.verdicts
-                        .push((ev.namespace.clone(), ev.pattern.clone(), samples, sim));
+            // Sample a pattern only until it is decided: its verdict is written once.
+            if self.sampler.wants(&ev.pattern) {
+                if !r.error.is_empty() {
+                    self.sampler.failed(&ev.pattern);
+                } else if (200..300).contains(&r.status) {
+                    if let Verdict::Similar(sim) | Verdict::Different(sim) =
+                        self.sampler.sample(&ev.pattern, p.features.clone())
+                    {
+                        let samples = self.sampler.sample_count as u32;
+                        self.verdicts.push((
+                            ev.namespace.clone(),
+                            ev.pattern.clone(),
+                            samples,
+                            sim,
+                        ));
+                    }
                 }
-            } else if !r.error.is_empty() {
-                self.sampler.failed(&ev.pattern);
             }
             let f = &p.features;
             let event = AssignmentEvent {
