@@ -87,7 +87,8 @@ where
         return Ok(());
     }
     let stop = signals::install();
-    let metrics = GateMetrics::new();
+    let metrics = GateMetrics::for_stage(name);
+    metrics::spawn_probes(cfg, metrics.clone());
     if let Some(addr) = &cfg.metrics.listen {
         let l = std::net::TcpListener::bind(addr)
             .with_context(|| format!("metrics.listen: cannot listen on {addr}"))?;

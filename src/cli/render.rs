@@ -37,6 +37,15 @@ pub fn render(a: RenderArgs) -> Result<()> {
         s.print_config,
         s.idle_exit,
         "render",
-        |cfg, metrics, stop, id, idle| worker(cfg, RenderStage::new(cfg)?, metrics, stop, id, idle),
+        |cfg, metrics, stop, id, idle| {
+            worker(
+                cfg,
+                RenderStage::new(cfg, &metrics)?,
+                metrics,
+                stop,
+                id,
+                idle,
+            )
+        },
     )
 }

@@ -37,7 +37,9 @@
 //! local_tier_slots = 1048576           # per namespace, 16 bytes each
 //!
 //! [metrics]
-//! listen = "0.0.0.0:9464"              # /metrics and /healthz (off when absent)
+//! listen = "0.0.0.0:9464"              # /metrics, /healthz, /readyz (off when absent)
+//! probe_interval = "5s"                 # Redis PING for /readyz and crawlsieve_*_redis_up
+//! filter_stats_interval = "60s"         # per-namespace filter gauges; "0s" = off
 //!
 //! [patterns]
 //! enable_url_pattern_dom_dedup = true
@@ -96,12 +98,42 @@ impl Default for RenderSection {
     }
 }
 
+impl GateConfig {
+    /// The Redis client settings of `[redis]` (URL, cluster, timeouts, local tier).
+    pub fn redis_config(&self) -> crate::redis_filter::RedisConfig {
+        let r = &self.redis;
+        let mut c = crate::redis_filter::RedisConfig::new(&r.url);
+        c.cluster |= r.cluster;
+        if let Ok(d) = r.timeout.parse::<crate::cli::Dur>() {
+            c.response_timeout = d.0;
+            c.connect_timeout = d.0;
+        }
+        c.local_tier_slots = r.local_tier_slots;
+        c
+    }
+}
+
 /// `[metrics]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MetricsSection {
-    /// `host:port` to serve `/metrics` and `/healthz` on; none = no listener.
+    /// `host:port` to serve `/metrics`, `/healthz` and `/readyz` on; none = no listener.
     pub listen: Option<String>,
+    /// How often Redis is probed (`PING`, for `/readyz` and `crawlsieve_*_redis_up`).
+    pub probe_interval: String,
+    /// How often the per-namespace filter gauges are refreshed (`BITCOUNT` over the filter: a
+    /// few ms per 100 MB of filter on Redis' side). `0s` turns them off.
+    pub filter_stats_interval: String,
+}
+
+impl Default for MetricsSection {
+    fn default() -> Self {
+        MetricsSection {
+            listen: None,
+            probe_interval: "5s".into(),
+            filter_stats_interval: "60s".into(),
+        }
+    }
 }
 
 /// `[kafka]`.
@@ -426,6 +458,17 @@ impl GateConfig {
         if let Some(l) = &self.metrics.listen {
             if l.parse::<std::net::SocketAddr>().is_err() {
                 return bad(format!("metrics.listen {l:?} is not host:port"));
+            }
+        }
+        for (k, v) in [
+            ("metrics.probe_interval", &self.metrics.probe_interval),
+            (
+                "metrics.filter_stats_interval",
+                &self.metrics.filter_stats_interval,
+            ),
+        ] {
+            if let Err(e) = v.parse::<crate::cli::Dur>() {
+                return bad(format!("{k} {v:?}: {e}"));
             }
         }
         let p = &self.patterns;

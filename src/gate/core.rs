@@ -322,13 +322,7 @@ pub struct GateCore {
 impl GateCore {
     /// A stage for `cfg`; Redis is connected on first use.
     pub fn new(cfg: GateConfig, metrics: GateMetrics) -> GateCore {
-        let mut redis = RedisConfig::new(&cfg.redis.url);
-        redis.cluster |= cfg.redis.cluster;
-        if let Ok(d) = cfg.redis.timeout.parse::<crate::cli::Dur>() {
-            redis.response_timeout = d.0;
-            redis.connect_timeout = d.0;
-        }
-        redis.local_tier_slots = cfg.redis.local_tier_slots;
+        let redis = cfg.redis_config();
         GateCore {
             cfg,
             redis,
@@ -373,6 +367,7 @@ impl GateCore {
         for w in filter.warnings() {
             eprintln!("crawlsieve gate: namespace {ns}: {w}");
         }
+        self.metrics.attached(ns);
         self.namespaces.insert(
             ns.to_string(),
             Namespace {

@@ -297,9 +297,28 @@ struct GroupContext<S> {
     pipeline: Arc<Mutex<Pipeline<S>>>,
     revoked: Mutex<Vec<i32>>,
     metrics: GateMetrics,
+    /// Partitions this consumer holds (the process gauge is the sum over its workers).
+    assigned: std::sync::atomic::AtomicI64,
+    topic: String,
 }
 
-impl<S: Stage + Send + 'static> ClientContext for GroupContext<S> {}
+impl<S: Stage + Send + 'static> ClientContext for GroupContext<S> {
+    /// librdkafka statistics (every `statistics.interval.ms`): the lag of each partition this
+    /// consumer holds — high watermark minus committed offset, so messages in flight count.
+    fn stats(&self, stats: rdkafka::Statistics) {
+        let Some(t) = stats.topics.get(&self.topic) else {
+            return;
+        };
+        for (p, part) in &t.partitions {
+            if *p >= 0 && part.consumer_lag >= 0 {
+                self.metrics
+                    .lag
+                    .with_label_values(&[&p.to_string()])
+                    .set(part.consumer_lag);
+            }
+        }
+    }
+}
 
 impl<S: Stage + Send + 'static> ConsumerContext for GroupContext<S> {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -342,6 +361,9 @@ impl<S: Stage + Send + 'static> ConsumerContext for GroupContext<S> {
                     }
                     Err(TryLockError::Poisoned(_)) => {}
                 }
+                for g in &gone {
+                    let _ = self.metrics.lag.remove_label_values(&[&g.to_string()]);
+                }
                 self.revoked.lock().expect("revoked lock").extend(gone);
             }
             Rebalance::Assign(_) => {
@@ -352,8 +374,9 @@ impl<S: Stage + Send + 'static> ConsumerContext for GroupContext<S> {
     }
 
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, _: &Rebalance<'_>) {
-        let n = consumer.assignment().map(|a| a.count()).unwrap_or(0);
-        self.metrics.assigned_partitions.set(n as i64);
+        let n = consumer.assignment().map(|a| a.count()).unwrap_or(0) as i64;
+        let before = self.assigned.swap(n, std::sync::atomic::Ordering::Relaxed);
+        self.metrics.assigned_partitions.add(n - before);
     }
 }
 
@@ -474,6 +497,8 @@ impl<S: Stage + Send + 'static> Worker<S> {
             pipeline: pipeline.clone(),
             revoked: Mutex::default(),
             metrics: metrics.clone(),
+            assigned: Default::default(),
+            topic: k.input_topic.clone(),
         };
         let consumer: BaseConsumer<GroupContext<S>> = client_config(
             cfg,
@@ -483,6 +508,8 @@ impl<S: Stage + Send + 'static> Worker<S> {
                 ("enable.auto.commit", "false"),
                 ("enable.auto.offset.store", "false"),
                 ("auto.offset.reset", "earliest"),
+                // Consumer lag for the metrics (see GroupContext::stats).
+                ("statistics.interval.ms", "5000"),
             ],
             &k.consumer,
         )

@@ -1,17 +1,20 @@
-//! The gate's Prometheus metrics, and a minimal `/metrics`, `/healthz`, `/readyz` listener.
+//! The Kafka stages' Prometheus metrics, and a minimal `/metrics`, `/healthz`, `/readyz` listener.
 //!
-//! Names follow Prometheus conventions: `crawlsieve_gate_<noun>_<unit>`, counters end in
-//! `_total`, durations are in seconds, and labels take values from small fixed sets only (reason
-//! codes, dead-letter codes, fixed causes) — never URLs, hosts or namespaces.
+//! Names follow Prometheus conventions: `crawlsieve_<stage>_<noun>_<unit>` (stage `gate` or
+//! `render`), counters end in `_total`, durations are in seconds, ratios are 0–1, and labels take
+//! values from small fixed sets only: reason codes, dead-letter codes, fixed causes and kinds, the
+//! input topic's partition numbers, and filter namespaces (bounded by `redis.max_namespaces`) —
+//! never URLs or hosts.
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
+    Encoder, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Opts, Registry, TextEncoder,
 };
 
 /// Every metric of the stage, registered in [`GateMetrics::registry`].
@@ -33,6 +36,18 @@ pub struct GateMetrics {
     pub batch_seconds: Histogram,
     /// Seconds spent in Redis filter calls (check + insert) per batch.
     pub filter_seconds: Histogram,
+    /// Seconds per Redis round trip of the readiness probe (`PING`).
+    pub redis_ping_seconds: Histogram,
+    /// 1 while the last Redis probe answered.
+    pub redis_up: IntGauge,
+    /// Messages behind the high watermark, per assigned input partition (librdkafka statistics).
+    pub lag: IntGaugeVec,
+    /// Bloom filter figures per namespace, refreshed every `metrics.filter_stats_interval`.
+    pub filter: FilterGauges,
+    /// Namespaces this process has attached (the filter gauges cover these).
+    pub namespaces: Arc<Mutex<BTreeSet<String>>>,
+    /// Render-stage series (registered by `crawlsieve render` only).
+    pub render: Option<RenderMetrics>,
     /// Messages received and not yet finished.
     pub in_flight: IntGauge,
     /// Back-off waits, by cause (`redis`, `kafka`).
@@ -47,33 +62,93 @@ pub struct GateMetrics {
     pub commit_failures: IntCounter,
 }
 
+/// Per-namespace Bloom filter gauges (`crawlsieve_gate_filter_*{namespace}`).
+#[derive(Clone)]
+pub struct FilterGauges {
+    /// Fraction of the filter's bits set (fingerprint-store load in exact mode).
+    pub fill: GaugeVec,
+    /// False-positive rate at the current fill.
+    pub estimated_fp: GaugeVec,
+    /// The false-positive rate the namespace was sized for.
+    pub target_fp: GaugeVec,
+    /// New URLs counted into the namespace.
+    pub items: IntGaugeVec,
+    /// The item count the namespace was sized for.
+    pub capacity: IntGaugeVec,
+    /// Redis memory of the namespace's keys.
+    pub memory_bytes: IntGaugeVec,
+}
+
+/// The render stage's own series (`crawlsieve_render_*`).
+#[derive(Clone)]
+pub struct RenderMetrics {
+    /// Pages rendered without an error.
+    pub pages: IntCounter,
+    /// Pages that failed, by kind (see [`crate::render::Rendered::failure_kind`]).
+    pub failures: IntCounterVec,
+    /// Seconds per page, successful or not.
+    pub page_seconds: Histogram,
+    /// Assignments by outcome: `canonical` (a new cluster or a page alone), `duplicate`, `rule`.
+    pub assignments: IntCounterVec,
+    /// Clusters created (a page became the canonical of a new cluster).
+    pub clusters_created: IntCounter,
+    /// Subresource and redirect requests the safety policy blocked.
+    pub blocked_requests: IntCounter,
+    /// Chromium relaunches after it died or stopped opening tabs.
+    pub chromium_restarts: IntCounter,
+    /// 1 while the browser runs.
+    pub chromium_up: IntGauge,
+    /// URL-pattern verdicts written back to the gate, by verdict (`similar`, `different`).
+    pub verdicts: IntCounterVec,
+}
+
 impl GateMetrics {
-    /// Fresh metrics in their own registry.
+    /// Fresh metrics for the gate, in their own registry.
     pub fn new() -> GateMetrics {
+        GateMetrics::for_stage("gate")
+    }
+
+    /// Fresh metrics named `crawlsieve_{stage}_*`; `render` adds [`RenderMetrics`].
+    pub fn for_stage(stage: &str) -> GateMetrics {
         let registry = Registry::new();
-        let c = |name: &str, help: &str| {
-            let m = IntCounter::new(name, help).expect("valid metric");
+        let name = |n: &str| n.replacen("crawlsieve_gate_", &format!("crawlsieve_{stage}_"), 1);
+        let c = |n: &str, help: &str| {
+            let m = IntCounter::new(name(n), help).expect("valid metric");
             registry
                 .register(Box::new(m.clone()))
                 .expect("unique metric");
             m
         };
-        let cv = |name: &str, help: &str, label: &str| {
-            let m = IntCounterVec::new(Opts::new(name, help), &[label]).expect("valid metric");
+        let cv = |n: &str, help: &str, label: &str| {
+            let m = IntCounterVec::new(Opts::new(name(n), help), &[label]).expect("valid metric");
             registry
                 .register(Box::new(m.clone()))
                 .expect("unique metric");
             m
         };
-        let g = |name: &str, help: &str| {
-            let m = IntGauge::new(name, help).expect("valid metric");
+        let g = |n: &str, help: &str| {
+            let m = IntGauge::new(name(n), help).expect("valid metric");
             registry
                 .register(Box::new(m.clone()))
                 .expect("unique metric");
             m
         };
-        let h = |name: &str, help: &str, buckets: Vec<f64>| {
-            let m = Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets))
+        let gv = |n: &str, help: &str, label: &str| {
+            let m = GaugeVec::new(Opts::new(name(n), help), &[label]).expect("valid metric");
+            registry
+                .register(Box::new(m.clone()))
+                .expect("unique metric");
+            m
+        };
+        let igv = |n: &str, help: &str, label: &str| {
+            let m = IntGaugeVec::new(Opts::new(name(n), help), &[label]).expect("valid metric");
+            registry
+                .register(Box::new(m.clone()))
+                .expect("unique metric");
+            m
+        };
+        let h = |n: &str, help: &str, buckets: Vec<f64>| {
+            let m = Histogram::with_opts(HistogramOpts::new(name(n), help).buckets(buckets))
                 .expect("valid metric");
             registry
                 .register(Box::new(m.clone()))
@@ -115,8 +190,97 @@ impl GateMetrics {
             filter_seconds: h(
                 "crawlsieve_gate_filter_duration_seconds",
                 "Time per batch spent in Redis filter calls (check and insert).",
-                secs,
+                secs.clone(),
             ),
+            redis_ping_seconds: h(
+                "crawlsieve_gate_redis_ping_duration_seconds",
+                "Round trip of the periodic Redis PING (connection included when reconnecting).",
+                secs.clone(),
+            ),
+            redis_up: g(
+                "crawlsieve_gate_redis_up",
+                "1 while the last Redis probe answered.",
+            ),
+            lag: igv(
+                "crawlsieve_gate_consumer_lag_messages",
+                "Messages between the consumer position and the high watermark, per assigned input partition.",
+                "partition",
+            ),
+            filter: FilterGauges {
+                fill: gv(
+                    "crawlsieve_gate_filter_fill_ratio",
+                    "Fraction of the namespace's Bloom bits set (fingerprint-store load in exact mode).",
+                    "namespace",
+                ),
+                estimated_fp: gv(
+                    "crawlsieve_gate_filter_estimated_false_positive_ratio",
+                    "False-positive rate at the namespace's current fill (all live generations).",
+                    "namespace",
+                ),
+                target_fp: gv(
+                    "crawlsieve_gate_filter_target_false_positive_ratio",
+                    "The false-positive rate the namespace was sized for.",
+                    "namespace",
+                ),
+                items: igv(
+                    "crawlsieve_gate_filter_items",
+                    "New URLs counted into the namespace.",
+                    "namespace",
+                ),
+                capacity: igv(
+                    "crawlsieve_gate_filter_capacity_items",
+                    "The number of URLs the namespace was sized for.",
+                    "namespace",
+                ),
+                memory_bytes: igv(
+                    "crawlsieve_gate_filter_memory_bytes",
+                    "Redis memory used by the namespace's keys.",
+                    "namespace",
+                ),
+            },
+            namespaces: Arc::default(),
+            render: (stage == "render").then(|| RenderMetrics {
+                pages: c(
+                    "crawlsieve_render_pages_rendered_total",
+                    "Pages rendered without an error.",
+                ),
+                failures: cv(
+                    "crawlsieve_render_failures_total",
+                    "Pages that failed, by kind (refused, timeout, navigation, browser, other).",
+                    "kind",
+                ),
+                page_seconds: h(
+                    "crawlsieve_render_page_duration_seconds",
+                    "Time per page from its start to its features, successful or not.",
+                    vec![0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0],
+                ),
+                assignments: cv(
+                    "crawlsieve_render_assignments_total",
+                    "Cluster assignments published, by outcome (canonical, duplicate, rule).",
+                    "outcome",
+                ),
+                clusters_created: c(
+                    "crawlsieve_render_clusters_created_total",
+                    "Clusters created: a page became the canonical of a new near-duplicate cluster.",
+                ),
+                blocked_requests: c(
+                    "crawlsieve_render_blocked_requests_total",
+                    "Subresource and redirect requests refused by the safety policy.",
+                ),
+                chromium_restarts: c(
+                    "crawlsieve_render_chromium_restarts_total",
+                    "Chromium relaunches after the browser died or stopped opening tabs.",
+                ),
+                chromium_up: g(
+                    "crawlsieve_render_chromium_up",
+                    "1 while the browser runs.",
+                ),
+                verdicts: cv(
+                    "crawlsieve_render_pattern_verdicts_total",
+                    "URL-pattern verdicts written back to the gate, by verdict.",
+                    "verdict",
+                ),
+            }),
             in_flight: g(
                 "crawlsieve_gate_messages_in_flight",
                 "Messages received and not yet finished.",
@@ -147,16 +311,51 @@ impl GateMetrics {
         }
     }
 
-    /// Why the stage is not ready (`/readyz`), or `None`: ready means partitions are assigned
-    /// and consumption is not paused by an unreachable Redis or Kafka.
+    /// Why the stage is not ready (`/readyz`), or `None`: ready means partitions are assigned,
+    /// consumption is not paused by an unreachable Redis or Kafka, the last Redis probe
+    /// answered and, for render, the browser runs.
     pub fn not_ready(&self) -> Option<&'static str> {
         if self.assigned_partitions.get() == 0 {
             Some("no partitions assigned")
         } else if self.paused.get() != 0 {
             Some("paused: Redis or the output cluster is unavailable")
+        } else if self.redis_up.get() == 0 {
+            Some("Redis does not answer")
+        } else if self
+            .render
+            .as_ref()
+            .is_some_and(|r| r.chromium_up.get() == 0)
+        {
+            Some("Chromium is not running")
         } else {
             None
         }
+    }
+
+    /// Remember that this process attached namespace `ns` (its filter gauges get refreshed).
+    pub fn attached(&self, ns: &str) {
+        self.namespaces
+            .lock()
+            .expect("namespaces lock")
+            .insert(ns.to_string());
+    }
+
+    /// Set the filter gauges of one namespace from its statistics.
+    pub fn set_filter(&self, s: &crate::redis_filter::NamespaceStats) {
+        let ns = [s.namespace.as_str()];
+        let f = &self.filter;
+        // The newest generation is the one filling up; older ones only add to the FP rate.
+        let fill = s.generations.last().map_or(0.0, |g| g.fill);
+        f.fill.with_label_values(&ns).set(fill);
+        f.estimated_fp.with_label_values(&ns).set(s.estimated_fp);
+        f.target_fp.with_label_values(&ns).set(s.spec.fp_rate);
+        f.items.with_label_values(&ns).set(s.items as i64);
+        f.capacity
+            .with_label_values(&ns)
+            .set(s.spec.capacity as i64);
+        f.memory_bytes
+            .with_label_values(&ns)
+            .set(s.memory_bytes as i64);
     }
 
     /// The metrics in the Prometheus text format.
@@ -221,4 +420,71 @@ fn answer(stream: TcpStream, metrics: &GateMetrics) -> std::io::Result<()> {
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
+}
+
+/// Background probes for the life of the process: a Redis `PING` every
+/// `metrics.probe_interval` (`redis_up`, `redis_ping_seconds`), and the filter statistics of
+/// every namespace this process attached every `metrics.filter_stats_interval`.
+pub fn spawn_probes(cfg: &crate::gate::config::GateConfig, metrics: GateMetrics) {
+    use crate::redis_filter::{Conn, Expect, RedisFilter};
+    let redis = cfg.redis_config();
+    let every = |s: &str| {
+        s.parse::<crate::cli::Dur>()
+            .map(|d| d.0)
+            .unwrap_or_default()
+    };
+    let probe = every(&cfg.metrics.probe_interval).max(Duration::from_millis(100));
+    let stats_every = every(&cfg.metrics.filter_stats_interval);
+    std::thread::Builder::new()
+        .name("probes".into())
+        .spawn(move || {
+            let mut conn: Option<Conn> = None;
+            let mut filters: std::collections::HashMap<String, RedisFilter> = Default::default();
+            let mut last_stats: Option<std::time::Instant> = None;
+            loop {
+                let t = std::time::Instant::now();
+                let ok = conn
+                    .take()
+                    .map_or_else(|| Conn::connect(&redis), Ok)
+                    .and_then(|mut c| {
+                        c.query::<String>(&redis::cmd("PING"))?;
+                        Ok(c)
+                    });
+                metrics
+                    .redis_ping_seconds
+                    .observe(t.elapsed().as_secs_f64());
+                metrics.redis_up.set(ok.is_ok() as i64);
+                conn = ok.ok();
+                let due = last_stats.map_or(true, |l| l.elapsed() >= stats_every);
+                if conn.is_some() && !stats_every.is_zero() && due {
+                    last_stats = Some(std::time::Instant::now());
+                    let names: Vec<String> = metrics
+                        .namespaces
+                        .lock()
+                        .expect("namespaces lock")
+                        .iter()
+                        .cloned()
+                        .collect();
+                    for ns in names {
+                        if !filters.contains_key(&ns) {
+                            match RedisFilter::attach(redis.clone(), &ns, &Expect::default()) {
+                                Ok(f) => {
+                                    filters.insert(ns.clone(), f);
+                                }
+                                Err(_) => continue,
+                            }
+                        }
+                        let f = filters.get_mut(&ns).expect("attached above");
+                        match f.stats() {
+                            Ok(s) => metrics.set_filter(&s),
+                            Err(_) => {
+                                filters.remove(&ns);
+                            }
+                        }
+                    }
+                }
+                std::thread::sleep(probe);
+            }
+        })
+        .expect("spawn the probe thread");
 }

@@ -32,6 +32,8 @@ pub struct Online {
     pub rule: Option<Rule>,
     /// Similarities to the canonical (content clusters).
     pub sim: Similarity,
+    /// The page started a new cluster (content or rule) in this clusterer.
+    pub created: bool,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -128,12 +130,14 @@ impl OnlineClusterer {
     }
 
     fn rule_cluster(h: &mut Host, id: String, url: &str, rule: Rule) -> Online {
+        let created = !h.first_of.contains_key(&id);
         let canon = h
             .first_of
             .entry(id.clone())
             .or_insert_with(|| url.to_string())
             .clone();
         Online {
+            created,
             is_canonical: canon == url,
             cluster_id: id,
             canonical_url: canon,
@@ -174,6 +178,7 @@ impl OnlineClusterer {
                 canonical_url: p.final_url.clone(),
                 rule: None,
                 sim: Similarity::default(),
+                created: false,
             };
         }
         let k = self.k;
@@ -202,6 +207,7 @@ impl OnlineClusterer {
                 canonical_url: c.url.clone(),
                 rule: None,
                 sim: s,
+                created: false,
             };
         }
         let id = format!("cluster-{}", short_hash(p.final_url.as_bytes()));
@@ -231,6 +237,7 @@ impl OnlineClusterer {
                 visual: 0.0,
                 behavior: 0.0,
             },
+            created: true,
         }
     }
 }

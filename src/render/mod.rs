@@ -97,6 +97,29 @@ pub struct Rendered {
     pub error: String,
 }
 
+impl Rendered {
+    /// The kind of failure, a small fixed set for metrics: `refused` (the safety policy, before
+    /// or after redirects), `timeout` (the page budget ran out), `navigation` (DNS, connection,
+    /// TLS or HTTP-level failure of the main document), `browser` (Chromium would not launch or
+    /// open a tab), `other`; `None` on success.
+    pub fn failure_kind(&self) -> Option<&'static str> {
+        let e = self.error.as_str();
+        Some(if e.is_empty() {
+            return None;
+        } else if e.starts_with("refused") {
+            "refused"
+        } else if e.starts_with("timeout") {
+            "timeout"
+        } else if e.starts_with("navigat") {
+            "navigation"
+        } else if e.starts_with("the browser") || e.starts_with("launching") {
+            "browser"
+        } else {
+            "other"
+        })
+    }
+}
+
 struct Live {
     browser: Browser,
     handler: tokio::task::JoinHandle<()>,
@@ -178,6 +201,17 @@ return [location.href, d + (document.documentElement ? document.documentElement.
 n ? [n.responseStart, n.domContentLoadedEventEnd, n.loadEventEnd] : null] })()";
 
 impl Renderer {
+    /// Whether the browser process runs (a browser busy opening a tab counts as running).
+    pub fn running(&self) -> bool {
+        match self.live.try_lock() {
+            Err(_) => true,
+            Ok(mut l) => match l.as_mut() {
+                None => false,
+                Some(l) => !l.handler.is_finished() && matches!(l.browser.try_wait(), Ok(None)),
+            },
+        }
+    }
+
     /// Launch the browser (60 s timeout, one retry: first launches after idle took 9–30 s).
     pub async fn new(cfg: RenderConfig) -> Result<Renderer> {
         let live = match launch(&cfg).await {

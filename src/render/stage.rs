@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::events::{now_rfc3339, DeadLetterCode, DecodeError, FetchEvent};
 use crate::gate::config::GateConfig;
 use crate::gate::core::{Batch, Dest, Stage, Staged};
+use crate::gate::metrics::{GateMetrics, RenderMetrics};
 use crate::page::cluster::origin;
 use crate::page::online::OnlineClusterer;
 use crate::page::patterns::{Sampler, Verdict};
@@ -25,7 +26,7 @@ use crate::page::similarity::{Similarity, Thresholds};
 use crate::page::Page;
 use crate::redis_filter::{Conn, RedisConfig, RedisFilterError};
 
-use super::{RenderConfig, Renderer};
+use super::{RenderConfig, Rendered, Renderer};
 
 /// A page's cluster assignment, for the results topic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,6 +88,8 @@ pub struct RenderStage {
     /// (namespace, pattern, samples, similarity) decided in the staged batch.
     verdicts: Vec<(String, String, u32, f64)>,
     touched: BTreeSet<String>,
+    metrics: Option<RenderMetrics>,
+    launches_seen: u64,
 }
 
 fn state_key(host: &str) -> String {
@@ -94,8 +97,9 @@ fn state_key(host: &str) -> String {
 }
 
 impl RenderStage {
-    /// Launch the browser for `cfg`.
-    pub fn new(cfg: &GateConfig) -> anyhow::Result<RenderStage> {
+    /// Launch the browser for `cfg`; `metrics` gets the `crawlsieve_render_*` series when it
+    /// has them ([`GateMetrics::for_stage`]`("render")`).
+    pub fn new(cfg: &GateConfig, metrics: &GateMetrics) -> anyhow::Result<RenderStage> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .worker_threads(2)
@@ -115,8 +119,23 @@ impl RenderStage {
             ..RenderConfig::default()
         };
         let renderer = Arc::new(rt.block_on(Renderer::new(rc))?);
-        let mut redis = RedisConfig::new(&cfg.redis.url);
-        redis.cluster |= cfg.redis.cluster;
+        let metrics = metrics.render.clone();
+        if let Some(m) = &metrics {
+            m.chromium_up.set(1);
+            // Between batches too: /readyz turns 503 when the browser is gone while idle (it
+            // is relaunched on the next page).
+            let (weak, up) = (Arc::downgrade(&renderer), m.chromium_up.clone());
+            std::thread::Builder::new()
+                .name("chromium-probe".into())
+                .spawn(move || {
+                    while let Some(r) = weak.upgrade() {
+                        up.set(r.running() as i64);
+                        drop(r);
+                        std::thread::sleep(std::time::Duration::from_secs(2));
+                    }
+                })?;
+        }
+        let redis = cfg.redis_config();
         Ok(RenderStage {
             rt,
             renderer,
@@ -130,6 +149,8 @@ impl RenderStage {
             max_bytes: cfg.kafka.max_message_bytes,
             verdicts: Vec::new(),
             touched: BTreeSet::new(),
+            metrics,
+            launches_seen: 1,
         })
     }
 
@@ -206,22 +227,51 @@ impl Stage for RenderStage {
                 .iter()
                 .map(|(_, ev)| {
                     let (r, u) = (renderer.clone(), ev.url.clone());
-                    tokio::spawn(async move { r.render(&u).await })
+                    tokio::spawn(async move {
+                        let t = std::time::Instant::now();
+                        let out = r.render(&u).await;
+                        (out, t.elapsed())
+                    })
                 })
                 .collect();
             let mut out = Vec::with_capacity(tasks.len());
             for t in tasks {
-                out.push(t.await.unwrap_or_default());
+                out.push(t.await.unwrap_or_else(|e| {
+                    let r = Rendered {
+                        error: format!("the render task failed: {e}"),
+                        ..Rendered::default()
+                    };
+                    (r, std::time::Duration::ZERO)
+                }));
             }
             out
         });
         let now = now_rfc3339();
-        for ((_, ev), r) in events.iter().zip(rendered) {
+        for ((_, ev), (r, took)) in events.iter().zip(rendered) {
             let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
             p.redirect_chain = r.redirect_chain.clone();
             p.features.phash = r.phash;
             p.features.timings = r.timings;
             let a = self.clusterer.assign(&p);
+            if let Some(m) = &self.metrics {
+                m.page_seconds.observe(took.as_secs_f64());
+                match r.failure_kind() {
+                    Some(kind) => m.failures.with_label_values(&[kind]).inc(),
+                    None => m.pages.inc(),
+                }
+                let outcome = if a.rule.is_some() {
+                    "rule"
+                } else if a.is_canonical {
+                    "canonical"
+                } else {
+                    "duplicate"
+                };
+                m.assignments.with_label_values(&[outcome]).inc();
+                if a.created {
+                    m.clusters_created.inc();
+                }
+                m.blocked_requests.inc_by(r.blocked.len() as u64);
+            }
             self.touched.insert(origin(&p.final_url).to_string());
             // Sample a pattern only until it is decided: its verdict is written once.
             if self.sampler.wants(&ev.pattern) {
@@ -266,6 +316,16 @@ impl Stage for RenderStage {
             out.emitted += 1;
             out.json(Dest::Fetch, Some(ev.host.as_bytes()), &event);
         }
+        if let Some(m) = &self.metrics {
+            let launches = self
+                .renderer
+                .launches
+                .load(std::sync::atomic::Ordering::Relaxed);
+            m.chromium_restarts
+                .inc_by(launches.saturating_sub(self.launches_seen));
+            self.launches_seen = launches;
+            m.chromium_up.set(self.renderer.running() as i64);
+        }
         Ok(())
     }
 
@@ -286,6 +346,16 @@ impl Stage for RenderStage {
             }
             Ok(())
         })();
+        if let (Ok(()), Some(m)) = (&r, &self.metrics) {
+            for (.., sim) in &verdicts {
+                let v = if *sim >= self.sampler.threshold {
+                    "similar"
+                } else {
+                    "different"
+                };
+                m.verdicts.with_label_values(&[v]).inc();
+            }
+        }
         if r.is_err() {
             // Retried by the worker: keep what is still to write.
             self.conn = None;
