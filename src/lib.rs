@@ -25,5 +25,6 @@ pub mod page;
 pub mod patterns;
 pub mod redis_filter;
 pub mod render;
+pub mod serve;
 pub mod sieve;
 pub mod url;

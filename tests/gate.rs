@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::kafka::{committed, create_topics, produce, read_all, read_until, Got, Tansu};
-use common::{free_port, OwnRedis, REDIS};
+use common::{free_port, http_get, metric, promtool_check, OwnRedis, REDIS};
 use crawlsieve::events::{DeadLetter, DeadLetterCode, FetchEvent, RejectedEvent, UrlEvent};
 use crawlsieve::gate::config::GateConfig;
 use crawlsieve::gate::core::{Batch, Dest, GateCore, Stage, Staged};
@@ -602,51 +602,6 @@ fn a_consumer_joining_and_leaving_loses_nothing() {
         _ => {}
     });
     assert_all_fetched(b, want, Duration::from_secs(180));
-}
-
-fn http_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
-
-/// `promtool check metrics` accepts the body of a `/metrics` response (names, types, help,
-/// conventions).
-fn promtool_check(response: &str) {
-    use std::io::Write;
-    let body = response.split("\r\n\r\n").nth(1).expect("an HTTP body");
-    let mut c = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (scripts/test.sh installs Debian's prometheus package)");
-    c.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
-    let out = c.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The value of an unlabelled metric, or of the first series whose labels contain `labels`.
-fn metric(text: &str, name: &str, labels: &str) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .find(|l| {
-            l.starts_with(name)
-                && (l[name.len()..].starts_with(' ')
-                    || (l[name.len()..].starts_with('{') && l.contains(labels)))
-        })
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
 }
 
 /// Redis goes away mid-stream: the gate pauses (metrics say so), commits nothing, drops

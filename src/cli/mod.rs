@@ -14,6 +14,7 @@ mod cluster;
 mod gate;
 mod redis;
 mod render;
+mod serve;
 mod similar;
 
 pub use similar::normalize_args;
@@ -56,6 +57,8 @@ pub enum Command {
     Similar(similar::SimilarArgs),
     /// The render stage: fetch events in, cluster assignments to the results topic.
     Render(render::RenderArgs),
+    /// The HTTP filter API: `POST /v1/filter` (namespace, URLs) → new, rejected, duplicates.
+    Serve(serve::ServeArgs),
 }
 
 /// Input files and the line cap.
@@ -239,6 +242,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Cluster(a) => cluster::run(a),
         Command::Similar(a) => similar::run(a),
         Command::Render(a) => render::render(a),
+        Command::Serve(a) => serve::serve(a),
     }
 }
 

@@ -66,6 +66,8 @@ pub struct GateConfig {
     pub patterns: PatternConfig,
     /// The metrics listener.
     pub metrics: MetricsSection,
+    /// `crawlsieve serve`, the HTTP filter API.
+    pub serve: ServeSection,
     /// The render stage's browser (`crawlsieve render` only).
     pub render: RenderSection,
 }
@@ -110,6 +112,41 @@ impl GateConfig {
         }
         c.local_tier_slots = r.local_tier_slots;
         c
+    }
+}
+
+/// `[serve]`: the HTTP filter API (`crawlsieve serve`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeSection {
+    /// `host:port` to listen on (the API, and `/metrics`, `/healthz`, `/readyz`).
+    pub listen: String,
+    /// Largest request body accepted (413 beyond it).
+    pub max_body_bytes: usize,
+    /// Most URLs in one request (413 beyond it).
+    pub max_urls: usize,
+    /// Requests handled at once; more get 503 `overloaded` at once instead of queueing.
+    pub max_concurrent_requests: usize,
+    /// Filter clients (each one Redis connection per namespace) serving requests in parallel.
+    pub workers: usize,
+    /// A file of bearer tokens, one per line (a mounted Secret). Tokens also come from the
+    /// environment variable `CRAWLSIEVE_API_TOKENS` (comma-separated).
+    pub token_file: Option<String>,
+    /// Serve without tokens. Off: `crawlsieve serve` refuses to start without a token.
+    pub allow_anonymous: bool,
+}
+
+impl Default for ServeSection {
+    fn default() -> Self {
+        ServeSection {
+            listen: "127.0.0.1:8080".into(),
+            max_body_bytes: 4 << 20,
+            max_urls: 10_000,
+            max_concurrent_requests: 64,
+            workers: 2,
+            token_file: None,
+            allow_anonymous: false,
+        }
     }
 }
 
@@ -470,6 +507,16 @@ impl GateConfig {
             if let Err(e) = v.parse::<crate::cli::Dur>() {
                 return bad(format!("{k} {v:?}: {e}"));
             }
+        }
+        let sv = &self.serve;
+        if sv.listen.parse::<std::net::SocketAddr>().is_err() {
+            return bad(format!("serve.listen {:?} is not host:port", sv.listen));
+        }
+        if sv.max_body_bytes < 1024 || sv.max_urls == 0 || sv.max_concurrent_requests == 0 {
+            return bad("serve.max_body_bytes must be at least 1024, serve.max_urls and serve.max_concurrent_requests at least 1".into());
+        }
+        if !(1..=256).contains(&sv.workers) {
+            return bad(format!("serve.workers {} is outside 1..=256", sv.workers));
         }
         let p = &self.patterns;
         if !(0.0..=1.0).contains(&p.url_pattern_dom_threshold) {

@@ -302,6 +302,17 @@ struct Pending {
     new: bool,
 }
 
+/// One URL's verdict from [`GateCore::filter_direct`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Direct {
+    /// New: its canonical form.
+    New(String),
+    /// Seen before (or earlier in the same request).
+    Duplicate,
+    /// Rejected, with the reason code.
+    Rejected(Reason),
+}
+
 /// The gate's stage: decode, sieve, pattern verdicts, the Redis filter.
 pub struct GateCore {
     cfg: GateConfig,
@@ -377,6 +388,90 @@ impl GateCore {
         );
         self.names.push(ns.to_string());
         Ok(Ok(self.names.len() - 1))
+    }
+
+    /// The HTTP filter API's path ([`crate::serve`]): sieve `urls` for namespace `ns` (relative
+    /// ones against `source`), skip URL patterns verified similar, and check-and-set the rest
+    /// atomically (`check_only`: check without inserting). One verdict per input, in order.
+    /// `Ok(Err(detail))` when the namespace is refused (as the gate dead-letters it).
+    pub fn filter_direct(
+        &mut self,
+        ns: &str,
+        source: Option<&str>,
+        urls: &[String],
+        check_only: bool,
+    ) -> Result<Result<Vec<Direct>, String>, RedisFilterError> {
+        let ns = match self.namespace(ns)? {
+            Ok(i) => self.names[i].clone(),
+            Err(detail) => return Ok(Err(detail)),
+        };
+        self.set_source(source);
+        let mut out = Vec::with_capacity(urls.len());
+        let mut todo: Vec<(usize, u128, String)> = Vec::new();
+        for (i, u) in urls.iter().enumerate() {
+            match self.sieve.classify(u.as_bytes(), false) {
+                Err(r) => out.push(Direct::Rejected(r)),
+                Ok(c) if !(c.starts_with("https://") || c.starts_with("http://")) => {
+                    out.push(Direct::Rejected(Reason::NoBase))
+                }
+                Ok(c) => {
+                    let c = c.to_string();
+                    out.push(Direct::Duplicate);
+                    todo.push((i, self.sieve.dedup_fingerprint(), c));
+                }
+            }
+        }
+        let state = self.namespaces.get_mut(&ns).expect("attached above");
+        if self.cfg.patterns.enable_url_pattern_dom_dedup && !todo.is_empty() {
+            if self.patterns_conn.is_none() {
+                self.patterns_conn = Some(
+                    Conn::connect(&self.redis)
+                        .map_err(|e| RedisFilterError::from_redis(e, false))?,
+                );
+            }
+            let conn = self.patterns_conn.as_mut().expect("connected above");
+            let pats: Vec<String> = todo
+                .iter()
+                .map(|(_, _, c)| crate::url::pattern::pattern(c))
+                .collect();
+            let refs: Vec<&str> = pats.iter().map(String::as_str).collect();
+            let mut skip = Vec::new();
+            if let Err(e) = state.verdicts.skip_batch(conn, &refs, &mut skip) {
+                self.patterns_conn = None;
+                return Err(e);
+            }
+            let mut k = 0;
+            todo.retain(|(i, ..)| {
+                let s = skip[k];
+                k += 1;
+                if s {
+                    out[*i] = Direct::Rejected(Reason::PatternSimilar);
+                }
+                !s
+            });
+        }
+        let fps: Vec<u128> = todo.iter().map(|t| t.1).collect();
+        let mut news = Vec::new();
+        let t = std::time::Instant::now();
+        if check_only {
+            state.filter.check(&fps, &mut news)?;
+            // Repeats inside the request: only the first is new.
+            let mut seen = HashSet::new();
+            for (n, fp) in news.iter_mut().zip(&fps) {
+                *n &= seen.insert(*fp);
+            }
+        } else {
+            state.filter.check_and_set(&fps, &mut news)?;
+        }
+        self.metrics
+            .filter_seconds
+            .observe(t.elapsed().as_secs_f64());
+        for ((i, _, c), n) in todo.into_iter().zip(news) {
+            if n {
+                out[i] = Direct::New(c);
+            }
+        }
+        Ok(Ok(out))
     }
 
     /// Use `source` as the base of relative candidates (parsed once per distinct source).

@@ -63,11 +63,13 @@ pub enum Reason {
     /// A relative candidate with nothing to resolve it against (the gate's events need a
     /// `source`; a fetcher cannot fetch `img/a.png`).
     NoBase,
+    /// (HTTP filter API) a list element that is not a JSON string.
+    NotAString,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 26] = [
+    pub const ALL: [Reason; 27] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -94,6 +96,7 @@ impl Reason {
         Reason::PatternSimilar,
         Reason::EncodedBlob,
         Reason::NoBase,
+        Reason::NotAString,
     ];
 
     /// The stable machine-readable code.
@@ -125,6 +128,7 @@ impl Reason {
             Reason::PatternSimilar => "pattern_similar",
             Reason::EncodedBlob => "encoded_blob",
             Reason::NoBase => "no_base",
+            Reason::NotAString => "not_a_string",
         }
     }
 

@@ -203,3 +203,62 @@ pub fn fps(seed: u64, n: usize) -> Vec<u128> {
 
 pub mod kafka;
 pub mod site;
+
+/// `GET path` on 127.0.0.1:`port`: the whole response (status line, headers, body).
+#[allow(dead_code)]
+pub fn http_get(port: u16, path: &str) -> String {
+    http_request(port, &format!("GET {path} HTTP/1.0\r\n\r\n").into_bytes())
+}
+
+/// Send raw `request` bytes to 127.0.0.1:`port` and read the response until the server
+/// closes (give HTTP/1.0 or `Connection: close`).
+#[allow(dead_code)]
+pub fn http_request(port: u16, request: &[u8]) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    // The server may answer (413) and close before it read everything: a write error is fine.
+    let _ = s.write_all(request);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `promtool check metrics` accepts the body of a `/metrics` response (names, types, help,
+/// conventions).
+#[allow(dead_code)]
+pub fn promtool_check(response: &str) {
+    use std::io::Write;
+    let body = response.split("\r\n\r\n").nth(1).expect("an HTTP body");
+    let mut c = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (scripts/test.sh installs Debian's prometheus package)");
+    c.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The value of an unlabelled metric, or of the first series whose labels contain `labels`.
+#[allow(dead_code)]
+pub fn metric(text: &str, name: &str, labels: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| {
+            l.starts_with(name)
+                && (l[name.len()..].starts_with(' ')
+                    || (l[name.len()..].starts_with('{') && l.contains(labels)))
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}

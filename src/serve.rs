@@ -1,0 +1,549 @@
+//! `crawlsieve serve`: the HTTP filter API — seed 001's URIFilter service.
+//!
+//! `POST /v1/filter` with `{"namespace": "...", "urls": [...]}` answers which URLs are new (their
+//! canonical forms, in input order), which were rejected and why (the gate's reason codes), and
+//! how many were duplicates. It shares everything with the gate: the same sieve, the same Redis
+//! namespaces (created on first use up to `redis.max_namespaces`), the same URL-pattern verdicts
+//! from the render stage. The check-and-set is atomic in Redis, so concurrent requests — and API
+//! servers beside each other — never both get the same URL as new; a gate beside them keeps its
+//! own at-least-once window (it checks, produces, then inserts).
+//!
+//! The contract is `schemas/filter-api.v1.openapi.json`. Errors are JSON
+//! `{"error": {"code", "message"}}`: 400 `malformed_json`, 401 `unauthorized`, 413
+//! `body_too_large` / `too_many_urls`, 422 `invalid_request` / `namespace_refused`, 503
+//! `overloaded` / `unavailable` (Redis; with `Retry-After`).
+//!
+//! Auth: `Authorization: Bearer <token>`, tokens from `CRAWLSIEVE_API_TOKENS` (comma-separated)
+//! and `serve.token_file`; each presented token is compared with every configured one in
+//! constant time (SHA-256 digests, `subtle`). `/metrics`, `/healthz` and `/readyz` need no token
+//! (they carry no URLs; keep the port inside the cluster).
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use prometheus::{Histogram, HistogramOpts, IntCounterVec, Opts};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tokio::sync::Semaphore;
+
+use crate::gate::config::{GateConfig, ServeSection};
+use crate::gate::core::{Direct, GateCore};
+use crate::gate::metrics::GateMetrics;
+use crate::gate::signals::Stop;
+use crate::url::Reason;
+
+/// The environment variable holding bearer tokens (comma-separated).
+pub const TOKENS_ENV: &str = "CRAWLSIEVE_API_TOKENS";
+
+/// A filter request.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterRequest {
+    /// The filter namespace (seed 001's `filter_typeid`, accepted as an alias); default:
+    /// `redis.namespace`.
+    #[serde(default, alias = "filter_typeid")]
+    pub namespace: Option<String>,
+    /// The candidates: strings; any other JSON value is rejected as `not_a_string`.
+    pub urls: Vec<serde_json::Value>,
+    /// The page the candidates came from: the base of relative ones.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Check without marking the new URLs as seen.
+    #[serde(default)]
+    pub check_only: bool,
+}
+
+/// One rejected candidate.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub struct RejectedUrl {
+    /// Its position in `urls`.
+    pub index: usize,
+    /// The candidate (a non-string element as JSON text, at most 200 bytes).
+    pub url: String,
+    /// The reason code.
+    pub reason: String,
+}
+
+/// A filter response.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub struct FilterResponse {
+    /// The namespace used.
+    pub namespace: String,
+    /// Candidates received.
+    pub received: usize,
+    /// The new URLs, canonical, in input order.
+    pub new: Vec<String>,
+    /// Positions of the new URLs in `urls` (same order as `new`).
+    pub new_index: Vec<usize>,
+    /// Rejected candidates, in input order.
+    pub rejected: Vec<RejectedUrl>,
+    /// Candidates already seen (before, or earlier in this request).
+    pub duplicates: usize,
+}
+
+struct Api {
+    cfg: ServeSection,
+    default_ns: String,
+    tokens: Vec<[u8; 32]>,
+    /// Idle filter clients; `workers` permits guard them.
+    cores: Mutex<Vec<GateCore>>,
+    core_permits: Semaphore,
+    requests: Semaphore,
+    metrics: GateMetrics,
+    core_cfg: GateConfig,
+    http: IntCounterVec,
+    seconds: Histogram,
+}
+
+/// Bearer tokens from `CRAWLSIEVE_API_TOKENS` and `serve.token_file` (blank lines and `#`
+/// comments skipped).
+pub fn load_tokens(cfg: &ServeSection, env: Option<String>) -> Result<Vec<String>> {
+    let mut out: Vec<String> = env
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(String::from)
+        .collect();
+    if let Some(f) = &cfg.token_file {
+        let text = std::fs::read_to_string(f).with_context(|| format!("serve.token_file {f}"))?;
+        out.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(String::from),
+        );
+    }
+    Ok(out)
+}
+
+fn digest(t: &[u8]) -> [u8; 32] {
+    Sha256::digest(t).into()
+}
+
+/// Whether `presented` equals one of `tokens`, in time independent of where they differ and
+/// of which one matched (every token is compared).
+fn token_ok(tokens: &[[u8; 32]], presented: &[u8]) -> bool {
+    let d = digest(presented);
+    let mut ok = subtle::Choice::from(0);
+    for t in tokens {
+        ok |= t.ct_eq(&d);
+    }
+    ok.into()
+}
+
+fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
+    let mut r = (status, body.to_string()).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+impl Api {
+    fn authorized(&self, headers: &HeaderMap) -> bool {
+        if self.tokens.is_empty() {
+            return true; // allow_anonymous (checked at start)
+        }
+        let Some(v) = headers.get(header::AUTHORIZATION) else {
+            return false;
+        };
+        let v = v.as_bytes();
+        let prefix = b"bearer ";
+        if v.len() <= prefix.len() || !v[..prefix.len()].eq_ignore_ascii_case(prefix) {
+            return false;
+        }
+        token_ok(&self.tokens, v[prefix.len()..].trim_ascii())
+    }
+
+    async fn filter(self: Arc<Self>, headers: HeaderMap, body: Body) -> Response {
+        if !self.authorized(&headers) {
+            let mut r = error(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "a valid `Authorization: Bearer <token>` header is required",
+            );
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"crawlsieve\""),
+            );
+            return r;
+        }
+        let Ok(_slot) = self.requests.try_acquire() else {
+            let mut r = error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded",
+                format!(
+                    "more than serve.max_concurrent_requests ({}) requests at once",
+                    self.cfg.max_concurrent_requests
+                ),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return r;
+        };
+        let limit = self.cfg.max_body_bytes;
+        let too_large = || {
+            error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("the request body is larger than serve.max_body_bytes ({limit} bytes)"),
+            )
+        };
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limit as u64) {
+            return too_large();
+        }
+        let bytes: Bytes = match axum::body::to_bytes(body, limit).await {
+            Ok(b) => b,
+            Err(_) => return too_large(),
+        };
+        let req: FilterRequest = match serde_json::from_slice(&bytes) {
+            Ok(r) => r,
+            Err(e) if e.is_data() => {
+                return error(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_request",
+                    format!("{e} (expected {{\"namespace\": string, \"urls\": [string, ...]}})"),
+                )
+            }
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "malformed_json",
+                    format!("the body is not JSON: {e}"),
+                )
+            }
+        };
+        if req.urls.len() > self.cfg.max_urls {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_many_urls",
+                format!(
+                    "{} URLs; at most serve.max_urls ({}) per request",
+                    req.urls.len(),
+                    self.cfg.max_urls
+                ),
+            );
+        }
+        let ns = req
+            .namespace
+            .clone()
+            .unwrap_or_else(|| self.default_ns.clone());
+        if !crate::redis_filter::layout::is_namespace(&ns) {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                format!("namespace {ns:?}: use 1–64 of A–Z a–z 0–9 . _ -"),
+            );
+        }
+        self.clone().run(ns, req).await
+    }
+
+    async fn run(self: Arc<Self>, ns: String, req: FilterRequest) -> Response {
+        let _permit = self.core_permits.acquire().await.expect("never closed");
+        let mut core = self
+            .cores
+            .lock()
+            .expect("cores lock")
+            .pop()
+            .expect("a permit guarantees an idle core");
+        let api = self.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let (mut strings, mut idx, mut out) = (Vec::new(), Vec::new(), Vec::new());
+            for (i, v) in req.urls.iter().enumerate() {
+                match v {
+                    serde_json::Value::String(s) => {
+                        strings.push(s.clone());
+                        idx.push(i);
+                    }
+                    other => {
+                        let mut t = other.to_string();
+                        if t.len() > 200 {
+                            let mut cut = 200;
+                            while !t.is_char_boundary(cut) {
+                                cut -= 1;
+                            }
+                            t.truncate(cut);
+                        }
+                        out.push((i, t));
+                    }
+                }
+            }
+            let r = core.filter_direct(&ns, req.source.as_deref(), &strings, req.check_only);
+            (core, r, strings, idx, out, ns, req.urls.len())
+        })
+        .await;
+        let (core, r, strings, idx, non_strings, ns, received) = match joined {
+            Ok(v) => v,
+            Err(e) => {
+                // The core is lost with the panicked task: replace it.
+                let cfg = api.core_cfg();
+                api.cores
+                    .lock()
+                    .expect("cores lock")
+                    .push(GateCore::new(cfg, api.metrics.clone()));
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    format!("the filter task failed: {e}"),
+                );
+            }
+        };
+        api.cores.lock().expect("cores lock").push(core);
+        let verdicts = match r {
+            Ok(Ok(v)) => v,
+            Ok(Err(detail)) => {
+                return error(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "namespace_refused",
+                    detail,
+                )
+            }
+            Err(e) => {
+                let mut r = error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    format!("the filter is unavailable: {e}"),
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                return r;
+            }
+        };
+        let mut resp = FilterResponse {
+            namespace: ns,
+            received,
+            new: Vec::new(),
+            new_index: Vec::new(),
+            rejected: Vec::new(),
+            duplicates: 0,
+        };
+        let m = &api.metrics;
+        m.consumed.inc_by(received as u64);
+        for (i, t) in non_strings {
+            resp.rejected.push(RejectedUrl {
+                index: i,
+                url: t,
+                reason: Reason::NotAString.code().into(),
+            });
+        }
+        for ((v, i), url) in verdicts.into_iter().zip(idx).zip(strings) {
+            match v {
+                Direct::New(c) => {
+                    resp.new.push(c);
+                    resp.new_index.push(i);
+                }
+                Direct::Duplicate => resp.duplicates += 1,
+                Direct::Rejected(r) => resp.rejected.push(RejectedUrl {
+                    index: i,
+                    url,
+                    reason: r.code().into(),
+                }),
+            }
+        }
+        resp.rejected.sort_by_key(|r| r.index);
+        for r in &resp.rejected {
+            m.rejected.with_label_values(&[&r.reason]).inc();
+        }
+        m.duplicates.inc_by(resp.duplicates as u64);
+        m.emitted.inc_by(resp.new.len() as u64);
+        let body = serde_json::to_vec(&resp).expect("a response serializes");
+        let mut r = (StatusCode::OK, body).into_response();
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        r
+    }
+
+    fn core_cfg(&self) -> GateConfig {
+        self.core_cfg.clone()
+    }
+}
+
+/// The API's routes over `cfg` (its `[redis]`, `[patterns]` and `[serve]` sections), with
+/// `tokens` (none: anonymous), counting into `metrics`.
+pub fn router(cfg: &GateConfig, tokens: &[String], metrics: GateMetrics) -> Router {
+    let http = IntCounterVec::new(
+        Opts::new(
+            "crawlsieve_serve_requests_total",
+            "HTTP filter API requests, by status code.",
+        ),
+        &["code"],
+    )
+    .expect("valid metric");
+    let seconds = Histogram::with_opts(
+        HistogramOpts::new(
+            "crawlsieve_serve_request_duration_seconds",
+            "Time per filter request, from its headers to its response.",
+        )
+        .buckets(vec![
+            0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ]),
+    )
+    .expect("valid metric");
+    for c in [
+        Box::new(http.clone()) as Box<dyn prometheus::core::Collector>,
+        Box::new(seconds.clone()),
+    ] {
+        metrics.registry.register(c).expect("unique metric");
+    }
+    let sv = cfg.serve.clone();
+    let cores = (0..sv.workers)
+        .map(|_| GateCore::new(cfg.clone(), metrics.clone()))
+        .collect();
+    let api = Arc::new(Api {
+        default_ns: cfg.redis.namespace.clone(),
+        tokens: tokens.iter().map(|t| digest(t.as_bytes())).collect(),
+        cores: Mutex::new(cores),
+        core_permits: Semaphore::new(sv.workers),
+        requests: Semaphore::new(sv.max_concurrent_requests),
+        core_cfg: cfg.clone(),
+        cfg: sv,
+        metrics,
+        http,
+        seconds,
+    });
+    let text = |status: StatusCode, ctype: &'static str, body: String| {
+        let mut r = (status, body).into_response();
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(ctype));
+        r
+    };
+    Router::new()
+        .route(
+            "/v1/filter",
+            post(
+                |State(api): State<Arc<Api>>, headers: HeaderMap, body: Body| async move {
+                    let t = Instant::now();
+                    let r = api.clone().filter(headers, body).await;
+                    api.seconds.observe(t.elapsed().as_secs_f64());
+                    api.http.with_label_values(&[r.status().as_str()]).inc();
+                    r
+                },
+            ),
+        )
+        .route(
+            "/metrics",
+            get(move |State(api): State<Arc<Api>>| async move {
+                text(
+                    StatusCode::OK,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                    api.metrics.render(),
+                )
+            }),
+        )
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route(
+            "/readyz",
+            get(move |State(api): State<Arc<Api>>| async move {
+                if api.metrics.redis_up.get() == 1 {
+                    text(StatusCode::OK, "text/plain", "ready\n".into())
+                } else {
+                    text(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "text/plain",
+                        "Redis does not answer\n".into(),
+                    )
+                }
+            }),
+        )
+        .fallback(|| async {
+            error(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such endpoint; see schemas/filter-api.v1.openapi.json",
+            )
+        })
+        .method_not_allowed_fallback(|| async {
+            error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "POST /v1/filter; GET /metrics, /healthz, /readyz",
+            )
+        })
+        .with_state(api)
+}
+
+/// Serve until `stop` (SIGTERM/SIGINT): requests in progress finish first.
+pub fn run(cfg: &GateConfig, stop: Stop) -> Result<()> {
+    let tokens = load_tokens(&cfg.serve, std::env::var(TOKENS_ENV).ok())?;
+    if tokens.is_empty() && !cfg.serve.allow_anonymous {
+        anyhow::bail!(
+            "no API tokens: set {TOKENS_ENV} (comma-separated) or serve.token_file, or serve.allow_anonymous = true for a trusted network"
+        );
+    }
+    let metrics = GateMetrics::for_stage("serve");
+    crate::gate::metrics::spawn_probes(cfg, metrics.clone());
+    let app = router(cfg, &tokens, metrics);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let l = tokio::net::TcpListener::bind(&cfg.serve.listen)
+            .await
+            .with_context(|| format!("serve.listen: cannot listen on {}", cfg.serve.listen))?;
+        eprintln!(
+            "crawlsieve serve: listening on http://{} ({} token(s){})",
+            l.local_addr()?,
+            tokens.len(),
+            if tokens.is_empty() { ", anonymous" } else { "" }
+        );
+        axum::serve(l, app)
+            .with_graceful_shutdown(async move {
+                while !stop.requested() {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            })
+            .await
+            .context("serving")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_by_value() {
+        let toks = [digest(b"alpha"), digest(b"beta")];
+        assert!(token_ok(&toks, b"alpha"));
+        assert!(token_ok(&toks, b"beta"));
+        assert!(!token_ok(&toks, b"alph"));
+        assert!(!token_ok(&toks, b"alphaa"));
+        assert!(!token_ok(&toks, b""));
+        assert!(!token_ok(&[], b"alpha"));
+    }
+
+    #[test]
+    fn tokens_from_env_and_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("tokens");
+        std::fs::write(&f, "# ops\n  t-file-1 \n\nt-file-2\n").unwrap();
+        let cfg = ServeSection {
+            token_file: Some(f.display().to_string()),
+            ..ServeSection::default()
+        };
+        let t = load_tokens(&cfg, Some(" a , ,b".into())).unwrap();
+        assert_eq!(t, ["a", "b", "t-file-1", "t-file-2"]);
+        let missing = ServeSection {
+            token_file: Some("/nonexistent/tokens".into()),
+            ..ServeSection::default()
+        };
+        assert!(load_tokens(&missing, None).is_err());
+    }
+}

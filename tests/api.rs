@@ -1,0 +1,460 @@
+//! `crawlsieve serve`, the HTTP filter API, as a real process against real Redis: auth, limits,
+//! malformed input, verdicts, a Redis outage, and a bounded concurrent load across namespaces.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{free_port, http_get, http_request, metric, promtool_check, OwnRedis, REDIS};
+use serde_json::{json, Value};
+
+const TOKEN: &str = "s3cret-token-for-tests";
+
+/// A `crawlsieve serve` child, stopped with SIGTERM on drop.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(redis: &str, sets: &[&str]) -> Server {
+        let port = free_port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_crawlsieve"));
+        cmd.arg("serve")
+            .arg("--set")
+            .arg(format!("serve.listen=127.0.0.1:{port}"))
+            .arg("--set")
+            .arg(format!("redis.url={redis}"))
+            .args([
+                "--set",
+                "redis.capacity=1000000",
+                "--set",
+                "redis.fp_rate=1e-9",
+            ])
+            .args([
+                "--set",
+                "redis.timeout=1s",
+                "--set",
+                "metrics.probe_interval=200ms",
+            ])
+            .env("CRAWLSIEVE_API_TOKENS", format!("other-token,{TOKEN}"))
+            .env_remove("CRAWLSIEVE_CONFIG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        for s in sets {
+            cmd.arg("--set").arg(s);
+        }
+        let child = cmd.spawn().unwrap();
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "serve did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Server { child, port }
+    }
+
+    /// POST /v1/filter: (status, headers and body as text, body parsed when JSON).
+    fn post(&self, token: Option<&str>, body: &[u8]) -> (u16, String, Value) {
+        let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+        let mut req = format!(
+            "POST /v1/filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(body);
+        parse(&http_request(self.port, &req))
+    }
+
+    fn filter(&self, v: &Value) -> Value {
+        let (status, raw, body) = self.post(Some(TOKEN), v.to_string().as_bytes());
+        assert_eq!(status, 200, "{raw}");
+        body
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn parse(resp: &str) -> (u16, String, Value) {
+    let status = resp
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {resp:?}"));
+    let body = resp.split("\r\n\r\n").nth(1).unwrap_or("");
+    (
+        status,
+        resp.to_string(),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+/// A unique namespace name (the shared Redis keeps other tests' namespaces).
+fn ns(tag: &str) -> String {
+    format!(
+        "api-{tag}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+            % 1_000_000_007
+    )
+}
+
+fn drop_ns(redis: &str, names: &[String]) {
+    let cfg = crawlsieve::redis_filter::RedisConfig::new(redis);
+    for n in names {
+        let _ = crawlsieve::redis_filter::RedisFilter::drop_namespace(&cfg, n);
+    }
+}
+
+/// Validators for the OpenAPI document's component schemas.
+fn openapi(component: &str) -> jsonschema::Validator {
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/schemas/filter-api.v1.openapi.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let schema = json!({
+        "$ref": format!("#/components/schemas/{component}"),
+        "components": doc["components"],
+    });
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap()
+}
+
+fn error_code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or("")
+}
+
+#[test]
+fn auth_limits_and_malformed_input_get_clear_errors() {
+    let s = Server::start(REDIS, &["serve.max_body_bytes=4096", "serve.max_urls=50"]);
+    let errors = openapi("Error");
+    let n = ns("auth");
+    let ok_body = json!({"namespace": n, "urls": ["https://a.example/x"]}).to_string();
+
+    // No token, a wrong one, a prefix of the right one, another scheme: 401 with a challenge.
+    for token in [None, Some("wrong"), Some(&TOKEN[..TOKEN.len() - 1])] {
+        let (status, raw, body) = s.post(token, ok_body.as_bytes());
+        assert_eq!(status, 401, "{raw}");
+        assert!(raw.contains("www-authenticate: Bearer"), "{raw}");
+        assert_eq!(error_code(&body), "unauthorized");
+        assert!(errors.is_valid(&body), "{body}");
+    }
+    let basic = format!(
+        "POST /v1/filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Basic {TOKEN}\r\nContent-Length: {}\r\n\r\n{ok_body}",
+        ok_body.len()
+    );
+    assert_eq!(parse(&http_request(s.port, basic.as_bytes())).0, 401);
+    // Either configured token works; the scheme is case-insensitive.
+    assert_eq!(s.post(Some("other-token"), ok_body.as_bytes()).0, 200);
+    let lower = format!(
+        "POST /v1/filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nauthorization: bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n{ok_body}",
+        ok_body.len()
+    );
+    assert_eq!(parse(&http_request(s.port, lower.as_bytes())).0, 200);
+
+    // Oversized bodies: declared, and chunked without a length.
+    let big =
+        json!({"namespace": n, "urls": vec!["https://a.example/".repeat(20); 40]}).to_string();
+    assert!(big.len() > 4096);
+    let (status, raw, body) = s.post(Some(TOKEN), big.as_bytes());
+    assert_eq!(status, 413, "{raw}");
+    assert_eq!(error_code(&body), "body_too_large");
+    let mut chunked = format!(
+        "POST /v1/filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    .into_bytes();
+    for part in big.as_bytes().chunks(1000) {
+        chunked.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
+        chunked.extend_from_slice(part);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let (status, raw, body) = parse(&http_request(s.port, &chunked));
+    assert_eq!(status, 413, "{raw}");
+    assert_eq!(error_code(&body), "body_too_large");
+
+    // Too many URLs (small enough a body).
+    let many = json!({"namespace": n, "urls": vec!["x"; 51]}).to_string();
+    let (status, _, body) = s.post(Some(TOKEN), many.as_bytes());
+    assert_eq!((status, error_code(&body)), (413, "too_many_urls"));
+
+    // Malformed JSON, JSON of the wrong shape, a bad namespace name.
+    for (bad, code, want) in [
+        (
+            &b"{\"urls\": [\"https://a.example/\""[..],
+            400,
+            "malformed_json",
+        ),
+        (b"not json at all", 400, "malformed_json"),
+        (b"", 400, "malformed_json"),
+        (
+            b"{\"urls\": \"https://a.example/\"}",
+            422,
+            "invalid_request",
+        ),
+        (b"{\"namespace\": \"x\"}", 422, "invalid_request"),
+        (b"{\"urls\": [], \"extra\": 1}", 422, "invalid_request"),
+        (b"[1, 2]", 422, "invalid_request"),
+        (
+            b"{\"namespace\": \"no spaces\", \"urls\": []}",
+            422,
+            "invalid_request",
+        ),
+    ] {
+        let (status, raw, body) = s.post(Some(TOKEN), bad);
+        assert_eq!(status, code, "{}: {raw}", String::from_utf8_lossy(bad));
+        assert_eq!(error_code(&body), want, "{raw}");
+        assert!(errors.is_valid(&body), "{body}");
+    }
+    // Unknown endpoint, wrong method: JSON errors too.
+    let (status, _, body) = parse(&http_get(s.port, "/v2/nothing"));
+    assert_eq!((status, error_code(&body)), (404, "not_found"));
+    let (status, _, body) = parse(&http_get(s.port, "/v1/filter"));
+    assert_eq!((status, error_code(&body)), (405, "method_not_allowed"));
+
+    // The server still works after all of that, and its metrics pass promtool.
+    assert_eq!(s.post(Some(TOKEN), ok_body.as_bytes()).0, 200);
+    let m = http_get(s.port, "/metrics");
+    promtool_check(&m);
+    assert_eq!(
+        metric(&m, "crawlsieve_serve_requests_total", "code=\"401\""),
+        4.0
+    );
+    assert!(metric(&m, "crawlsieve_serve_requests_total", "code=\"413\"") >= 3.0);
+    drop_ns(REDIS, &[n]);
+}
+
+#[test]
+fn verdicts_follow_the_gate_rules() {
+    let s = Server::start(REDIS, &[]);
+    let responses = openapi("FilterResponse");
+    let n = ns("verdicts");
+    let r = s.filter(&json!({
+        "namespace": n,
+        "source": "https://shop.example/list/",
+        "urls": [
+            "https://shop.example/item?b=2&a=1",
+            "HTTPS://SHOP.example:443/item?b=2&a=1#frag",
+            "function(){return a}",
+            "item?b=2&a=1",
+            "../about",
+            "</div>",
+            42,
+            {"u": "https://shop.example/"},
+            "{{x}}",
+            "/application/json",
+            "https://shop.example/item?b=2&a=1",
+        ]
+    }));
+    assert!(responses.is_valid(&r), "{r}");
+    assert_eq!(r["namespace"], n.as_str());
+    assert_eq!(r["received"], 11);
+    let new: Vec<&str> = r["new"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    // The canonical form (case, default port, fragment, parameter order) is the same page;
+    // within a request only the first counts as new. Relative ones resolve against `source`.
+    assert_eq!(
+        new,
+        [
+            "https://shop.example/item?a=1&b=2",
+            "https://shop.example/list/item?a=1&b=2",
+            "https://shop.example/about"
+        ],
+        "{r}"
+    );
+    assert_eq!(r["new_index"], json!([0, 3, 4]));
+    assert_eq!(r["duplicates"], 2);
+    let reasons: HashMap<u64, &str> = r["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["index"].as_u64().unwrap(), x["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(reasons[&2], "js_code", "{r}");
+    assert_eq!(reasons[&5], "html_tag", "{r}");
+    assert_eq!(reasons[&6], "not_a_string");
+    assert_eq!(reasons[&7], "not_a_string");
+    assert_eq!(reasons[&8], "template_syntax", "{r}");
+    assert_eq!(reasons[&9], "mime_type", "{r}");
+    assert_eq!(reasons.len(), 6);
+    assert_eq!(r["rejected"][2]["url"], "42");
+
+    // Seen now: a second request gets duplicates. check_only does not mark.
+    let again = s.filter(&json!({"namespace": n, "urls": [new[0], "https://shop.example/fresh"], "check_only": true}));
+    assert_eq!(again["new"], json!(["https://shop.example/fresh"]));
+    assert_eq!(again["duplicates"], 1);
+    let third = s.filter(&json!({"filter_typeid": n, "urls": ["https://shop.example/fresh"]}));
+    assert_eq!(
+        third["new"],
+        json!(["https://shop.example/fresh"]),
+        "seed 001's filter_typeid works, and check_only did not mark"
+    );
+    // Relative without a source: no_base. Another namespace: new again.
+    let other = ns("verdicts-other");
+    let r2 = s.filter(&json!({"namespace": other, "urls": [new[0], "img/a.png"]}));
+    assert_eq!(r2["new"], json!([new[0]]));
+    assert_eq!(r2["rejected"][0]["reason"], "no_base");
+
+    // Pattern verdicts from the render stage apply as in the gate.
+    let pat = crawlsieve::url::pattern::pattern("https://shop.example/p/123");
+    let mut con = redis::Client::open(REDIS)
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let mut conn =
+        crawlsieve::redis_filter::Conn::connect(&crawlsieve::redis_filter::RedisConfig::new(REDIS))
+            .unwrap();
+    crawlsieve::patterns::write(&mut conn, &other, &pat, 3, 0.97).unwrap();
+    let r3 = s.filter(&json!({"namespace": other, "urls": ["https://shop.example/p/456"]}));
+    assert_eq!(r3["rejected"][0]["reason"], "pattern_similar", "{r3}");
+    let _: () = redis::cmd("DEL")
+        .arg(crawlsieve::patterns::key(&other, &pat))
+        .query(&mut con)
+        .unwrap();
+
+    let m = http_get(s.port, "/metrics");
+    assert!(
+        metric(
+            &m,
+            "crawlsieve_serve_urls_rejected_total",
+            "reason=\"not_a_string\""
+        ) >= 2.0
+    );
+    assert!(metric(&m, "crawlsieve_serve_urls_emitted_total", "") >= 5.0);
+    drop_ns(REDIS, &[n, other]);
+}
+
+/// Redis goes away: 503 `unavailable` with Retry-After, /readyz 503; back: 200 again.
+#[test]
+fn redis_outage_is_a_503_not_a_wrong_answer() {
+    let mut redis = OwnRedis::start(&[]);
+    let s = Server::start(&redis.url(), &[]);
+    let body = json!({"namespace": "outage", "urls": ["https://a.example/1"]});
+    assert_eq!(s.filter(&body)["new"], json!(["https://a.example/1"]));
+    assert!(parse(&http_get(s.port, "/readyz")).1.contains("ready"));
+    redis.kill();
+    // A URL seen before may be answered by the client's local tier (still right); a new one
+    // needs Redis.
+    let body = json!({"namespace": "outage", "urls": ["https://a.example/2"]});
+    let (status, raw, b) = s.post(Some(TOKEN), body.to_string().as_bytes());
+    assert_eq!(status, 503, "{raw}");
+    assert_eq!(error_code(&b), "unavailable");
+    assert!(raw.contains("retry-after: 1"), "{raw}");
+    let t = Instant::now();
+    while parse(&http_get(s.port, "/readyz")).0 != 503 {
+        assert!(t.elapsed() < Duration::from_secs(10), "readyz stays 200");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    redis.restart();
+    let t = Instant::now();
+    loop {
+        let (status, raw, b) = s.post(Some(TOKEN), body.to_string().as_bytes());
+        if status == 200 {
+            assert_eq!(b["new"], json!(["https://a.example/2"]), "{raw}");
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "no recovery: {raw}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let t = Instant::now();
+    while parse(&http_get(s.port, "/readyz")).0 != 200 {
+        assert!(t.elapsed() < Duration::from_secs(10), "readyz stays 503");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// 8 clients × 25 requests × 200 URLs over 4 namespaces, with URLs repeated within and across
+/// clients and namespaces: every distinct URL of a namespace comes back new exactly once (none
+/// lost, none twice), only in that namespace, and every response accounts for all it received.
+#[test]
+fn concurrent_load_loses_nothing_and_never_mixes_namespaces() {
+    let s = Server::start(REDIS, &["serve.workers=2"]);
+    let names: Vec<String> = (0..4).map(|i| ns(&format!("load{i}"))).collect();
+    let (clients, requests, per) = (8usize, 25usize, 200usize);
+    let results: Vec<Vec<(usize, Vec<String>, Value)>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let (s, names) = (&s, &names);
+                sc.spawn(move || {
+                    let mut out = Vec::new();
+                    for r in 0..requests {
+                        let ns = (c + r) % 4;
+                        let mut urls: Vec<String> = (0..per)
+                            .map(|j| {
+                                let k = (r * per + j * 7 + c * 13) % 3000;
+                                format!("https://h{}.example/p/{k}?x={}", k % 17, j % 3)
+                            })
+                            .collect();
+                        urls[0] = "function(){}".into(); // one reject per request
+                        let resp = s.filter(&json!({"namespace": names[ns], "urls": urls}));
+                        out.push((ns, urls, resp));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut sent: Vec<HashSet<String>> = vec![HashSet::new(); 4];
+    let mut got: Vec<Vec<String>> = vec![Vec::new(); 4];
+    for (ns, urls, resp) in results.into_iter().flatten() {
+        assert_eq!(resp["namespace"], names[ns].as_str());
+        let new: Vec<String> = serde_json::from_value(resp["new"].clone()).unwrap();
+        let idx: Vec<usize> = serde_json::from_value(resp["new_index"].clone()).unwrap();
+        let rejected = resp["rejected"].as_array().unwrap().len();
+        let dups = resp["duplicates"].as_u64().unwrap() as usize;
+        assert_eq!(new.len() + rejected + dups, urls.len(), "{resp}");
+        assert_eq!(rejected, 1);
+        for (u, i) in new.iter().zip(&idx) {
+            assert_eq!(
+                u, &urls[*i],
+                "a new URL is the one at its index (canonical inputs)"
+            );
+        }
+        sent[ns].extend(urls.into_iter().skip(1));
+        got[ns].extend(new);
+    }
+    for ns in 0..4 {
+        let unique: HashSet<&String> = got[ns].iter().collect();
+        assert_eq!(
+            unique.len(),
+            got[ns].len(),
+            "namespace {ns}: a URL came back new twice"
+        );
+        let want: HashSet<&String> = sent[ns].iter().collect();
+        assert_eq!(unique, want, "namespace {ns}: lost or foreign URLs");
+    }
+    let total: usize = got.iter().map(Vec::len).sum();
+    assert!(total > 4 * 2000, "the load overlaps namespaces: {total}");
+    drop_ns(REDIS, &names);
+}
