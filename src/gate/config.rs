@@ -397,7 +397,8 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
 }
 
 /// Set `path` (dotted; a quoted last part may contain dots: `kafka.client."security.protocol"`)
-/// to `value` read as a TOML scalar if it is one, else as a string.
+/// to `value` read as a TOML scalar or array if it is one (`render.allow=["127.0.0.1"]`), else
+/// as a string.
 fn set(doc: &mut toml::Table, path: &str, value: &str) -> Result<(), String> {
     let parts = split_path(path)?;
     let (last, tables) = parts.split_last().ok_or("empty key")?;
@@ -414,7 +415,7 @@ fn set(doc: &mut toml::Table, path: &str, value: &str) -> Result<(), String> {
         .parse::<toml::Table>()
         .ok()
         .and_then(|mut tb| tb.remove("v"))
-        .filter(|v| !v.is_table() && !v.is_array());
+        .filter(|v| !v.is_table());
     t.insert(
         last.clone(),
         parsed.unwrap_or_else(|| toml::Value::String(value.to_string())),

@@ -3,8 +3,9 @@
 //! Names follow Prometheus conventions: `crawlsieve_<stage>_<noun>_<unit>` (stage `gate` or
 //! `render`), counters end in `_total`, durations are in seconds, ratios are 0–1, and labels take
 //! values from small fixed sets only: reason codes, dead-letter codes, fixed causes and kinds, the
-//! input topic's partition numbers, and filter namespaces (bounded by `redis.max_namespaces`) —
-//! never URLs or hosts.
+//! input topic's partition numbers, and filter namespaces (bounded by `redis.max_namespaces`;
+//! the label is `filter_namespace`, since Kubernetes service discovery adds its own `namespace`)
+//! — never URLs or hosts.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
@@ -62,7 +63,7 @@ pub struct GateMetrics {
     pub commit_failures: IntCounter,
 }
 
-/// Per-namespace Bloom filter gauges (`crawlsieve_gate_filter_*{namespace}`).
+/// Per-namespace Bloom filter gauges (`crawlsieve_gate_filter_*{filter_namespace}`).
 #[derive(Clone)]
 pub struct FilterGauges {
     /// Fraction of the filter's bits set (fingerprint-store load in exact mode).
@@ -210,32 +211,32 @@ impl GateMetrics {
                 fill: gv(
                     "crawlsieve_gate_filter_fill_ratio",
                     "Fraction of the namespace's Bloom bits set (fingerprint-store load in exact mode).",
-                    "namespace",
+                    "filter_namespace",
                 ),
                 estimated_fp: gv(
                     "crawlsieve_gate_filter_estimated_false_positive_ratio",
                     "False-positive rate at the namespace's current fill (all live generations).",
-                    "namespace",
+                    "filter_namespace",
                 ),
                 target_fp: gv(
                     "crawlsieve_gate_filter_target_false_positive_ratio",
                     "The false-positive rate the namespace was sized for.",
-                    "namespace",
+                    "filter_namespace",
                 ),
                 items: igv(
                     "crawlsieve_gate_filter_items",
                     "New URLs counted into the namespace.",
-                    "namespace",
+                    "filter_namespace",
                 ),
                 capacity: igv(
                     "crawlsieve_gate_filter_capacity_items",
                     "The number of URLs the namespace was sized for.",
-                    "namespace",
+                    "filter_namespace",
                 ),
                 memory_bytes: igv(
                     "crawlsieve_gate_filter_memory_bytes",
                     "Redis memory used by the namespace's keys.",
-                    "namespace",
+                    "filter_namespace",
                 ),
             },
             namespaces: Arc::default(),
