@@ -15,6 +15,8 @@ command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v make >/dev/null 2>&1 || need_apt+=(make)  # librdkafka (bundled by rdkafka) builds with make
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)  # the render tests drive Debian's Chromium
+command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)  # tsc type-checks the Grafana dashboard
+python3 -c "import ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)  # Debian strips ensurepip
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "test.sh: installing ${need_apt[*]}" >&2
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -44,6 +46,19 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   for _ in $(seq 50); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.1; done
   redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "test.sh: redis-server did not start" >&2; exit 1; }
 fi
+
+# Helm's engine (helm-python-sdk: lint and render without the helm binary) and
+# kubernetes-validate for tests/deploy.rs, in a virtualenv of the checkout's own (Debian's
+# Python refuses system-wide pip installs). Its bin/ goes first on PATH for the tests.
+venv=target/py
+if ! "$venv/bin/python3" -c "import helm_python, kubernetes_validate" >/dev/null 2>&1; then
+  echo "test.sh: installing helm-python-sdk and kubernetes-validate into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check \
+    helm-python-sdk==0.2.2 kubernetes-validate==1.37.0
+fi
+PATH="$PWD/$venv/bin:$PATH"
+export PATH
 
 # The tansu broker (Kafka protocol) for the gate tests; each test starts its own on a free port.
 TANSU=$(scripts/fetch-tansu.sh)

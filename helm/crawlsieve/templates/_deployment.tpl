@@ -1,0 +1,128 @@
+{{/*
+One component's Deployment: (dict "root" $ "component" "gate" "image" .Values.image
+"command" "gate" "port" 9464 "portName" "metrics" "shm" false).
+*/}}
+{{- define "crawlsieve.deployment" -}}
+{{- $root := .root -}}
+{{- $v := index $root.Values .component -}}
+{{- $sel := dict "root" $root "component" .component -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "crawlsieve.fullname" $root }}-{{ .component }}
+  labels:
+    {{- include "crawlsieve.labels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  {{- if not (or $v.autoscaling.enabled (and (hasKey $v "keda") $v.keda.enabled)) }}
+  replicas: {{ $v.replicaCount }}
+  {{- end }}
+  revisionHistoryLimit: 5
+  selector:
+    matchLabels:
+      {{- include "crawlsieve.selector" $sel | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "crawlsieve.labels" $root | nindent 8 }}
+        app.kubernetes.io/component: {{ .component }}
+      annotations:
+        # Rolls the pods when the configuration changes.
+        checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+        {{- with $v.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+    spec:
+      serviceAccountName: {{ include "crawlsieve.serviceAccountName" $root }}
+      automountServiceAccountToken: {{ $root.Values.serviceAccount.automountServiceAccountToken }}
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      securityContext:
+        {{- toYaml $root.Values.podSecurityContext | nindent 8 }}
+      # Stages finish and commit their batch on SIGTERM; a render batch may hold a slow page.
+      terminationGracePeriodSeconds: {{ ternary 90 30 (eq .component "render") }}
+      containers:
+        - name: {{ .component }}
+          image: "{{ .image.repository }}:{{ default $root.Chart.AppVersion .image.tag }}"
+          imagePullPolicy: {{ .image.pullPolicy }}
+          args: [{{ .command | quote }}, "--config", "/etc/crawlsieve/{{ .component }}.toml"]
+          env:
+            {{- with include "crawlsieve.secretEnv" $sel }}
+            {{- . | nindent 12 }}
+            {{- end }}
+            {{- with $v.extraEnv }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+            - name: TMPDIR
+              value: /tmp
+          ports:
+            - name: {{ .portName }}
+              containerPort: {{ .port }}
+              protocol: TCP
+          livenessProbe:
+            httpGet: {path: /healthz, port: {{ .portName }}}
+            periodSeconds: 10
+            failureThreshold: 6
+          readinessProbe:
+            httpGet: {path: /readyz, port: {{ .portName }}}
+            periodSeconds: 5
+            failureThreshold: 3
+          startupProbe:
+            httpGet: {path: /healthz, port: {{ .portName }}}
+            periodSeconds: 2
+            failureThreshold: 30
+          securityContext:
+            {{- toYaml $root.Values.securityContext | nindent 12 }}
+          resources:
+            {{- toYaml $v.resources | nindent 12 }}
+          volumeMounts:
+            - name: config
+              mountPath: /etc/crawlsieve
+              readOnly: true
+            - name: tmp
+              mountPath: /tmp
+            {{- if .shm }}
+            - name: dshm
+              mountPath: /dev/shm
+            {{- end }}
+            {{- if $root.Values.kafkaTls.enabled }}
+            - name: kafka-tls
+              mountPath: /etc/crawlsieve/kafka-tls
+              readOnly: true
+            {{- end }}
+      volumes:
+        - name: config
+          configMap:
+            name: {{ include "crawlsieve.fullname" $root }}-config
+            items:
+              - key: {{ .component }}.toml
+                path: {{ .component }}.toml
+        - name: tmp
+          emptyDir:
+            sizeLimit: {{ ternary "1Gi" "64Mi" (eq .component "render") }}
+        {{- if .shm }}
+        - name: dshm
+          emptyDir:
+            medium: Memory
+            sizeLimit: {{ $v.shmSize }}
+        {{- end }}
+        {{- if $root.Values.kafkaTls.enabled }}
+        - name: kafka-tls
+          secret:
+            secretName: {{ required "kafkaTls.secretName is required when kafkaTls.enabled" $root.Values.kafkaTls.secretName }}
+        {{- end }}
+      {{- with $v.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $v.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $v.affinity }}
+      affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+{{- end -}}
