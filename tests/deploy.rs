@@ -146,3 +146,40 @@ fn dashboard_type_checks_and_its_queries_parse() {
             || text.matches("[$__rate_interval]").count() >= text.matches("rate(").count()
     );
 }
+
+/// What the chart's Secret provides reaches librdkafka: SASL_SSL with SCRAM and credentials
+/// from CRAWLSIEVE__KAFKA__CLIENT__SASL_* creates the clients (the build has OpenSSL), and the
+/// gate keeps running — waiting for a broker — instead of failing on its configuration.
+#[test]
+fn sasl_ssl_credentials_from_the_environment_create_the_kafka_clients() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args(["gate", "--set"])
+        .arg(format!("kafka.brokers=127.0.0.1:{port}"))
+        .args([
+            "--set",
+            "kafka.client.\"security.protocol\"=SASL_SSL",
+            "--set",
+            "kafka.client.\"sasl.mechanism\"=SCRAM-SHA-512",
+        ])
+        .env("CRAWLSIEVE__KAFKA__CLIENT__SASL_USERNAME", "crawler")
+        .env("CRAWLSIEVE__KAFKA__CLIENT__SASL_PASSWORD", "secret")
+        .env_remove("CRAWLSIEVE_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let running = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        running,
+        "the gate exited: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
