@@ -89,13 +89,33 @@ pub struct FilterResponse {
     pub duplicates: usize,
 }
 
+/// A filter client taken from the pool; back on drop — a fresh one if the task panicked, as
+/// the old one may hold half-done state.
+struct Lease {
+    core: Option<GateCore>,
+    api: Arc<Api>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let core = match self.core.take() {
+            Some(c) if !std::thread::panicking() => c,
+            _ => GateCore::new(self.api.core_cfg(), self.api.metrics.clone()),
+        };
+        if let Ok(mut cores) = self.api.cores.lock() {
+            cores.push(core);
+        }
+    }
+}
+
 struct Api {
     cfg: ServeSection,
     default_ns: String,
     tokens: Vec<[u8; 32]>,
     /// Idle filter clients; `workers` permits guard them.
     cores: Mutex<Vec<GateCore>>,
-    core_permits: Semaphore,
+    core_permits: Arc<Semaphore>,
     requests: Semaphore,
     metrics: GateMetrics,
     core_cfg: GateConfig,
@@ -254,15 +274,27 @@ impl Api {
     }
 
     async fn run(self: Arc<Self>, ns: String, req: FilterRequest) -> Response {
-        let _permit = self.core_permits.acquire().await.expect("never closed");
-        let mut core = self
-            .cores
-            .lock()
-            .expect("cores lock")
-            .pop()
-            .expect("a permit guarantees an idle core");
+        // The permit and the core belong to the blocking task, not to this future: a client
+        // that hangs up drops the future, while the task runs on and gives both back.
+        let permit = self
+            .core_permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("never closed");
         let api = self.clone();
         let joined = tokio::task::spawn_blocking(move || {
+            let mut lease = Lease {
+                core: Some(
+                    api.cores
+                        .lock()
+                        .expect("cores lock")
+                        .pop()
+                        .expect("a permit guarantees an idle core"),
+                ),
+                api: api.clone(),
+                _permit: permit,
+            };
             let (mut strings, mut idx, mut out) = (Vec::new(), Vec::new(), Vec::new());
             for (i, v) in req.urls.iter().enumerate() {
                 match v {
@@ -283,27 +315,22 @@ impl Api {
                     }
                 }
             }
+            let core = lease.core.as_mut().expect("leased above");
             let r = core.filter_direct(&ns, req.source.as_deref(), &strings, req.check_only);
-            (core, r, strings, idx, out, ns, req.urls.len())
+            (r, strings, idx, out, ns, req.urls.len())
         })
         .await;
-        let (core, r, strings, idx, non_strings, ns, received) = match joined {
+        let api = self;
+        let (r, strings, idx, non_strings, ns, received) = match joined {
             Ok(v) => v,
             Err(e) => {
-                // The core is lost with the panicked task: replace it.
-                let cfg = api.core_cfg();
-                api.cores
-                    .lock()
-                    .expect("cores lock")
-                    .push(GateCore::new(cfg, api.metrics.clone()));
                 return error(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "internal",
                     format!("the filter task failed: {e}"),
-                );
+                )
             }
         };
-        api.cores.lock().expect("cores lock").push(core);
         let verdicts = match r {
             Ok(Ok(v)) => v,
             Ok(Err(detail)) => {
@@ -410,7 +437,7 @@ pub fn router(cfg: &GateConfig, tokens: &[String], metrics: GateMetrics) -> Rout
         default_ns: cfg.redis.namespace.clone(),
         tokens: tokens.iter().map(|t| digest(t.as_bytes())).collect(),
         cores: Mutex::new(cores),
-        core_permits: Semaphore::new(sv.workers),
+        core_permits: Arc::new(Semaphore::new(sv.workers)),
         requests: Semaphore::new(sv.max_concurrent_requests),
         core_cfg: cfg.clone(),
         cfg: sv,

@@ -458,3 +458,32 @@ fn concurrent_load_loses_nothing_and_never_mixes_namespaces() {
     assert!(total > 4 * 2000, "the load overlaps namespaces: {total}");
     drop_ns(REDIS, &names);
 }
+
+/// Clients that hang up while their request is being filtered (wrk does, at the end of a run)
+/// must not cost the server its filter clients: afterwards it still answers.
+#[test]
+fn clients_hanging_up_mid_request_do_not_break_the_server() {
+    use std::io::Write;
+    let s = Server::start(REDIS, &["serve.workers=1"]);
+    let n = ns("hangup");
+    for round in 0..12 {
+        let urls: Vec<String> = (0..5000)
+            .map(|i| format!("https://hang.example/{round}/{i}"))
+            .collect();
+        let body = json!({"namespace": n, "urls": urls}).to_string();
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        write!(
+            c,
+            "POST /v1/filter HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        // Hang up while the request is being filtered, without reading the answer.
+        std::thread::sleep(Duration::from_millis(5 + 5 * (round % 4)));
+        drop(c);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let r = s.filter(&json!({"namespace": n, "urls": ["https://hang.example/after"]}));
+    assert_eq!(r["new"], json!(["https://hang.example/after"]));
+    drop_ns(REDIS, &[n]);
+}

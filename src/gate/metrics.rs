@@ -428,7 +428,9 @@ fn answer(stream: TcpStream, metrics: &GateMetrics) -> std::io::Result<()> {
 /// every namespace this process attached every `metrics.filter_stats_interval`.
 pub fn spawn_probes(cfg: &crate::gate::config::GateConfig, metrics: GateMetrics) {
     use crate::redis_filter::{Conn, Expect, RedisFilter};
-    let redis = cfg.redis_config();
+    let mut redis = cfg.redis_config();
+    redis.local_tier_slots = 0; // statistics only: no lookups to cache
+
     let every = |s: &str| {
         s.parse::<crate::cli::Dur>()
             .map(|d| d.0)
