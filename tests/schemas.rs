@@ -49,3 +49,15 @@ fn event_schemas_list_exactly_the_codes() {
         dead
     );
 }
+
+#[test]
+fn filter_api_lists_exactly_the_reason_codes() {
+    assert_eq!(
+        schema_enum(
+            "filter-api.v1.openapi.json",
+            "/components/schemas/Reason/enum"
+        ),
+        reason_codes(),
+        "the OpenAPI document's Reason must list every reason code, in order"
+    );
+}
