@@ -487,3 +487,46 @@ fn clients_hanging_up_mid_request_do_not_break_the_server() {
     assert_eq!(r["new"], json!(["https://hang.example/after"]));
     drop_ns(REDIS, &[n]);
 }
+
+/// The Python client in docs/api.md (seed 001's `FilterAPI`) works against the real server:
+/// filtered lists come back, and errors raise with the server's error code.
+#[test]
+fn the_documented_python_client_works() {
+    let s = Server::start(REDIS, &[]);
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md")).unwrap();
+    let start = doc
+        .find("```python\n")
+        .expect("a python block in docs/api.md")
+        + 10;
+    let code = &doc[start..start + doc[start..].find("```").unwrap()];
+    let n = ns("sdk");
+    let script = format!(
+        "{code}\nimport sys\nurl = 'http://127.0.0.1:{port}/v1/filter'\n\
+         print(json.dumps(FilterAPI('{n}', ['https://www.baidu.com/', 'http://www.2cto.com', 'https://www.baidu.com/', '</div>'], '{TOKEN}', url=url)))\n\
+         print(json.dumps(FilterAPI('{n}', ['https://www.baidu.com/', 'item/1'], '{TOKEN}', source='https://www.2cto.com/list/', url=url)))\n\
+         try:\n    FilterAPI('{n}', ['x'], 'wrong', url=url)\nexcept FilterAPIError as e:\n    print(e.status, e.error_code)\n",
+        port = s.port
+    );
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0], r#"["https://www.baidu.com/", "http://www.2cto.com/"]"#,
+        "{text}"
+    );
+    assert_eq!(
+        lines[1], r#"["https://www.2cto.com/list/item/1"]"#,
+        "{text}"
+    );
+    assert_eq!(lines[2], "401 unauthorized");
+    drop_ns(REDIS, &[n]);
+}
