@@ -113,47 +113,38 @@ impl GateMetrics {
     pub fn for_stage(stage: &str) -> GateMetrics {
         let registry = Registry::new();
         let name = |n: &str| n.replacen("crawlsieve_gate_", &format!("crawlsieve_{stage}_"), 1);
+        let reg = |m: Box<dyn prometheus::core::Collector>| {
+            registry.register(m).expect("unique metric");
+        };
         let c = |n: &str, help: &str| {
             let m = IntCounter::new(name(n), help).expect("valid metric");
-            registry
-                .register(Box::new(m.clone()))
-                .expect("unique metric");
+            reg(Box::new(m.clone()));
             m
         };
         let cv = |n: &str, help: &str, label: &str| {
             let m = IntCounterVec::new(Opts::new(name(n), help), &[label]).expect("valid metric");
-            registry
-                .register(Box::new(m.clone()))
-                .expect("unique metric");
+            reg(Box::new(m.clone()));
             m
         };
         let g = |n: &str, help: &str| {
             let m = IntGauge::new(name(n), help).expect("valid metric");
-            registry
-                .register(Box::new(m.clone()))
-                .expect("unique metric");
+            reg(Box::new(m.clone()));
             m
         };
         let gv = |n: &str, help: &str, label: &str| {
             let m = GaugeVec::new(Opts::new(name(n), help), &[label]).expect("valid metric");
-            registry
-                .register(Box::new(m.clone()))
-                .expect("unique metric");
+            reg(Box::new(m.clone()));
             m
         };
         let igv = |n: &str, help: &str, label: &str| {
             let m = IntGaugeVec::new(Opts::new(name(n), help), &[label]).expect("valid metric");
-            registry
-                .register(Box::new(m.clone()))
-                .expect("unique metric");
+            reg(Box::new(m.clone()));
             m
         };
         let h = |n: &str, help: &str, buckets: Vec<f64>| {
-            let m = Histogram::with_opts(HistogramOpts::new(name(n), help).buckets(buckets))
-                .expect("valid metric");
-            registry
-                .register(Box::new(m.clone()))
-                .expect("unique metric");
+            let opts = HistogramOpts::new(name(n), help).buckets(buckets);
+            let m = Histogram::with_opts(opts).expect("valid metric");
+            reg(Box::new(m.clone()));
             m
         };
         let secs = vec![
