@@ -733,3 +733,54 @@ fn output_cluster_down_pauses_without_commit_or_loss() {
     create_topics(&ob, &[("fetch", 4), ("urls.dead-letter", 1)]);
     assert_all_fetched(&ob, &want, Duration::from_secs(120));
 }
+
+/// A fetch event larger than the output cluster takes (here the producer's own
+/// `message.max.bytes`) is refused for good: its input message becomes a `too_large` dead
+/// letter, the rest of the batch is delivered, offsets are committed, and the gate does not
+/// stall retrying it forever.
+#[test]
+fn an_undeliverable_fetch_event_becomes_a_dead_letter() {
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(&b, &[("urls", 1), ("fetch", 1), ("urls.dead-letter", 1)]);
+    let ns = Ns::new("toolarge", REDIS);
+    let blob = "x".repeat(3000);
+    let vals: Vec<Vec<u8>> = vec![
+        b"https://small.example/1".to_vec(),
+        format!(r#"{{"url": "https://big.example/1", "metadata": {{"blob": "{blob}"}}}}"#)
+            .into_bytes(),
+        b"https://small.example/2".to_vec(),
+    ];
+    produce(&b, "urls", 1, &vals);
+    let mport = free_port();
+    let mut sets = base_sets(&b, "g-toolarge", &ns.name, REDIS);
+    sets.push(format!("metrics.listen=127.0.0.1:{mport}"));
+    sets.push("kafka.producer.\"message.max.bytes\"=2000".into());
+    let mut g = GateProc::start(&sets, &["--idle-exit", "3s"]);
+    let (st, err) = g.wait(Duration::from_secs(60));
+    assert!(st.success(), "{err}");
+    assert!(
+        err.contains("consumed 3 ") && err.contains("emitted 2"),
+        "{err}"
+    );
+    assert!(err.contains("dead-lettered 1"), "{err}");
+    let fetched: Vec<String> = fetch_events(&read_all(&b, "fetch", 1, Duration::from_secs(1)))
+        .into_iter()
+        .map(|f| f.url)
+        .collect();
+    assert_eq!(
+        fetched,
+        ["https://small.example/1", "https://small.example/2"]
+    );
+    let dead: Vec<DeadLetter> = read_checked(&b, "urls.dead-letter", "dead-letter");
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0].error, DeadLetterCode::TooLarge);
+    assert_eq!((dead[0].partition, dead[0].offset), (0, 1));
+    assert!(
+        dead[0].detail.contains("refused by the output cluster"),
+        "{}",
+        dead[0].detail
+    );
+    assert!(dead[0].value_prefix.contains("https://big.example/1"));
+    assert_eq!(committed(&b, "g-toolarge", "urls", 1)[&0], 3);
+}

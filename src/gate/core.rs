@@ -125,6 +125,8 @@ struct Record {
     dest: Dest,
     key: Option<(usize, usize)>,
     payload: (usize, usize),
+    /// The input message it came from (its batch index), for output records.
+    source: Option<usize>,
 }
 
 /// What a batch turned into: records to produce, fingerprints to insert after delivery, counts.
@@ -171,6 +173,7 @@ impl Staged {
             dest,
             key,
             payload: (s, self.buf.len()),
+            source: None,
         });
     }
 
@@ -179,6 +182,24 @@ impl Staged {
         self.record(dest, key, |buf| {
             serde_json::to_writer(buf, v).expect("event types serialize")
         });
+    }
+
+    /// Stage `v` as JSON for `dest`, made from input message `source` of the batch: if the
+    /// output cluster refuses it for good (too large), that message is dead-lettered instead.
+    pub fn json_from<T: serde::Serialize>(
+        &mut self,
+        source: usize,
+        dest: Dest,
+        key: Option<&[u8]>,
+        v: &T,
+    ) {
+        self.json(dest, key, v);
+        self.records.last_mut().expect("just pushed").source = Some(source);
+    }
+
+    /// The input message record `i` was made from, if it says.
+    pub fn source(&self, i: usize) -> Option<usize> {
+        self.records[i].source
     }
 
     /// Stage message `i` of `batch` as a dead letter with `err`, and count it.
@@ -293,6 +314,8 @@ struct Namespace {
 
 /// A URL that passed the sieve, waiting for the filter's answer.
 struct Pending {
+    /// Index of the input message in its batch.
+    idx: usize,
     ns: usize,
     fp: u128,
     canonical: String,
@@ -545,6 +568,7 @@ impl Stage for GateCore {
                     let fp = self.sieve.dedup_fingerprint();
                     let pattern = crate::url::pattern::pattern(&canonical);
                     self.pending.push(Pending {
+                        idx: i,
                         ns,
                         fp,
                         canonical,
@@ -644,7 +668,7 @@ impl Stage for GateCore {
             };
             out.emitted += 1;
             let key = fe.host.clone();
-            out.json(Dest::Fetch, Some(key.as_bytes()), &fe);
+            out.json_from(p.idx, Dest::Fetch, Some(key.as_bytes()), &fe);
         }
         self.pending = pending;
         // Only now, when nothing can fail any more: a failed stage is repeated from scratch.

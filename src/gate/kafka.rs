@@ -37,13 +37,30 @@ use super::core::{Batch, Dest, Stage, Staged};
 use super::metrics::GateMetrics;
 use super::offsets::PartitionOffsets;
 use super::signals::Stop;
+use crate::events::{DeadLetterCode, DecodeError};
 
 /// Delivery reports of one produce attempt.
 #[derive(Debug, Default)]
 struct Tally {
     reported: usize,
+    /// Failed for a reason that may pass (broker away, timeout): produced again.
     failed: Vec<usize>,
+    /// Refused for good (larger than the output cluster takes), with the error.
+    refused: Vec<(usize, String)>,
     why: Option<String>,
+}
+
+/// Whether a produce error will repeat whatever the retries: the record is larger than the
+/// producer's `message.max.bytes` or the broker's limit.
+fn permanent(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::MessageSizeTooLarge
+                | RDKafkaErrorCode::InvalidMessageSize
+                | RDKafkaErrorCode::MessageBatchTooLarge
+        )
+    )
 }
 
 /// Producer callbacks (on the producer's polling thread): every delivery report, counted per
@@ -64,8 +81,12 @@ impl ProducerContext for Deliveries {
         let tally = t.entry(tag >> TAG_BITS).or_default();
         tally.reported += 1;
         if let Err((e, _)) = result {
-            tally.failed.push(tag & TAG_MASK);
-            tally.why.get_or_insert_with(|| e.to_string());
+            if permanent(e) {
+                tally.refused.push((tag & TAG_MASK, e.to_string()));
+            } else {
+                tally.failed.push(tag & TAG_MASK);
+                tally.why.get_or_insert_with(|| e.to_string());
+            }
         }
         drop(t);
         self.reported.notify_all();
@@ -130,6 +151,7 @@ impl<S: Stage> Pipeline<S> {
         let attempt = self.attempt;
         let mut sent = 0;
         let mut refused = Vec::new();
+        let mut for_good = Vec::new();
         for &i in &f.todo {
             let (dest, key, payload) = f.staged.get(i);
             let topic = self.topic_of(dest);
@@ -148,6 +170,10 @@ impl<S: Stage> Pipeline<S> {
                         record = r; // the producer's thread drains the queue
                         std::thread::sleep(Duration::from_millis(1));
                     }
+                    Err((e, _)) if permanent(&e) => {
+                        for_good.push((i, e.to_string()));
+                        break;
+                    }
                     Err((e, _)) => {
                         // Refused before it was queued (e.g. an unknown topic): counts as a
                         // failed delivery of this attempt.
@@ -162,12 +188,13 @@ impl<S: Stage> Pipeline<S> {
                 }
             }
         }
-        if !refused.is_empty() {
+        if !refused.is_empty() || !for_good.is_empty() {
             let mut t = self.producer.context().tallies.lock().expect("lock");
             let tally = t.entry(attempt).or_default();
-            tally.reported += refused.len();
+            tally.reported += refused.len() + for_good.len();
             tally.failed.extend(refused.iter().copied());
-            sent += refused.len();
+            sent += refused.len() + for_good.len();
+            tally.refused.extend(for_good);
         }
         f.todo.clear();
         f.attempt = Some((attempt, sent));
@@ -202,8 +229,42 @@ impl<S: Stage> Pipeline<S> {
         r
     }
 
+    /// Stage a `too_large` dead letter for the input message of each record refused for good,
+    /// and return the new records' indices. A refused record with no input message, or a dead
+    /// letter refused itself (its value is cut to 1 KiB, so only a broker limit below that
+    /// does it), cannot be replaced: it is reported and counted, not retried forever.
+    fn replace_refused(&mut self, f: &mut InFlight, refused: &[(usize, String)]) -> Vec<usize> {
+        let mut out = Vec::new();
+        for (i, why) in refused {
+            let (dest, _, payload) = f.staged.get(*i);
+            let bytes = payload.len();
+            match (dest, f.staged.source(*i)) {
+                (Dest::Fetch | Dest::Audit, Some(src)) => {
+                    let e = DecodeError {
+                        code: DeadLetterCode::TooLarge,
+                        detail: format!(
+                            "its output event ({bytes} bytes) was refused by the output cluster: {why}"
+                        ),
+                    };
+                    if dest == Dest::Fetch {
+                        f.staged.emitted = f.staged.emitted.saturating_sub(1);
+                    }
+                    f.staged.dead_letter(&e, &self.topic, &f.batch, src);
+                    out.push(f.staged.len() - 1);
+                }
+                _ => {
+                    self.metrics.undeliverable.inc();
+                    eprintln!(
+                        "crawlsieve: a {dest:?} record of {bytes} bytes cannot be delivered ({why}); dropped"
+                    );
+                }
+            }
+        }
+        out
+    }
+
     fn advance_one(&mut self, f: &mut InFlight) -> Result<Result<(), Blocked>> {
-        if !f.delivered {
+        while !f.delivered {
             if f.attempt.is_none() {
                 self.send(f);
             }
@@ -220,32 +281,41 @@ impl<S: Stage> Pipeline<S> {
                     // A report went missing: produce everything of this attempt again.
                     t.remove(&attempt);
                     break Tally {
-                        reported: 0,
-                        failed: Vec::new(),
                         why: Some("delivery reports missing".into()),
+                        ..Tally::default()
                     };
                 }
                 t = ctx.reported.wait_timeout(t, left).expect("lock").0;
             };
             drop(t);
             f.attempt = None;
+            // Records refused for good are replaced by dead letters of their input messages
+            // (sent now); retrying them would stall the partition forever.
+            let replaced = self.replace_refused(f, &tally.refused);
             if tally.failed.is_empty() && tally.why.is_none() {
-                f.delivered = true;
-            } else {
-                let n = if tally.failed.is_empty() {
-                    (0..f.staged.len()).collect()
+                if replaced.is_empty() {
+                    f.delivered = true;
                 } else {
-                    tally.failed
-                };
-                let why = format!(
-                    "{} of {} records not delivered ({})",
-                    n.len(),
-                    f.staged.len(),
-                    tally.why.unwrap_or_default()
-                );
-                f.todo = n;
-                return Ok(Err(Blocked::Kafka(why)));
+                    f.todo = replaced;
+                }
+                continue;
             }
+            let mut n = if tally.failed.is_empty() {
+                (0..f.staged.len())
+                    .filter(|i| !tally.refused.iter().any(|(r, _)| r == i))
+                    .collect()
+            } else {
+                tally.failed
+            };
+            n.extend(replaced);
+            let why = format!(
+                "{} of {} records not delivered ({})",
+                n.len(),
+                f.staged.len(),
+                tally.why.unwrap_or_default()
+            );
+            f.todo = n;
+            return Ok(Err(Blocked::Kafka(why)));
         }
         match self.stage.finish(&f.staged) {
             Ok(()) => Ok(Ok(())),

@@ -61,6 +61,8 @@ pub struct GateMetrics {
     pub rebalances: IntCounterVec,
     /// Offset commits that failed (the next commit covers them).
     pub commit_failures: IntCounter,
+    /// Records the output cluster refused for good and that could not become dead letters.
+    pub undeliverable: IntCounter,
 }
 
 /// Per-namespace Bloom filter gauges (`crawlsieve_gate_filter_*{filter_namespace}`).
@@ -298,6 +300,10 @@ impl GateMetrics {
             commit_failures: c(
                 "crawlsieve_gate_commit_failures_total",
                 "Offset commits that failed (a later commit covers them).",
+            ),
+            undeliverable: c(
+                "crawlsieve_gate_records_undeliverable_total",
+                "Records refused for good by the output cluster that could not be dead-lettered either (dropped).",
             ),
             registry,
         }

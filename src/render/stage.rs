@@ -247,7 +247,7 @@ impl Stage for RenderStage {
             out
         });
         let now = now_rfc3339();
-        for ((_, ev), (r, took)) in events.iter().zip(rendered) {
+        for ((idx, ev), (r, took)) in events.iter().zip(rendered) {
             let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
             p.redirect_chain = r.redirect_chain.clone();
             p.features.phash = r.phash;
@@ -314,7 +314,7 @@ impl Stage for RenderStage {
                 rendered_at: now.clone(),
             };
             out.emitted += 1;
-            out.json(Dest::Fetch, Some(ev.host.as_bytes()), &event);
+            out.json_from(*idx, Dest::Fetch, Some(ev.host.as_bytes()), &event);
         }
         if let Some(m) = &self.metrics {
             let launches = self
