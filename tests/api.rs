@@ -530,3 +530,31 @@ fn the_documented_python_client_works() {
     assert_eq!(lines[2], "401 unauthorized");
     drop_ns(REDIS, &[n]);
 }
+
+/// `[sieve]` configures the rules as `dedup`'s flags do: strict profile, extra stripped
+/// parameters, opt-in merges.
+#[test]
+fn the_sieve_section_sets_the_rules() {
+    let s = Server::start(
+        REDIS,
+        &[
+            "sieve.profile=strict",
+            "sieve.strip_params=[\"ref\"]",
+            "sieve.merge=[\"www\"]",
+        ],
+    );
+    let n = ns("sieve");
+    let r = s.filter(&json!({"namespace": n, "urls": [
+        "https://www.shop.example/a?ref=mail&id=1",
+        "https://shop.example/a?id=1",
+        "https://shop.example/a b",
+    ]}));
+    // `ref` is stripped; www. is merged for dedup only (the emitted URL keeps it).
+    assert_eq!(r["new"], json!(["https://www.shop.example/a?id=1"]), "{r}");
+    assert_eq!(r["duplicates"], 1, "{r}");
+    assert_eq!(
+        r["rejected"][0]["reason"], "whitespace",
+        "strict profile: {r}"
+    );
+    drop_ns(REDIS, &[n]);
+}

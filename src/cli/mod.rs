@@ -24,9 +24,7 @@ pub use redis::{BloomArgs, Dur, RedisArgs};
 use crate::bloom::{snapshot, BloomFilter, BloomParams};
 use crate::input::{Line, LineReader};
 use crate::sieve::{canon_reason, BatchResult, Sieve, Verdict};
-use crate::url::{
-    pattern, CanonConfig, Canonicalizer, Merge, Profile, Reason, Validator, ValidatorConfig,
-};
+use crate::url::{pattern, Canonicalizer, Merge, Profile, Reason, Validator};
 
 /// crawlsieve: reject junk URL candidates, canonicalize, and drop what was seen before.
 #[derive(Debug, Parser)]
@@ -107,27 +105,25 @@ pub struct RuleArgs {
 }
 
 impl RuleArgs {
+    /// The same settings as a gate configuration's `[sieve]` (one builder for both).
+    fn section(&self) -> crate::gate::config::SieveSection {
+        crate::gate::config::SieveSection {
+            profile: self.profile,
+            max_len: self.max_len,
+            encoding_ratio: self.encoding_ratio,
+            strip_params: self.strip_params.clone(),
+            keep_tracking: self.keep_tracking,
+            sort_query: !self.no_sort_query,
+            merge: self.merge.clone(),
+        }
+    }
+
     fn validator(&self) -> Result<Validator> {
-        let mut cfg = ValidatorConfig::from_profile(self.profile);
-        if let Some(n) = self.max_len {
-            cfg.max_len = n;
-        }
-        if let Some(r) = self.encoding_ratio {
-            cfg.encoding_ratio = r;
-        }
-        Validator::new(cfg).map_err(|e| anyhow::anyhow!("invalid validator settings: {e}"))
+        self.section().validator().map_err(anyhow::Error::msg)
     }
 
     fn canonicalizer(&self) -> Canonicalizer {
-        let mut cfg = CanonConfig::default();
-        if self.keep_tracking {
-            cfg.strip_params.clear();
-            cfg.session_params.clear();
-        }
-        cfg.strip_params.extend(self.strip_params.iter().cloned());
-        cfg.sort_query = !self.no_sort_query;
-        cfg.merge = self.merge.clone();
-        Canonicalizer::new(&cfg)
+        self.section().canonicalizer()
     }
 
     fn sieve(&self) -> Result<Sieve> {

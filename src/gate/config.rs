@@ -41,6 +41,13 @@
 //! probe_interval = "5s"                 # Redis PING for /readyz and crawlsieve_*_redis_up
 //! filter_stats_interval = "60s"         # per-namespace filter gauges; "0s" = off
 //!
+//! [sieve]                              # the rules, as dedup's flags of the same names
+//! profile = "standard"                 # loose | standard | strict
+//! strip_params = []                    # extra query parameters to drop
+//! keep_tracking = false
+//! sort_query = true
+//! merge = []                           # scheme, www, trailing-slash, index, slashes
+//!
 //! [patterns]
 //! enable_url_pattern_dom_dedup = true
 //! url_pattern_dom_sample_count = 3
@@ -68,6 +75,8 @@ pub struct GateConfig {
     pub metrics: MetricsSection,
     /// `crawlsieve serve`, the HTTP filter API.
     pub serve: ServeSection,
+    /// The junk rules and canonicalization (the `dedup` flags of the same names).
+    pub sieve: SieveSection,
     /// The render stage's browser (`crawlsieve render` only).
     pub render: RenderSection,
 }
@@ -112,6 +121,69 @@ impl GateConfig {
         }
         c.local_tier_slots = r.local_tier_slots;
         c
+    }
+}
+
+/// `[sieve]`: the validator and canonicalization settings, as `crawlsieve dedup`'s flags of the
+/// same names. The gate and the HTTP API use them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SieveSection {
+    /// Threshold profile: `loose`, `standard`, `strict`.
+    pub profile: crate::url::Profile,
+    /// Override the profile's maximum candidate length (bytes).
+    pub max_len: Option<usize>,
+    /// Override the profile's maximum share of needless %XX escapes (0–1].
+    pub encoding_ratio: Option<f64>,
+    /// Extra query parameters to drop (`name` or `prefix*`).
+    pub strip_params: Vec<String>,
+    /// Keep tracking parameters (utm_*, gclid, …) and session ids.
+    pub keep_tracking: bool,
+    /// Sort query parameters (off: keep their order).
+    pub sort_query: bool,
+    /// Opt-in equivalences for deduplication only: `scheme`, `www`, `trailing-slash`, `index`,
+    /// `slashes`. Each may merge pages a server tells apart.
+    pub merge: Vec<crate::url::Merge>,
+}
+
+impl Default for SieveSection {
+    fn default() -> Self {
+        SieveSection {
+            profile: crate::url::Profile::Standard,
+            max_len: None,
+            encoding_ratio: None,
+            strip_params: Vec::new(),
+            keep_tracking: false,
+            sort_query: true,
+            merge: Vec::new(),
+        }
+    }
+}
+
+impl SieveSection {
+    /// The validator these settings describe.
+    pub fn validator(&self) -> Result<crate::url::Validator, String> {
+        let mut cfg = crate::url::ValidatorConfig::from_profile(self.profile);
+        if let Some(n) = self.max_len {
+            cfg.max_len = n;
+        }
+        if let Some(r) = self.encoding_ratio {
+            cfg.encoding_ratio = r;
+        }
+        crate::url::Validator::new(cfg).map_err(|e| format!("invalid validator settings: {e}"))
+    }
+
+    /// The canonicalizer these settings describe.
+    pub fn canonicalizer(&self) -> crate::url::Canonicalizer {
+        let mut cfg = crate::url::CanonConfig::default();
+        if self.keep_tracking {
+            cfg.strip_params.clear();
+            cfg.session_params.clear();
+        }
+        cfg.strip_params.extend(self.strip_params.iter().cloned());
+        cfg.sort_query = self.sort_query;
+        cfg.merge = self.merge.clone();
+        crate::url::Canonicalizer::new(&cfg)
     }
 }
 
@@ -509,6 +581,9 @@ impl GateConfig {
                 return bad(format!("{k} {v:?}: {e}"));
             }
         }
+        if let Err(e) = self.sieve.validator() {
+            return bad(format!("sieve: {e}"));
+        }
         let sv = &self.serve;
         if sv.listen.parse::<std::net::SocketAddr>().is_err() {
             return bad(format!("serve.listen {:?} is not host:port", sv.listen));
@@ -616,5 +691,32 @@ mod tests {
         d.kafka.producer = cfg.kafka.producer.clone();
         d.metrics = cfg.metrics.clone();
         assert_eq!(cfg, d);
+    }
+
+    #[test]
+    fn sieve_section_is_read_and_checked() {
+        let sets = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cfg = load(
+            None,
+            Vec::new(),
+            &sets(&[
+                "sieve.profile=strict",
+                "sieve.merge=[\"www\", \"trailing-slash\"]",
+            ]),
+        )
+        .unwrap();
+        assert_eq!(cfg.sieve.profile, crate::url::Profile::Strict);
+        assert_eq!(
+            cfg.sieve.merge,
+            [crate::url::Merge::Www, crate::url::Merge::TrailingSlash]
+        );
+        let err = load(None, Vec::new(), &sets(&["sieve.encoding_ratio=0"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sieve"), "{err}");
+        let err = load(None, Vec::new(), &sets(&["sieve.merge=[\"nope\"]"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("nope"), "{err}");
     }
 }

@@ -19,7 +19,7 @@ use crate::redis_filter::{
     Conn, Expect, NamespaceSpec, RedisConfig, RedisFilter, RedisFilterError,
 };
 use crate::sieve::Sieve;
-use crate::url::{Canonicalizer, Reason, Validator};
+use crate::url::Reason;
 
 use super::config::GateConfig;
 use super::metrics::GateMetrics;
@@ -357,10 +357,15 @@ impl GateCore {
     /// A stage for `cfg`; Redis is connected on first use.
     pub fn new(cfg: GateConfig, metrics: GateMetrics) -> GateCore {
         let redis = cfg.redis_config();
+        let sieve = Sieve::new(
+            cfg.sieve.validator().unwrap_or_default(), // checked when the config loaded
+            cfg.sieve.canonicalizer(),
+            None,
+        );
         GateCore {
             cfg,
             redis,
-            sieve: Sieve::new(Validator::default(), Canonicalizer::default(), None),
+            sieve,
             source: None,
             names: Vec::new(),
             namespaces: HashMap::new(),
