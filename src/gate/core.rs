@@ -418,6 +418,45 @@ impl GateCore {
         Ok(Ok(self.names.len() - 1))
     }
 
+    /// Sieve one candidate (against the current source): its canonical form, or why not. A
+    /// relative candidate that no source resolved is `no_base`: a fetcher cannot fetch it.
+    /// [`Sieve::dedup_fingerprint`] then works on the candidate.
+    fn sieve_url(&mut self, url: &str) -> Result<String, Reason> {
+        let c = self.sieve.classify(url.as_bytes(), false)?;
+        if c.starts_with("https://") || c.starts_with("http://") {
+            Ok(c.to_string())
+        } else {
+            Err(Reason::NoBase)
+        }
+    }
+
+    /// `skip[i]` = whether `patterns[i]` was verified similar in namespace `ns` (all false when
+    /// the feature is off). Connects on first use; a failed call reconnects on the next.
+    fn pattern_skips(
+        &mut self,
+        ns: &str,
+        patterns: &[&str],
+        skip: &mut Vec<bool>,
+    ) -> Result<(), RedisFilterError> {
+        skip.clear();
+        skip.resize(patterns.len(), false);
+        if !self.cfg.patterns.enable_url_pattern_dom_dedup || patterns.is_empty() {
+            return Ok(());
+        }
+        if self.patterns_conn.is_none() {
+            self.patterns_conn = Some(
+                Conn::connect(&self.redis).map_err(|e| RedisFilterError::from_redis(e, false))?,
+            );
+        }
+        let conn = self.patterns_conn.as_mut().expect("connected above");
+        let state = self.namespaces.get_mut(ns).expect("an attached namespace");
+        let r = state.verdicts.skip_batch(conn, patterns, skip);
+        if r.is_err() {
+            self.patterns_conn = None;
+        }
+        r
+    }
+
     /// The HTTP filter API's path ([`crate::serve`]): sieve `urls` for namespace `ns` (relative
     /// ones against `source`), skip URL patterns verified similar, and check-and-set the rest
     /// atomically (`check_only`: check without inserting). One verdict per input, in order.
@@ -437,47 +476,31 @@ impl GateCore {
         let mut out = Vec::with_capacity(urls.len());
         let mut todo: Vec<(usize, u128, String)> = Vec::new();
         for (i, u) in urls.iter().enumerate() {
-            match self.sieve.classify(u.as_bytes(), false) {
+            match self.sieve_url(u) {
                 Err(r) => out.push(Direct::Rejected(r)),
-                Ok(c) if !(c.starts_with("https://") || c.starts_with("http://")) => {
-                    out.push(Direct::Rejected(Reason::NoBase))
-                }
                 Ok(c) => {
-                    let c = c.to_string();
                     out.push(Direct::Duplicate);
                     todo.push((i, self.sieve.dedup_fingerprint(), c));
                 }
             }
         }
+        let pats: Vec<String> = todo
+            .iter()
+            .map(|(_, _, c)| crate::url::pattern::pattern(c))
+            .collect();
+        let refs: Vec<&str> = pats.iter().map(String::as_str).collect();
+        let mut skip = Vec::new();
+        self.pattern_skips(&ns, &refs, &mut skip)?;
+        let mut k = 0;
+        todo.retain(|(i, ..)| {
+            let s = skip[k];
+            k += 1;
+            if s {
+                out[*i] = Direct::Rejected(Reason::PatternSimilar);
+            }
+            !s
+        });
         let state = self.namespaces.get_mut(&ns).expect("attached above");
-        if self.cfg.patterns.enable_url_pattern_dom_dedup && !todo.is_empty() {
-            if self.patterns_conn.is_none() {
-                self.patterns_conn = Some(
-                    Conn::connect(&self.redis)
-                        .map_err(|e| RedisFilterError::from_redis(e, false))?,
-                );
-            }
-            let conn = self.patterns_conn.as_mut().expect("connected above");
-            let pats: Vec<String> = todo
-                .iter()
-                .map(|(_, _, c)| crate::url::pattern::pattern(c))
-                .collect();
-            let refs: Vec<&str> = pats.iter().map(String::as_str).collect();
-            let mut skip = Vec::new();
-            if let Err(e) = state.verdicts.skip_batch(conn, &refs, &mut skip) {
-                self.patterns_conn = None;
-                return Err(e);
-            }
-            let mut k = 0;
-            todo.retain(|(i, ..)| {
-                let s = skip[k];
-                k += 1;
-                if s {
-                    out[*i] = Direct::Rejected(Reason::PatternSimilar);
-                }
-                !s
-            });
-        }
         let fps: Vec<u128> = todo.iter().map(|t| t.1).collect();
         let mut news = Vec::new();
         let t = std::time::Instant::now();
@@ -562,14 +585,9 @@ impl Stage for GateCore {
                 }
             };
             self.set_source(ev.source.as_deref());
-            match self.sieve.classify(ev.url.as_bytes(), false) {
+            match self.sieve_url(&ev.url) {
                 Err(reason) => self.reject(out, &ev, reason, &now),
-                // Relative, and no source to resolve it against: nothing a fetcher can use.
-                Ok(c) if !(c.starts_with("https://") || c.starts_with("http://")) => {
-                    self.reject(out, &ev, Reason::NoBase, &now)
-                }
-                Ok(c) => {
-                    let canonical = c.to_string();
+                Ok(canonical) => {
                     let fp = self.sieve.dedup_fingerprint();
                     let pattern = crate::url::pattern::pattern(&canonical);
                     self.pending.push(Pending {
@@ -598,32 +616,23 @@ impl Stage for GateCore {
             if idx.is_empty() {
                 continue;
             }
+            let name = self.names[ns].clone();
+            let pats: Vec<&str> = idx.iter().map(|&j| pending[j].pattern.as_str()).collect();
+            if let Err(e) = self.pattern_skips(&name, &pats, &mut skip) {
+                self.pending = pending;
+                return Err(e);
+            }
+            let mut k = 0;
+            idx.retain(|&j| {
+                let s = skip[k];
+                k += 1;
+                pending[j].skipped = s;
+                !s
+            });
             let state = self
                 .namespaces
-                .get_mut(&self.names[ns])
+                .get_mut(&name)
                 .expect("every name has its state");
-            if self.cfg.patterns.enable_url_pattern_dom_dedup {
-                if self.patterns_conn.is_none() {
-                    self.patterns_conn = Some(
-                        Conn::connect(&self.redis)
-                            .map_err(|e| RedisFilterError::from_redis(e, false))?,
-                    );
-                }
-                let conn = self.patterns_conn.as_mut().expect("connected above");
-                let pats: Vec<&str> = idx.iter().map(|&j| pending[j].pattern.as_str()).collect();
-                if let Err(e) = state.verdicts.skip_batch(conn, &pats, &mut skip) {
-                    self.patterns_conn = None; // reconnect on the retry
-                    self.pending = pending;
-                    return Err(e);
-                }
-                let mut k = 0;
-                idx.retain(|&j| {
-                    let s = skip[k];
-                    k += 1;
-                    pending[j].skipped = s;
-                    !s
-                });
-            }
             fps.clear();
             fps.extend(idx.iter().map(|&j| pending[j].fp));
             if let Err(e) = state.filter.check(&fps, &mut news) {
