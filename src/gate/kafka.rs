@@ -300,10 +300,10 @@ impl<S: Stage> Pipeline<S> {
                 }
                 continue;
             }
+            // No failed record but an error: the reports went missing (then nothing was
+            // refused either), so produce everything again.
             let mut n = if tally.failed.is_empty() {
-                (0..f.staged.len())
-                    .filter(|i| !tally.refused.iter().any(|(r, _)| r == i))
-                    .collect()
+                (0..f.staged.len()).collect()
             } else {
                 tally.failed
             };
