@@ -155,19 +155,37 @@ fn crawlsieve(url: &str, urls: &[String], capacity: u64, tier: bool, mode: Mode,
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(DEPTH);
+    // The full claim protocol: claim (submit/complete), "deliver", confirm (rides on the next
+    // batch), settle at the end.
+    let mut queued: std::collections::VecDeque<Vec<u128>> = Default::default();
+    let mut delivered = Vec::with_capacity(BATCH);
+    let mut finish = |f: &mut RedisFilter, q: &mut std::collections::VecDeque<Vec<u128>>| {
+        f.complete(&mut out).unwrap();
+        let batch = q.pop_front().unwrap();
+        delivered.clear();
+        delivered.extend(
+            batch
+                .iter()
+                .zip(&out)
+                .filter(|(_, &n)| n)
+                .map(|(fp, _)| *fp),
+        );
+        f.confirm(&delivered);
+        delivered.len()
+    };
     for chunk in urls.chunks(BATCH) {
         fps.clear();
         fps.extend(chunk.iter().map(|u| fingerprint(u.as_bytes())));
         f.submit(&fps).unwrap();
+        queued.push_back(fps.clone());
         if f.in_flight() >= depth {
-            f.complete(&mut out).unwrap();
-            new += out.iter().filter(|&&b| b).count();
+            new += finish(&mut f, &mut queued);
         }
     }
     while f.in_flight() > 0 {
-        f.complete(&mut out).unwrap();
-        new += out.iter().filter(|&&b| b).count();
+        new += finish(&mut f, &mut queued);
     }
+    f.settle().unwrap();
     let c = f.client_stats();
     eprintln!(
         "    ({} answered by the local tier, {} sent to Redis)",

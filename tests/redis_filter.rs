@@ -285,8 +285,10 @@ fn exact_mode_never_drops_a_new_url() {
     }
     assert_eq!(dropped, 0, "no new URL may be dropped in exact mode");
     let caught = f.client_stats().bloom_fp_caught;
+    // (The namespace grows as it fills, so the Bloom filter of the newest generation is never
+    // far past its capacity; its "maybe" is still wrong hundreds of times.)
     assert!(
-        caught > 500,
+        caught > 100,
         "the Bloom filter said maybe {caught} times; the store corrected it"
     );
     // Repeats are still found.
@@ -425,7 +427,7 @@ fn a_timed_out_write_that_still_ran_loses_no_url_on_retry() {
     // ...but the retry reports them all new: nothing is dropped.
     let out = crawlsieve::redis_filter::with_retry(
         Duration::from_secs(10),
-        |_, _| {},
+        |e, w| eprintln!("retry after {e} in {w:?}"),
         || {
             let mut out = Vec::new();
             f.check_and_set(&batch, &mut out).map(|_| out)
@@ -672,22 +674,24 @@ fn pipelined_submit_complete_matches_check_and_set_and_survives_a_restart() {
         }
         match f.complete(&mut out) {
             Ok(()) => {
+                let mut delivered = Vec::new();
                 for (fp, &new) in batches[done].iter().zip(&out) {
                     if new {
                         assert!(seen_new.insert(*fp), "reported new twice");
+                        delivered.push(*fp);
                     } else {
-                        assert!(seen_new.contains(fp), "reported seen but never inserted");
+                        assert!(seen_new.contains(fp), "reported seen but never delivered");
                     }
                 }
+                // Delivered: confirm (rides on the next batch submitted).
+                f.confirm(&delivered);
                 done += 1;
             }
             Err(e) => {
                 assert!(e.is_retryable(), "{e}");
                 errors += 1;
-                // Resubmit everything from the failed batch on (in order).
-                while f.in_flight() > 0 {
-                    let _ = f.complete(&mut out);
-                }
+                // Forget what is in flight and resubmit from the failed batch on (in order).
+                f.abandon();
                 next = done;
             }
         }
@@ -698,6 +702,70 @@ fn pipelined_submit_complete_matches_check_and_set_and_survives_a_restart() {
         6_000,
         "every distinct URL reported new exactly once"
     );
+    crawlsieve::redis_filter::with_retry(Duration::from_secs(10), |_, _| {}, || f.settle())
+        .unwrap();
+    // Everything confirmed is in the filter, and no claim is left behind.
+    let mut probe =
+        RedisFilter::attach(no_tier(&server.url()), "pipe", &Expect::default()).unwrap();
+    let mut news = Vec::new();
+    probe.check(&base, &mut news).unwrap();
+    assert!(
+        news.iter().all(|&n| !n),
+        "a confirmed URL is missing from the filter"
+    );
+    let claims: Vec<String> = redis::cmd("KEYS")
+        .arg("cs:{pipe:c:*")
+        .query(&mut server.con())
+        .unwrap();
+    assert!(claims.is_empty(), "{} claims left", claims.len());
+}
+
+#[test]
+fn claims_are_exclusive_and_expire_when_their_holder_dies() {
+    let ns = fresh(REDIS, "claims");
+    let mut c = no_tier(REDIS);
+    c.claim_ttl = Duration::from_secs(1);
+    let mut a = RedisFilter::create(c.clone(), &ns, &NamespaceSpec::new(10_000, 1e-4)).unwrap();
+    let mut b = RedisFilter::attach(c.clone(), &ns, &Expect::default()).unwrap();
+    let keys = fps(95, 200);
+    let mut out = Vec::new();
+    a.claim(&keys, &mut out).unwrap();
+    assert!(out.iter().all(|&n| n), "a claims them all");
+    // a "dies" holding its claims: b waits until they expire, then they are b's.
+    drop(a);
+    let t = std::time::Instant::now();
+    b.claim(&keys, &mut out).unwrap();
+    assert!(out.iter().all(|&n| n), "after expiry they are new to b");
+    assert!(
+        t.elapsed() >= Duration::from_millis(500),
+        "b waited for the claims"
+    );
+    assert_eq!(b.client_stats().busy_waits, 200);
+    // b claims them again (a retry after a lost reply): still b's, and new once only.
+    let mut again = Vec::new();
+    b.claim(&keys, &mut again).unwrap();
+    assert!(
+        again.iter().all(|&n| !n),
+        "held by b already: not new twice"
+    );
+    // Confirmed, they are seen by everyone and the claims are gone.
+    b.confirm(&keys);
+    b.settle().unwrap();
+    let mut d = RedisFilter::attach(c, &ns, &Expect::default()).unwrap();
+    d.claim(&keys, &mut out).unwrap();
+    assert!(out.iter().all(|&n| !n));
+    d.settle().unwrap();
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("cs:{{{ns}:c:*"))
+        .query(
+            &mut redis::Client::open(REDIS)
+                .unwrap()
+                .get_connection()
+                .unwrap(),
+        )
+        .unwrap();
+    assert!(left.is_empty(), "{} claims left", left.len());
+    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
 }
 
 #[test]

@@ -533,6 +533,11 @@ impl Emitter {
 }
 
 /// The Redis side of `dedup`: batches in flight, answered in order, emitted in order.
+///
+/// Each batch's new URLs are claimed in Redis, written out and flushed, and only then
+/// confirmed (inserted into the filter). A crash or a Redis fault at any point therefore repeats
+/// URLs (their claims expire after `--claim-ttl`) and never drops one; docs/redis-filter.md has
+/// the fault table.
 struct RedisPipe<'a> {
     f: &'a mut crate::redis_filter::RedisFilter,
     budget: std::time::Duration,
@@ -540,6 +545,7 @@ struct RedisPipe<'a> {
     queue: std::collections::VecDeque<(BatchResult, Vec<Line>)>,
     pool: Vec<(BatchResult, Vec<Line>)>,
     news: Vec<bool>,
+    delivered: Vec<u128>,
 }
 
 impl RedisPipe<'_> {
@@ -552,7 +558,8 @@ impl RedisPipe<'_> {
         self.drain_to(REDIS_DEPTH, em)
     }
 
-    /// Complete batches until at most `keep` are in flight.
+    /// Complete batches until at most `keep` are in flight: emit each, flush the output, then
+    /// confirm its new URLs (they ride on the next batch sent).
     fn drain_to(&mut self, keep: usize, em: &mut Emitter) -> Result<()> {
         while self.queue.len() > keep {
             match self.f.complete(&mut self.news) {
@@ -560,6 +567,16 @@ impl RedisPipe<'_> {
                     let (mut res, lines) = self.queue.pop_front().expect("in flight");
                     res.apply(&self.news);
                     em.emit(&res, &lines)?;
+                    em.out.flush().context("writing the output")?;
+                    self.delivered.clear();
+                    self.delivered.extend(
+                        res.fps()
+                            .iter()
+                            .zip(&self.news)
+                            .filter(|(_, &n)| n)
+                            .map(|(fp, _)| *fp),
+                    );
+                    self.f.confirm(&self.delivered);
                     self.pool.push((res, lines));
                 }
                 Err(e) => self.recover(e)?,
@@ -568,14 +585,14 @@ impl RedisPipe<'_> {
         Ok(())
     }
 
-    /// After a failure: drop what is in flight and resubmit every queued batch, in order, with
-    /// backoff. URLs of a batch whose write may have run are reported new (never lost).
+    /// After a failure: forget what is in flight and resubmit every queued batch, in order,
+    /// with backoff. Their claims are still ours, so nothing is lost or answered twice.
     fn recover(&mut self, first: crate::redis_filter::RedisFilterError) -> Result<()> {
         if !first.is_retryable() {
             return Err(first).context("the Redis filter failed");
         }
         let quiet = self.quiet;
-        let (f, queue, news) = (&mut *self.f, &self.queue, &mut self.news);
+        let (f, queue) = (&mut *self.f, &self.queue);
         let report = |e: &crate::redis_filter::RedisFilterError, wait| {
             if !quiet {
                 eprintln!("crawlsieve: {e}; retrying in {wait:?}");
@@ -583,17 +600,36 @@ impl RedisPipe<'_> {
         };
         report(&first, std::time::Duration::ZERO);
         crate::redis_filter::with_retry(self.budget, report, || {
-            while f.in_flight() > 0 {
-                let _ = f.complete(news);
-            }
+            f.abandon();
             for (res, _) in queue {
                 f.submit(res.fps())?;
             }
             Ok(())
         })
-        .context("the Redis filter failed (nothing was written for the batches in flight)")
+        .context(UNSETTLED)
+    }
+
+    /// At the end: send the last confirmations (with retries).
+    fn settle(&mut self) -> Result<()> {
+        let quiet = self.quiet;
+        let f = &mut *self.f;
+        crate::redis_filter::with_retry(
+            self.budget,
+            |e, wait| {
+                if !quiet {
+                    eprintln!("crawlsieve: {e}; retrying in {wait:?}");
+                }
+            },
+            || f.settle(),
+        )
+        .context(UNSETTLED)
     }
 }
+
+/// What a `dedup` that gives up on Redis leaves behind.
+const UNSETTLED: &str = "the Redis filter failed; every URL written so far was delivered, and \
+    the URLs not yet written stay claimed for --claim-ttl: run the same input again (after that \
+    long, or it waits for them) and they are reported new";
 
 fn dedup(a: DedupArgs) -> Result<()> {
     let mut sieve = a.rules.sieve()?;
@@ -628,6 +664,7 @@ fn dedup(a: DedupArgs) -> Result<()> {
                 queue: Default::default(),
                 pool: Vec::new(),
                 news: Vec::new(),
+                delivered: Vec::new(),
             };
             for_each_batch(&a.input, progress.as_ref(), |lines| {
                 let (mut res, mut kept) = pipe.pool.pop().unwrap_or_default();
@@ -637,6 +674,7 @@ fn dedup(a: DedupArgs) -> Result<()> {
                 pipe.push(res, kept, &mut em)
             })?;
             pipe.drain_to(0, &mut em)?;
+            pipe.settle()?;
         }
     }
     let Emitter { mut out, sum, .. } = em;
@@ -654,8 +692,8 @@ fn dedup(a: DedupArgs) -> Result<()> {
                 let c = f.client_stats();
                 writeln!(
                     err,
-                    "  redis namespace {}: {} answered by the local tier, {} looked up in Redis, {} reconnects, {} ambiguous failures",
-                    f.namespace(), c.tier_hits, c.redis_lookups, c.reconnects, c.ambiguous_failures
+                    "  redis namespace {}: {} answered by the local tier, {} looked up in Redis, {} reconnects, {} reclaimed after a lost reply, {} waited on another client's claim",
+                    f.namespace(), c.tier_hits, c.redis_lookups, c.reconnects, c.reclaimed, c.busy_waits
                 )?;
             }
             return Ok(());

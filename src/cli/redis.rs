@@ -52,6 +52,10 @@ pub struct RedisArgs {
     /// How long to keep retrying while Redis is unavailable before giving up.
     #[arg(long, env = "CRAWLSIEVE_REDIS_RETRY_FOR", default_value = "60s")]
     pub redis_retry_for: Dur,
+    /// How long a claim on a new URL lasts if its holder dies before confirming it: the
+    /// longest a re-run (or another client) waits for the URLs a failed run left claimed.
+    #[arg(long, env = "CRAWLSIEVE_CLAIM_TTL", default_value = "30s")]
+    pub claim_ttl: Dur,
     /// Entries of the local first tier (16 bytes each; 0 = off).
     #[arg(long, env = "CRAWLSIEVE_LOCAL_TIER", default_value_t = 1 << 21)]
     pub local_tier: usize,
@@ -78,7 +82,7 @@ pub struct CreateArgs {
 }
 
 impl CreateArgs {
-    fn spec(&self, capacity: Option<u64>, fp_rate: Option<f64>) -> NamespaceSpec {
+    fn spec(&self, capacity: Option<u64>, fp_rate: Option<f64>) -> Result<NamespaceSpec> {
         let mut spec = NamespaceSpec::new(
             capacity.unwrap_or(super::DEFAULT_CAPACITY),
             fp_rate.unwrap_or(super::DEFAULT_FP_RATE),
@@ -90,17 +94,31 @@ impl CreateArgs {
         if let Some(m) = self.mode {
             spec.mode = m;
         }
-        spec.window = self.window.map(|w| w.0.as_secs().max(1));
-        spec
+        spec.window = self.window_secs()?;
+        Ok(spec)
     }
 
-    fn expect(&self, capacity: Option<u64>, fp_rate: Option<f64>) -> Expect {
-        Expect {
+    fn expect(&self, capacity: Option<u64>, fp_rate: Option<f64>) -> Result<Expect> {
+        Ok(Expect {
             capacity,
             fp_rate,
             k: self.hashes,
             mode: self.mode,
-            window: self.window.map(|w| Some(w.0.as_secs().max(1))),
+            window: self.window.map(|_| self.window_secs()).transpose()?,
+            shards: self.shards,
+        })
+    }
+
+    /// The window in whole seconds; one that is not is refused rather than rounded.
+    fn window_secs(&self) -> Result<Option<u64>> {
+        match self.window {
+            None => Ok(None),
+            Some(w) if w.0.subsec_nanos() != 0 || w.0.as_secs() == 0 => bail!(
+                "--window must be a whole number of seconds, at least 1s (got {:?}): windows \
+                 rotate on whole seconds",
+                w.0
+            ),
+            Some(w) => Ok(Some(w.0.as_secs())),
         }
     }
 }
@@ -112,6 +130,7 @@ impl RedisArgs {
         cfg.cluster |= self.redis_cluster;
         cfg.response_timeout = self.redis_timeout.0;
         cfg.local_tier_slots = self.local_tier;
+        cfg.claim_ttl = self.claim_ttl.0;
         Some(cfg)
     }
 
@@ -125,15 +144,28 @@ impl RedisArgs {
         let Some(cfg) = self.config() else {
             return Ok(None);
         };
-        let ns = &self.namespace;
-        let expect = self.create.expect(capacity, fp_rate);
-        let f = match RedisFilter::attach(cfg.clone(), ns, &expect) {
-            Err(crate::redis_filter::RedisFilterError::NotFound(_)) => {
-                RedisFilter::create(cfg, ns, &self.create.spec(capacity, fp_rate))
-            }
-            r => r,
+        if self.claim_ttl.0 < Duration::from_secs(1) {
+            bail!(
+                "--claim-ttl must be at least 1s (got {:?})",
+                self.claim_ttl.0
+            );
         }
-        .with_context(|| format!("cannot attach to the Redis namespace {ns:?}"))?;
+        let ns = &self.namespace;
+        let expect = self.create.expect(capacity, fp_rate)?;
+        let spec = self.create.spec(capacity, fp_rate)?;
+        let where_ = cfg.urls.join(",");
+        // Redis being late at start is a fault like any other: retry within --redis-retry-for.
+        let f = crate::redis_filter::with_retry(
+            self.redis_retry_for.0,
+            |e, wait| eprintln!("crawlsieve: Redis at {where_}: {e}; retrying in {wait:?}"),
+            || match RedisFilter::attach(cfg.clone(), ns, &expect) {
+                Err(crate::redis_filter::RedisFilterError::NotFound(_)) => {
+                    RedisFilter::create(cfg.clone(), ns, &spec)
+                }
+                r => r,
+            },
+        )
+        .with_context(|| format!("cannot attach to the Redis namespace {ns:?} at {where_}"))?;
         for w in f.warnings() {
             eprintln!("crawlsieve: warning: {w}");
         }
@@ -219,7 +251,7 @@ pub(super) fn bloom(a: BloomArgs) -> Result<()> {
             fp_rate,
             create,
         } => {
-            let spec = create.spec(Some(capacity), Some(fp_rate));
+            let spec = create.spec(Some(capacity), Some(fp_rate))?;
             let mut f = RedisFilter::create_new(cfg, &namespace, &spec)?;
             print_json(&f.stats()?)
         }

@@ -24,6 +24,10 @@ pub struct RedisConfig {
     pub local_tier_slots: usize,
     /// How often a client re-reads the namespace's generations (growth, windows, drops).
     pub refresh_interval: Duration,
+    /// How long a claim on a URL lasts when its holder never confirms it (it crashed, or lost
+    /// Redis): the longest another client waits for such a URL, and the longest an emitted
+    /// URL may take to be confirmed before a second client may emit it too.
+    pub claim_ttl: Duration,
 }
 
 impl RedisConfig {
@@ -42,6 +46,7 @@ impl RedisConfig {
             response_timeout: Duration::from_secs(2),
             local_tier_slots: 1 << 21,
             refresh_interval: Duration::from_secs(1),
+            claim_ttl: Duration::from_secs(30),
         }
     }
 }
@@ -120,7 +125,13 @@ impl Conn {
             return Ok(());
         }
         if let Conn::Single(_, Some(raw)) = self {
-            return raw.exec(batch, out).map_err(raw_error);
+            if batch.is_raw() {
+                return raw.exec(batch, out).map_err(raw_error);
+            }
+        } else if batch.is_raw() {
+            return Err(RedisFilterError::Params(
+                "a raw batch on a connection without a raw socket".into(),
+            ));
         }
         let cmds = std::mem::take(&mut batch.cmds);
         let values = self

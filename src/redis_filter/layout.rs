@@ -367,6 +367,16 @@ impl Keys {
         out.push('}');
     }
 
+    /// The claim on one URL (`SET … NX PX ttl`, see [`crate::redis_filter::RedisFilter::submit`]):
+    /// `cs:{NS:c:FP}`. The whole fingerprint is the hash tag, so claims spread over every slot
+    /// of a cluster; they outlive no generation (a TTL ends each).
+    pub fn write_claim(out: &mut String, ns: &str, fp: u128) {
+        use std::fmt::Write;
+        out.push_str("cs:{");
+        out.push_str(ns);
+        let _ = write!(out, ":c:{fp:032x}}}");
+    }
+
     /// One fingerprint bucket (an intset), in the same slot as its shard.
     pub fn bucket(ns: &str, g: &GenSpec, shard: u32, bucket: u32) -> String {
         let mut s = String::new();

@@ -255,6 +255,8 @@ pub struct Expect {
     pub mode: Option<Mode>,
     /// Window (Some(None) = must have none).
     pub window: Option<Option<u64>>,
+    /// Shards per generation as requested at creation (`None` in the stored spec = automatic).
+    pub shards: Option<u32>,
 }
 
 impl Expect {
@@ -276,7 +278,12 @@ impl Expect {
             d.push(format!("mode: {:?} ≠ {m:?}", s.mode));
         }
         if let Some(w) = self.window.filter(|&w| w != s.window) {
-            d.push(format!("window: {:?} ≠ {w:?}", s.window));
+            let show = |w: Option<u64>| w.map_or("none".to_string(), |s| format!("{s}s"));
+            d.push(format!("window: {} ≠ {}", show(s.window), show(w)));
+        }
+        if let Some(n) = self.shards.filter(|&n| Some(n) != s.shards) {
+            let stored = s.shards.map_or("automatic".to_string(), |n| n.to_string());
+            d.push(format!("shards: {stored} ≠ {n}"));
         }
         d
     }
@@ -346,6 +353,7 @@ return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])";
 static CAS_GENS_LUA: &str = r"
 if redis.call('HGET', KEYS[1], 'gens') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'gens', ARGV[2])
+redis.call('HINCRBY', KEYS[1], 'gv', 1)
 return 1";
 
 /// Counters of one client (the gate exports them as metrics).
@@ -359,8 +367,13 @@ pub struct ClientStats {
     pub new: u64,
     /// Exact mode: Bloom said "maybe", the fingerprint store said new (a false positive caught).
     pub bloom_fp_caught: u64,
-    /// Reported new because an earlier attempt of the same URL failed ambiguously.
+    /// Reported new because an earlier attempt of the same URL failed ambiguously
+    /// ([`RedisFilter::check_and_set`]).
     pub doubt_rescued: u64,
+    /// Claims found already ours: an earlier attempt's reply was lost ([`RedisFilter::submit`]).
+    pub reclaimed: u64,
+    /// URLs found claimed by another client and waited on.
+    pub busy_waits: u64,
     /// Write pipelines whose outcome was unknown.
     pub ambiguous_failures: u64,
     /// Reconnections.
@@ -411,9 +424,25 @@ pub struct RedisFilter {
     ns: String,
     meta_key: String,
     conn: Option<Conn>,
+    /// A second connection for refreshes and maintenance, so they run on time while batches
+    /// are in flight on `conn`, and for waiting on claims other clients hold.
+    mconn: Option<Conn>,
+    /// This client's claim value (a random positive integer).
+    token: i64,
+    /// URLs this client answered new and has not confirmed yet, with when it claimed them
+    /// (a claim older than the claim TTL is void).
+    held: HashMap<u128, Instant>,
+    /// Confirmations (insert + release) and releases waiting to ride on the next exchange.
+    confirm_q: Vec<u128>,
+    release_q: Vec<u128>,
+    /// Refresh at the next call (counters near the generation's capacity).
+    force_refresh: bool,
     spec: NamespaceSpec,
     gens: Generations,
     gens_raw: String,
+    /// The `gv` field of the metadata when `gens` was read: every change of the generations
+    /// increments it, and every claim exchange reads it back (see `decode_claims`).
+    gens_version: i64,
     instance: String,
     items: HashMap<u32, u64>,
     pending_items: u64,
@@ -435,32 +464,49 @@ pub struct RedisFilter {
 /// A batch between [`RedisFilter::submit`] and [`RedisFilter::complete`].
 struct Inflight {
     fps: Vec<u128>,
+    /// Indices of `fps` sent to be claimed: tier misses, first occurrence in the batch.
     todo: Vec<usize>,
     out: Vec<bool>,
+    /// Confirmations and releases riding on this exchange.
+    carried: Vec<u128>,
+    released: Vec<u128>,
     kind: Pending,
 }
 
 enum Pending {
-    /// Answered without Redis (all tier hits).
+    /// Nothing to send (all tier hits, nothing carried).
     Done,
-    /// Run synchronously at complete() time (cluster, or several generations).
+    /// Run synchronously at complete() time (a cluster: two round trips, see `encode_claims`).
     Deferred,
     /// Sent on connection `epoch`; `n` replies to read.
-    Sent {
-        groups: Vec<Vec<usize>>,
-        gen: GenSpec,
-        n: usize,
-        epoch: u64,
-    },
+    Sent { plan: Plan, n: usize, epoch: u64 },
 }
 
-fn ambiguous(e: RedisFilterError) -> RedisFilterError {
-    match e {
-        RedisFilterError::Unavailable { source, .. } => RedisFilterError::Unavailable {
-            source,
-            ambiguous: true,
-        },
-        other => other,
+/// How the replies of one claim exchange are laid out (see `encode_claims`).
+struct Plan {
+    /// BITFIELD groups of the carried confirmations (bitmap generations).
+    confirm_groups: Vec<Vec<usize>>,
+    /// One SADD per carried confirmation follows (fingerprint store).
+    confirm_store: bool,
+    n_release: usize,
+    n_unclaim: usize,
+    /// Per live generation read: k and its BITFIELD_RO groups (then one SISMEMBER per claim
+    /// when the store decides).
+    reads: Vec<(usize, Vec<Vec<usize>>)>,
+    exact: bool,
+    /// A last `HGET meta gv` follows the reads.
+    version: bool,
+}
+
+impl Plan {
+    fn replies(&self, carried: usize, todo: usize) -> usize {
+        let confirm = self.confirm_groups.len() + if self.confirm_store { carried } else { 0 };
+        let reads: usize = self
+            .reads
+            .iter()
+            .map(|(_, g)| g.len() + if self.exact { todo } else { 0 })
+            .sum();
+        confirm + todo + self.n_release + self.n_unclaim + reads + self.version as usize
     }
 }
 
@@ -538,6 +584,7 @@ impl RedisFilter {
             k: Some(spec.k),
             mode: Some(spec.mode),
             window: Some(spec.window),
+            shards: spec.shards,
         };
         Self::attach_with(cfg, ns, &expect, Some(conn))
     }
@@ -567,12 +614,19 @@ impl RedisFilter {
             meta_key: Keys::meta(ns),
             ns: ns.to_string(),
             conn: Some(conn),
+            mconn: None,
+            token: (layout::unique_u64() >> 2).max(1) as i64,
+            held: HashMap::new(),
+            confirm_q: Vec::new(),
+            release_q: Vec::new(),
+            force_refresh: false,
             spec: NamespaceSpec::new(1, 0.5),
             gens: Generations {
                 live: vec![],
                 retired: vec![],
             },
             gens_raw: String::new(),
+            gens_version: 0,
             instance: String::new(),
             items: HashMap::new(),
             pending_items: 0,
@@ -668,6 +722,24 @@ impl RedisFilter {
         Ok(self.conn.as_mut().expect("just connected"))
     }
 
+    /// The maintenance connection (refreshes, counters, generations, waiting on claims).
+    fn mconn(&mut self) -> Result<&mut Conn, RedisFilterError> {
+        if self.mconn.is_none() {
+            let c = Conn::connect(&self.cfg).map_err(|e| RedisFilterError::from_redis(e, false))?;
+            self.mconn = Some(c);
+        }
+        Ok(self.mconn.as_mut().expect("just connected"))
+    }
+
+    /// A failure on the maintenance connection: drop it if retrying may help.
+    fn mfail(&mut self, e: redis::RedisError) -> RedisFilterError {
+        let err = RedisFilterError::from_redis(e, false);
+        if err.is_retryable() {
+            self.mconn = None;
+        }
+        err
+    }
+
     fn fail(&mut self, e: redis::RedisError, ambiguous: bool) -> RedisFilterError {
         let err = RedisFilterError::from_redis(e, ambiguous);
         if err.is_retryable() {
@@ -686,10 +758,29 @@ impl RedisFilter {
     /// Re-read the generations now if the refresh interval passed; run growth, rotation and
     /// retirement if due.
     fn maybe_refresh(&mut self) -> Result<(), RedisFilterError> {
-        if self.last_refresh.elapsed() >= self.cfg.refresh_interval || self.conn.is_none() {
+        if self.force_refresh
+            || self.last_refresh.elapsed() >= self.cfg.refresh_interval
+            || self.conn.is_none()
+        {
             self.refresh()?;
         }
         Ok(())
+    }
+
+    /// Count `n` URLs newly inserted into the current generation; refresh (and so grow) at the
+    /// next call once this client's share could fill it, so a generation never overshoots its
+    /// capacity by more than a batch or two, however fast the inserts come.
+    fn count_items(&mut self, n: u64) {
+        self.pending_items += n;
+        let Some(cur) = self.gens.live.last() else {
+            return;
+        };
+        let stored = self.items.get(&cur.id).copied().unwrap_or(0);
+        if stored + self.pending_items >= cur.capacity
+            || self.pending_items.saturating_mul(32) >= cur.capacity
+        {
+            self.force_refresh = true;
+        }
     }
 
     /// Re-read the namespace from Redis and run maintenance. Called on attach, after a
@@ -698,9 +789,10 @@ impl RedisFilter {
         self.flush_items()?;
         let key = self.meta_key.clone();
         let r: redis::RedisResult<HashMap<String, String>> =
-            self.conn()?.query(redis::cmd("HGETALL").arg(&key));
-        let meta = r.map_err(|e| self.fail(e, false))?;
+            self.mconn()?.query(redis::cmd("HGETALL").arg(&key));
+        let meta = r.map_err(|e| self.mfail(e))?;
         self.last_refresh = Instant::now();
+        self.force_refresh = false;
         if meta.is_empty() {
             self.tier.clear();
             return Err(RedisFilterError::NotFound(self.ns.clone()));
@@ -730,12 +822,13 @@ impl RedisFilter {
         self.spec = spec;
         self.gens = gens;
         self.gens_raw = raw;
+        self.gens_version = meta.get("gv").and_then(|v| v.parse().ok()).unwrap_or(0);
         self.instance = instance;
         self.maintain()
     }
 
     fn flush_items(&mut self) -> Result<(), RedisFilterError> {
-        if self.pending_items == 0 || self.gens.live.is_empty() || self.conn.is_none() {
+        if self.pending_items == 0 || self.gens.live.is_empty() {
             return Ok(());
         }
         let field = format!("items:{}", self.gens.current().id);
@@ -743,11 +836,18 @@ impl RedisFilter {
         let key = self.meta_key.clone();
         // Not idempotent; a lost increment only delays growth by that many items. Never
         // recreates a dropped namespace's metadata.
-        let n = n.to_string();
+        let n_s = n.to_string();
         let r: redis::RedisResult<i64> =
-            self.conn()?
-                .script(&redis::Script::new(INCR_ITEMS_LUA), &key, &[&field, &n]);
-        r.map(|_| ()).map_err(|e| self.fail(e, false))
+            self.mconn()?
+                .script(&redis::Script::new(INCR_ITEMS_LUA), &key, &[&field, &n_s]);
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                // Not sent, or maybe not: count it again (growth a little early beats late).
+                self.pending_items += n;
+                Err(self.mfail(e))
+            }
+        }
     }
 
     /// Growth, window rotation, retirement and unlinking, agreed through a compare-and-set on
@@ -804,16 +904,16 @@ impl RedisFilter {
         }
         if let Some(g) = &added {
             let ns = self.ns.clone();
-            let conn = self.conn()?;
+            let conn = self.mconn()?;
             allocate(conn, &ns, g)?;
         }
         let raw = serde_json::to_string(&next).expect("gens serialize");
         let old = self.gens_raw.clone();
         let key = self.meta_key.clone();
         let r: redis::RedisResult<i64> =
-            self.conn()?
+            self.mconn()?
                 .script(&redis::Script::new(CAS_GENS_LUA), &key, &[&old, &raw]);
-        let won = r.map_err(|e| self.fail(e, false))? == 1;
+        let won = r.map_err(|e| self.mfail(e))? == 1;
         if won {
             // Retirement changes what "seen" means (growth does not).
             if self.gens.retires_into(&next) {
@@ -821,8 +921,9 @@ impl RedisFilter {
             }
             self.gens = next;
             self.gens_raw = raw;
+            self.gens_version += 1;
             let ns = self.ns.clone();
-            let conn = self.conn()?;
+            let conn = self.mconn()?;
             for r in &unlink {
                 unlink_generation(conn, &ns, &r.gen)?;
             }
@@ -832,7 +933,7 @@ impl RedisFilter {
             self.last_refresh = Instant::now() - self.cfg.refresh_interval * 2;
             if let Some(g) = &added {
                 let ns = self.ns.clone();
-                let conn = self.conn()?;
+                let conn = self.mconn()?;
                 unlink_generation(conn, &ns, g)?;
             }
         }
@@ -841,14 +942,26 @@ impl RedisFilter {
 
     /// Atomic batched check-and-set: `out[i]` = whether `fps[i]` was new; all are inserted.
     /// Duplicates inside the batch are answered in order (the first is new).
+    ///
+    /// Unlike the claim protocol ([`RedisFilter::submit`]) this writes before the caller acts,
+    /// so only this process can tell a lost reply from a real duplicate: a write whose outcome
+    /// is unknown is kept "in doubt" and its URLs are reported new when the batch is retried
+    /// by this client. A crash between the write and the caller's use of the answer loses it;
+    /// callers that must survive that (dedup, the gate) claim instead.
     pub fn check_and_set(
         &mut self,
         fps: &[u128],
         out: &mut Vec<bool>,
     ) -> Result<(), RedisFilterError> {
         self.idle()?;
-        self.submit(fps)?;
-        self.complete(out)
+        self.maybe_refresh()?;
+        out.clear();
+        out.resize(fps.len(), false);
+        let mut todo = std::mem::take(&mut self.todo);
+        self.tier_misses(fps, &mut todo);
+        let r = self.redis_check_and_set(fps, &mut todo, out);
+        self.todo = todo;
+        r
     }
 
     /// Indices of `fps` the local tier cannot answer (counting the hits).
@@ -884,8 +997,10 @@ impl RedisFilter {
                 return Err(e);
             }
             let mut j = 0;
+            // A URL in doubt may be in an older generation because of our own lost write
+            // (the generation rotated since): the current one decides, and the doubt rescues.
             todo.retain(|&i| {
-                let s = seen[j];
+                let s = seen[j] && !self.doubt.contains(&fps[i]);
                 j += 1;
                 if s {
                     self.tier.insert(fps[i]);
@@ -898,7 +1013,7 @@ impl RedisFilter {
             }
         }
         let cur = self.gens.current().clone();
-        let mut batch = self.batch();
+        let mut batch = self.batch()?;
         let groups = self.write_cmds(&cur, fps, todo, true, &mut batch);
         let mut replies = std::mem::take(&mut self.replies);
         let r = self.exec(&mut batch, &mut replies, true);
@@ -959,14 +1074,14 @@ impl RedisFilter {
             } else {
                 bloom_new[i]
             };
-            if !new && self.doubt.contains(&fps[i]) {
+            if !new && self.doubt.remove(&fps[i]) {
                 self.stats.doubt_rescued += 1;
                 new = true;
             }
             out[i] = new;
             if new {
                 self.stats.new += 1;
-                self.pending_items += 1;
+                self.count_items(1);
             }
             self.tier.insert(fps[i]);
         }
@@ -979,47 +1094,63 @@ impl RedisFilter {
         Ok(())
     }
 
-    /// Pipelined check-and-set, first half: answer what the tier can and send the rest to
-    /// Redis without waiting. Up to a few batches may be in flight; [`RedisFilter::complete`]
-    /// returns their answers in submission order. Keeping the next batch queued while Redis
-    /// works on this one is what saturates a Redis core from one client (docs/redis-filter.md).
-    /// Other calls (`check`, `insert`, `stats`, …) refuse to run while batches are in flight.
+    /// Claim a batch, first half: answer what the tier can and send the rest to Redis without
+    /// waiting. Up to a few batches may be in flight; [`RedisFilter::complete`] returns their
+    /// answers in submission order. Keeping the next batch queued while Redis works on this one
+    /// is what saturates a Redis core from one client (docs/redis-filter.md).
+    ///
+    /// # The claim protocol (never lose a URL, whatever fails)
+    /// A URL answered new is **claimed**, not inserted: `SET cs:{NS:c:FP} TOKEN NX GET PX ttl`,
+    /// then a read of every live generation, in that order. It is new for this client iff no
+    /// generation holds it and the claim is this client's (just taken, or taken by an earlier
+    /// attempt whose reply was lost: `GET` returns our own token). A claim held by another
+    /// client is waited on until it is confirmed (then the URL is seen) or expires (then it is
+    /// ours). The caller delivers the new URLs, then [`RedisFilter::confirm`]s them: insert
+    /// into the current generation, then delete the claim.
+    ///
+    /// So nothing is written to the filter before the URL was delivered: a timeout, a lost
+    /// connection or a crash anywhere repeats work (a claim expires after
+    /// [`RedisConfig::claim_ttl`] and the URL is someone's to deliver again) and never drops a
+    /// URL; and since claims are exclusive, healthy concurrent clients still see each distinct
+    /// URL new exactly once.
+    ///
+    /// Other calls (`check`, `insert`, `stats`, …) refuse to run while batches are in flight;
+    /// refreshes and maintenance run on a second connection, on time.
     pub fn submit(&mut self, fps: &[u128]) -> Result<(), RedisFilterError> {
-        if self.inflight.is_empty() {
-            self.maybe_refresh()?;
-        }
+        self.maybe_refresh()?;
         let mut it = Inflight {
             fps: fps.to_vec(),
             todo: Vec::new(),
             out: vec![false; fps.len()],
+            carried: std::mem::take(&mut self.confirm_q),
+            released: std::mem::take(&mut self.release_q),
             kind: Pending::Deferred,
         };
-        self.tier_misses(fps, &mut it.todo);
+        self.claim_todo(fps, &mut it.todo);
         // Sent batches must not overtake a deferred one: both would read the same socket.
-        let raw = self.conn.as_ref().is_some_and(Conn::is_raw)
+        let raw = self.conn()?.is_raw()
             && !self
                 .inflight
                 .iter()
                 .any(|i| matches!(i.kind, Pending::Deferred));
-        if it.todo.is_empty() {
+        if it.todo.is_empty() && it.carried.is_empty() && it.released.is_empty() {
             it.kind = Pending::Done;
-        } else if raw && self.gens.live.len() == 1 {
+        } else if raw {
             self.stats.redis_lookups += it.todo.len() as u64;
-            let cur = self.gens.current().clone();
-            let mut batch = self.batch();
-            let groups = self.write_cmds(&cur, &it.fps, &it.todo, true, &mut batch);
-            let n = batch.len();
-            let r = self.conn()?.send(&batch);
-            self.spare = batch;
+            let (p1, p2, plan) =
+                self.encode_claims(&it.fps, &it.todo, &it.carried, &it.released, true);
+            let n = p1.len() + p2.len();
+            let r = self.conn().and_then(|c| {
+                c.send(&p1)?;
+                c.send(&p2)
+            });
             if let Err(e) = r {
-                self.stats.ambiguous_failures += 1;
-                self.doubt.extend(it.todo.iter().map(|&i| it.fps[i]));
                 self.lose_connection(&e);
-                return Err(ambiguous(e));
+                self.requeue(&mut it);
+                return Err(e);
             }
             it.kind = Pending::Sent {
-                groups,
-                gen: cur,
+                plan,
                 n,
                 epoch: self.epoch,
             };
@@ -1028,27 +1159,41 @@ impl RedisFilter {
         Ok(())
     }
 
-    /// Pipelined check-and-set, second half: the answers of the oldest submitted batch. On
-    /// error the batch's URLs are in doubt (reported new when retried) and may be resubmitted.
+    /// Claim a batch, second half: the answers of the oldest submitted batch (`out[i]` = new,
+    /// claimed by this client: deliver it, then [`RedisFilter::confirm`] it). Claims held by
+    /// other clients are waited on here. On error nothing of the batch is answered; resubmit
+    /// it (after [`RedisFilter::abandon`] if others are in flight): its claims are still ours,
+    /// so the retry answers as if the first attempt had never been made.
     pub fn complete(&mut self, out: &mut Vec<bool>) -> Result<(), RedisFilterError> {
         let mut it = self.inflight.pop_front().ok_or_else(|| {
             RedisFilterError::Params("complete() without a submitted batch".into())
         })?;
-        let r = match std::mem::replace(&mut it.kind, Pending::Done) {
-            Pending::Done => Ok(()),
+        let r = self.complete_one(&mut it);
+        if r.is_err() {
+            self.requeue(&mut it);
+        }
+        out.clear();
+        out.extend_from_slice(&it.out);
+        r
+    }
+
+    fn complete_one(&mut self, it: &mut Inflight) -> Result<(), RedisFilterError> {
+        let mut replies = std::mem::take(&mut self.replies);
+        let plan = match std::mem::replace(&mut it.kind, Pending::Done) {
+            Pending::Done => None,
             Pending::Deferred => {
-                let mut todo = std::mem::take(&mut it.todo);
-                let r = self.redis_check_and_set(&it.fps, &mut todo, &mut it.out);
-                it.todo = todo;
-                r
+                self.stats.redis_lookups += it.todo.len() as u64;
+                let raw = self.conn()?.is_raw();
+                let (mut p1, mut p2, plan) =
+                    self.encode_claims(&it.fps, &it.todo, &it.carried, &it.released, raw);
+                let r = self.exec2(&mut p1, &mut p2, &mut replies);
+                if let Err(e) = r {
+                    self.replies = replies;
+                    return Err(e);
+                }
+                Some(plan)
             }
-            Pending::Sent {
-                groups,
-                gen,
-                n,
-                epoch,
-            } => {
-                let mut replies = std::mem::take(&mut self.replies);
+            Pending::Sent { plan, n, epoch } => {
                 let r = match self.conn.as_mut() {
                     Some(c) if epoch == self.epoch => c.recv(n, &mut replies),
                     _ => Err(RedisFilterError::from_redis(
@@ -1057,25 +1202,410 @@ impl RedisFilter {
                             "the connection was lost with this batch in flight",
                         )
                         .into(),
-                        true,
+                        false,
                     )),
                 };
-                let r = match r {
-                    Ok(()) => self.apply(&it.fps, &it.todo, &mut it.out, &groups, &gen, &replies),
-                    Err(e) => {
-                        self.stats.ambiguous_failures += 1;
-                        self.doubt.extend(it.todo.iter().map(|&i| it.fps[i]));
-                        self.lose_connection(&e);
-                        Err(ambiguous(e))
-                    }
-                };
-                self.replies = replies;
-                r
+                if let Err(e) = r {
+                    self.lose_connection(&e);
+                    self.replies = replies;
+                    return Err(e);
+                }
+                Some(plan)
             }
         };
-        out.clear();
-        out.extend_from_slice(&it.out);
-        r
+        let mut answers = vec![None; it.todo.len()];
+        if let Some(plan) = plan {
+            let r = self.decode_claims(
+                &plan,
+                &it.fps,
+                &it.todo,
+                &it.carried,
+                &replies,
+                &mut answers,
+            );
+            self.replies = replies;
+            if let Err(e) = r {
+                self.lose_connection(&e);
+                return Err(e);
+            }
+        } else {
+            self.replies = replies;
+        }
+        // The carried confirmations and releases ran.
+        it.carried.clear();
+        it.released.clear();
+        self.resolve_busy(&it.fps, &it.todo, &mut answers)?;
+        // Only now, when nothing can fail any more, do the new URLs become held.
+        let now = Instant::now();
+        for (j, &i) in it.todo.iter().enumerate() {
+            let new = answers[j] == Some(true);
+            it.out[i] = new;
+            if new {
+                self.held.insert(it.fps[i], now);
+                self.stats.new += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Claim `fps` synchronously: [`RedisFilter::submit`] + [`RedisFilter::complete`].
+    pub fn claim(&mut self, fps: &[u128], out: &mut Vec<bool>) -> Result<(), RedisFilterError> {
+        self.idle()?;
+        self.submit(fps)?;
+        self.complete(out)
+    }
+
+    /// The URLs of `fps` were delivered: insert them into the current generation and delete
+    /// their claims. Queued: sent with the next [`RedisFilter::submit`] (or by
+    /// [`RedisFilter::settle`]); idempotent, so a failed exchange simply sends it again.
+    pub fn confirm(&mut self, fps: &[u128]) {
+        self.confirm_q.extend_from_slice(fps);
+    }
+
+    /// The URLs of `fps` will not be delivered (refused for good): delete their claims without
+    /// inserting them, so they are new again to anyone. Queued like [`RedisFilter::confirm`].
+    pub fn release(&mut self, fps: &[u128]) {
+        for fp in fps {
+            self.held.remove(fp);
+        }
+        self.release_q.extend_from_slice(fps);
+    }
+
+    /// Send the queued confirmations and releases now, and the item counters (at the end of a
+    /// run, or after each batch where nothing else would carry them). Safe to retry.
+    pub fn settle(&mut self) -> Result<(), RedisFilterError> {
+        self.idle()?;
+        if !self.confirm_q.is_empty() || !self.release_q.is_empty() {
+            let mut it = Inflight {
+                fps: Vec::new(),
+                todo: Vec::new(),
+                out: Vec::new(),
+                carried: std::mem::take(&mut self.confirm_q),
+                released: std::mem::take(&mut self.release_q),
+                kind: Pending::Deferred,
+            };
+            if let Err(e) = self.complete_one(&mut it) {
+                self.requeue(&mut it);
+                return Err(e);
+            }
+        }
+        self.flush_items()
+    }
+
+    /// Forget every submitted batch without answering it (after a failure, before the batches
+    /// are submitted again): their claims stay ours, so the resubmission is answered as if
+    /// they had never been sent; what they carried is queued again.
+    pub fn abandon(&mut self) {
+        let mut sent = false;
+        while let Some(mut it) = self.inflight.pop_front() {
+            sent |= matches!(it.kind, Pending::Sent { .. });
+            self.requeue(&mut it);
+        }
+        if sent {
+            // Their replies are still in the socket.
+            self.conn = None;
+        }
+    }
+
+    /// Confirmations and releases a failed exchange carried go back to the queues.
+    fn requeue(&mut self, it: &mut Inflight) {
+        self.confirm_q.append(&mut it.carried);
+        self.release_q.append(&mut it.released);
+    }
+
+    /// Indices of `fps` to claim in Redis: not answered by the tier, first in the batch.
+    fn claim_todo(&mut self, fps: &[u128], todo: &mut Vec<usize>) {
+        self.tier_misses(fps, todo);
+        if todo.len() > 1 {
+            let mut first = HashSet::with_capacity(todo.len());
+            todo.retain(|&i| first.insert(fps[i]));
+        }
+    }
+
+    /// Whether this client holds a live claim on `fp` for a URL it answered new.
+    fn holds(&self, fp: u128) -> bool {
+        self.held
+            .get(&fp)
+            .is_some_and(|t| t.elapsed() < self.cfg.claim_ttl)
+    }
+
+    /// DEL `keys`' claims: one variadic command on a single node, one per key on a cluster
+    /// (claims live in different slots). Returns the number of commands.
+    fn del_claims(&self, fps: &[u128], batch: &mut Batch) -> usize {
+        if fps.is_empty() {
+            return 0;
+        }
+        let mut key = String::new();
+        if batch.is_raw() {
+            batch.cmd("DEL", 1 + fps.len());
+            for &fp in fps {
+                key.clear();
+                Keys::write_claim(&mut key, &self.ns, fp);
+                batch.arg(key.as_bytes());
+            }
+            1
+        } else {
+            for &fp in fps {
+                key.clear();
+                Keys::write_claim(&mut key, &self.ns, fp);
+                batch.cmd("DEL", 2);
+                batch.arg(key.as_bytes());
+            }
+            fps.len()
+        }
+    }
+
+    /// Encode one claim exchange in two phases. Phase 1: insert the `carried` confirmations
+    /// into the current generation, claim `todo`, delete the `released` claims. Phase 2:
+    /// delete the confirmed URLs' claims, read `todo` in every live generation. On one node
+    /// both phases go in one pipeline (Redis runs a connection's commands in order); on a
+    /// cluster phase 2 is sent after phase 1 answered, so on every node an insert comes before
+    /// its claim's deletion and a claim before its read.
+    fn encode_claims(
+        &mut self,
+        fps: &[u128],
+        todo: &[usize],
+        carried: &[u128],
+        released: &[u128],
+        raw: bool,
+    ) -> (Batch, Batch, Plan) {
+        let mut p1 = Batch::new(raw);
+        let mut p2 = Batch::new(raw);
+        let cur = self.gens.current().clone();
+        let confirm_groups = if carried.is_empty() {
+            Vec::new()
+        } else {
+            let all: Vec<usize> = (0..carried.len()).collect();
+            self.write_cmds(&cur, carried, &all, true, &mut p1)
+        };
+        let ttl = self.cfg.claim_ttl.as_millis().clamp(1, i64::MAX as u128) as i64;
+        let mut key = String::new();
+        for &i in todo {
+            key.clear();
+            Keys::write_claim(&mut key, &self.ns, fps[i]);
+            p1.cmd("SET", 7);
+            p1.arg(key.as_bytes());
+            p1.int(self.token);
+            p1.arg(b"NX");
+            p1.arg(b"GET");
+            p1.arg(b"PX");
+            p1.int(ttl);
+        }
+        let n_release = self.del_claims(released, &mut p1);
+        let n_unclaim = self.del_claims(carried, &mut p2);
+        let mut reads = Vec::new();
+        if !todo.is_empty() {
+            let gens = self.gens.live.clone();
+            for g in &gens {
+                let groups = self.write_cmds(g, fps, todo, false, &mut p2);
+                reads.push((g.k as usize, groups));
+            }
+            p2.cmd("HGET", 3);
+            p2.arg(self.meta_key.as_bytes());
+            p2.arg(b"gv");
+        }
+        let plan = Plan {
+            confirm_groups,
+            confirm_store: !carried.is_empty() && self.spec.mode.uses_store(),
+            n_release,
+            n_unclaim,
+            version: !todo.is_empty(),
+            reads,
+            exact: self.spec.mode.uses_store(),
+        };
+        (p1, p2, plan)
+    }
+
+    /// Run both phases of an exchange on the hot connection (see `encode_claims`).
+    fn exec2(
+        &mut self,
+        p1: &mut Batch,
+        p2: &mut Batch,
+        out: &mut Replies,
+    ) -> Result<(), RedisFilterError> {
+        self.exec(p1, out, false)?;
+        let mut second = Replies::default();
+        self.exec(p2, &mut second, false)?;
+        out.append(&second);
+        Ok(())
+    }
+
+    /// Read the replies of a claim exchange: apply the carried confirmations (counters, tier,
+    /// held) and answer each claim: `Some(true)` new and ours, `Some(false)` seen, `None` held
+    /// by another client.
+    fn decode_claims(
+        &mut self,
+        plan: &Plan,
+        fps: &[u128],
+        todo: &[usize],
+        carried: &[u128],
+        replies: &Replies,
+        answers: &mut [Option<bool>],
+    ) -> Result<(), RedisFilterError> {
+        let want = plan.replies(carried.len(), todo.len());
+        if replies.len() != want {
+            return Err(RedisFilterError::Corrupt(format!(
+                "a claim exchange got {} replies for {want} commands",
+                replies.len()
+            )));
+        }
+        let mut at = 0;
+        let cur_k = self.gens.current().k as usize;
+        let mut inserted = 0u64;
+        if plan.confirm_store {
+            at += plan.confirm_groups.len();
+            inserted += (0..carried.len())
+                .filter(|&n| replies.int(at + n) == 1)
+                .count() as u64;
+            at += carried.len();
+        } else {
+            for g in &plan.confirm_groups {
+                let bits = replies.get(at);
+                at += 1;
+                inserted += (0..g.len())
+                    .filter(|&n| {
+                        bits.get(n * cur_k..(n + 1) * cur_k)
+                            .is_some_and(|b| b.contains(&0))
+                    })
+                    .count() as u64;
+            }
+        }
+        self.count_items(inserted);
+        for fp in carried {
+            self.held.remove(fp);
+            self.tier.insert(*fp);
+        }
+        let claims_at = at;
+        at += todo.len() + plan.n_release + plan.n_unclaim;
+        let mut seen = vec![false; todo.len()];
+        let pos_of: HashMap<usize, usize> = todo.iter().enumerate().map(|(j, &i)| (i, j)).collect();
+        for (k, groups) in &plan.reads {
+            for g in groups {
+                let bits = replies.get(at);
+                at += 1;
+                for (n, i) in g.iter().enumerate() {
+                    if bits
+                        .get(n * k..(n + 1) * k)
+                        .is_some_and(|b| b.iter().all(|&x| x == 1))
+                    {
+                        seen[pos_of[i]] = true;
+                    }
+                }
+            }
+            if plan.exact {
+                for s in seen.iter_mut() {
+                    if replies.int(at) == 1 {
+                        *s = true;
+                    }
+                    at += 1;
+                }
+            }
+        }
+        // The generations changed since we read them: a URL another client inserted into a
+        // generation we do not know yet would read as new. Re-read what looked new, with the
+        // generations refreshed (the claims stay ours meanwhile).
+        let stale = plan.version && replies.int(at) != self.gens_version;
+        if stale {
+            self.force_refresh = true;
+        }
+        for (j, &i) in todo.iter().enumerate() {
+            let fp = fps[i];
+            let claim = replies.get(claims_at + j);
+            let mine = claim.is_empty() || claim[0] == self.token;
+            answers[j] = if seen[j] {
+                if mine && !self.holds(fp) {
+                    self.release_q.push(fp);
+                }
+                self.tier.insert(fp);
+                Some(false)
+            } else if mine && stale {
+                None
+            } else if mine {
+                if claim.is_empty() {
+                    Some(!self.holds(fp))
+                } else {
+                    // Our own claim from an attempt whose answer was lost.
+                    if !self.holds(fp) {
+                        self.stats.reclaimed += 1;
+                    }
+                    Some(!self.holds(fp))
+                }
+            } else {
+                None
+            };
+        }
+        Ok(())
+    }
+
+    /// Wait for the claims other clients hold on some of `todo` (the `None` answers): each is
+    /// either confirmed (the URL is seen) or expires (the URL becomes ours). Polls on the
+    /// maintenance connection, backing off from 2 ms to 250 ms.
+    fn resolve_busy(
+        &mut self,
+        fps: &[u128],
+        todo: &[usize],
+        answers: &mut [Option<bool>],
+    ) -> Result<(), RedisFilterError> {
+        let start = Instant::now();
+        let mut wait = Duration::from_millis(2);
+        let mut first = true;
+        loop {
+            let busy: Vec<usize> = todo
+                .iter()
+                .zip(answers.iter())
+                .filter(|(_, a)| a.is_none())
+                .map(|(&i, _)| i)
+                .collect();
+            if busy.is_empty() {
+                return Ok(());
+            }
+            if first {
+                self.stats.busy_waits += busy.len() as u64;
+                first = false;
+            }
+            if start.elapsed() > self.cfg.claim_ttl * 2 + Duration::from_secs(5) {
+                return Err(RedisFilterError::Corrupt(format!(
+                    "{} URLs stayed claimed by other clients for {:?}, past twice this client's \
+                     claim TTL: give every client of namespace {:?} the same claim TTL",
+                    busy.len(),
+                    start.elapsed(),
+                    self.ns
+                )));
+            }
+            if self.force_refresh {
+                self.refresh()?;
+            } else {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_millis(250));
+            }
+            let raw = self.mconn()?.is_raw();
+            let (mut p1, mut p2, plan) = self.encode_claims(fps, &busy, &[], &[], raw);
+            let mut replies = Replies::default();
+            let mut second = Replies::default();
+            let r = self.mconn()?.exec(&mut p1, &mut replies);
+            let r = r.and_then(|()| {
+                self.mconn
+                    .as_mut()
+                    .expect("connected")
+                    .exec(&mut p2, &mut second)
+            });
+            if let Err(e) = r {
+                if e.is_retryable() {
+                    self.mconn = None;
+                }
+                return Err(e);
+            }
+            replies.append(&second);
+            let mut sub = vec![None; busy.len()];
+            self.decode_claims(&plan, fps, &busy, &[], &replies, &mut sub)?;
+            let mut k = 0;
+            for a in answers.iter_mut() {
+                if a.is_none() {
+                    *a = sub[k];
+                    k += 1;
+                }
+            }
+        }
     }
 
     /// Batches submitted and not yet completed.
@@ -1100,15 +1630,16 @@ impl RedisFilter {
         }
     }
 
-    /// An empty batch of the right kind for the current connection.
-    fn batch(&mut self) -> Batch {
+    /// An empty batch of the right kind for the connection (connecting first, so the kind is
+    /// the one the batch will be sent on).
+    fn batch(&mut self) -> Result<Batch, RedisFilterError> {
+        let raw = self.conn()?.is_raw();
         let mut b = std::mem::replace(&mut self.spare, Batch::new(false));
-        let raw = self.conn.as_ref().is_some_and(Conn::is_raw);
         if b.is_raw() != raw {
             b = Batch::new(raw);
         }
         b.clear();
-        b
+        Ok(b)
     }
 
     fn exec(
@@ -1221,7 +1752,7 @@ impl RedisFilter {
             pos_of.entry(i).or_insert(j);
         }
         let exact = self.spec.mode.uses_store();
-        let mut batch = self.batch();
+        let mut batch = self.batch()?;
         let mut plan = Vec::new();
         for g in gens {
             let groups = self.write_cmds(g, fps, todo, false, &mut batch);
@@ -1319,21 +1850,22 @@ impl RedisFilter {
             return Ok(());
         }
         let cur = self.gens.current().clone();
-        let mut batch = self.batch();
+        let mut batch = self.batch()?;
         let groups = self.write_cmds(&cur, fps, &todo, true, &mut batch);
         let replies = self.run_plain(batch)?;
         // Count what was new (the fingerprint store's answer where there is one), for growth.
         let k = cur.k as usize;
         if self.spec.mode.uses_store() {
-            self.pending_items += (0..todo.len())
+            let n = (0..todo.len())
                 .filter(|&n| replies.int(groups.len() + n) == 1)
                 .count() as u64;
+            self.count_items(n);
         } else {
             for (c, g) in groups.iter().enumerate() {
                 let bits = replies.get(c);
                 for n in 0..g.len() {
                     if bits.get(n * k..(n + 1) * k).is_some_and(|b| b.contains(&0)) {
-                        self.pending_items += 1;
+                        self.count_items(1);
                     }
                 }
             }
@@ -1494,7 +2026,9 @@ impl RedisFilter {
 
 impl Drop for RedisFilter {
     fn drop(&mut self) {
-        let _ = self.flush_items();
+        if self.mconn.is_some() {
+            let _ = self.flush_items();
+        }
     }
 }
 

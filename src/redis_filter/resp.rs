@@ -114,6 +114,19 @@ impl Replies {
         self.spans.clear();
     }
 
+    /// Append the replies of `other` (a second round trip of the same exchange).
+    pub(crate) fn append(&mut self, other: &Replies) {
+        let base = self.ints.len();
+        self.ints.extend_from_slice(&other.ints);
+        self.spans
+            .extend(other.spans.iter().map(|&(a, b)| (a + base, b + base)));
+    }
+
+    /// Number of replies.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
     pub(crate) fn push_value(&mut self, v: &redis::Value) -> Result<(), String> {
         let start = self.ints.len();
         match v {
@@ -129,6 +142,12 @@ impl Replies {
                 }
             }
             redis::Value::Okay | redis::Value::SimpleString(_) => {}
+            redis::Value::BulkString(b) => self.ints.push(
+                std::str::from_utf8(b)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(i64::MIN),
+            ),
             other => return Err(format!("unexpected reply {other:?}")),
         }
         self.spans.push((start, self.ints.len()));
@@ -313,6 +332,19 @@ impl RawConn {
                 Ok(())
             }
             Some(b'$') if &self.buf[a..b] == b"$-1" => Ok(()),
+            Some(b'$') => {
+                // A bulk string: the old value of a `SET … GET` claim, always an integer token
+                // of ours. Anything else is recorded as `i64::MIN` (nobody's token).
+                let n = self.int_of(a + 1, b)?;
+                let n =
+                    usize::try_from(n).map_err(|_| RawError::Protocol("bad bulk length".into()))?;
+                let (c, d) = self.line()?;
+                if d - c != n {
+                    return Err(RawError::Protocol("bulk string with a line break".into()));
+                }
+                out.ints.push(self.int_of(c, d).unwrap_or(i64::MIN));
+                Ok(())
+            }
             _ => Err(RawError::Protocol(format!(
                 "unexpected reply {:?}",
                 String::from_utf8_lossy(&self.buf[a..b])
@@ -384,13 +416,17 @@ mod wire_tests {
 
     #[test]
     fn parses_fragmented_replies() {
-        let mut c = fake(b":1\r\n*3\r\n:0\r\n:1\r\n$-1\r\n+OK\r\n$-1\r\n:-42\r\n");
+        let mut c = fake(
+            b":1\r\n*3\r\n:0\r\n:1\r\n$-1\r\n+OK\r\n$-1\r\n:-42\r\n$5\r\n12345\r\n$2\r\nab\r\n",
+        );
         let mut out = Replies::default();
-        c.exec(&batch(5), &mut out).unwrap();
+        c.exec(&batch(7), &mut out).unwrap();
         assert_eq!(out.get(0), [1]);
         assert_eq!(out.get(1), [0, 1, 0]);
         assert!(out.get(2).is_empty() && out.get(3).is_empty());
         assert_eq!(out.int(4), -42);
+        assert_eq!(out.int(5), 12345, "a claim's token");
+        assert_eq!(out.int(6), i64::MIN, "somebody else's value");
     }
 
     #[test]

@@ -202,6 +202,7 @@ pub fn fps(seed: u64, n: usize) -> Vec<u128> {
 }
 
 pub mod kafka;
+pub mod proxy;
 pub mod site;
 
 /// `GET path` on 127.0.0.1:`port`: the whole response (status line, headers, body).
