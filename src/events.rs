@@ -160,13 +160,14 @@ impl UrlEvent {
                 format!("invalid UTF-8 at byte {}", e.valid_up_to()),
             )
         })?;
-        let t = text.trim();
+        // A byte-order mark some producers write first is not part of the value.
+        let t = text.trim().trim_start_matches('\u{feff}').trim();
         if t.is_empty() {
             return Err(bad(DeadLetterCode::Empty, "empty message"));
         }
         let ev = match t.as_bytes()[0] {
-            b'{' => serde_json::from_str::<UrlEvent>(t).map_err(json_error)?,
-            b'"' => UrlEvent::bare(serde_json::from_str::<String>(t).map_err(json_error)?),
+            b'{' => parse_json::<UrlEvent>(t)?,
+            b'"' => UrlEvent::bare(parse_json::<String>(t)?),
             _ => UrlEvent::bare(t),
         };
         ev.check()?;
@@ -187,7 +188,7 @@ impl UrlEvent {
             }
         }
         if let Some(t) = &self.discovered_at {
-            if humantime::parse_rfc3339_weak(t).is_err() {
+            if !is_rfc3339(t) {
                 return Err(bad(
                     DeadLetterCode::SchemaInvalid,
                     format!("discovered_at {t:?} is not an RFC 3339 time"),
@@ -195,6 +196,163 @@ impl UrlEvent {
             }
         }
         Ok(())
+    }
+}
+
+/// Deepest nesting of arrays and objects accepted (serde_json's own default is 128; deeper
+/// valid JSON is refused as `schema_invalid`, never as `not_json`, and nothing deep enough to
+/// exhaust the stack when it is parsed, written out or dropped gets in).
+pub const MAX_JSON_DEPTH: usize = 512;
+
+/// Parse a JSON value of the url-event forms: valid JSON nested up to [`MAX_JSON_DEPTH`], with
+/// lone UTF-16 surrogate escapes (valid JSON syntax, not valid Unicode) read as U+FFFD.
+fn parse_json<T: serde::de::DeserializeOwned>(t: &str) -> Result<T, DecodeError> {
+    let depth = json_depth(t);
+    if depth > MAX_JSON_DEPTH {
+        return Err(bad(
+            DeadLetterCode::SchemaInvalid,
+            format!("nested {depth} levels deep (the limit is {MAX_JSON_DEPTH})"),
+        ));
+    }
+    let parse = |text: &str| {
+        let mut de = serde_json::Deserializer::from_str(text);
+        de.disable_recursion_limit();
+        let v = T::deserialize(&mut de)?;
+        de.end()?;
+        Ok::<T, serde_json::Error>(v)
+    };
+    match parse(t) {
+        Ok(v) => Ok(v),
+        Err(e) => match replace_lone_surrogates(t) {
+            Some(fixed) => parse(&fixed).map_err(json_error),
+            None => Err(json_error(e)),
+        },
+    }
+}
+
+/// Deepest nesting of `[`/`{` outside strings.
+fn json_depth(t: &str) -> usize {
+    let (mut depth, mut max, mut in_str, mut esc) = (0usize, 0usize, false, false);
+    for b in t.bytes() {
+        if in_str {
+            match (esc, b) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// `t` with every `\uXXXX` escape of an unpaired surrogate replaced by `\uFFFD`; `None` if
+/// there is none.
+fn replace_lone_surrogates(t: &str) -> Option<String> {
+    let b = t.as_bytes();
+    let hex = |i: usize| -> Option<u16> {
+        let s = t.get(i..i + 4)?;
+        u16::from_str_radix(s, 16).ok()
+    };
+    // An escape `\uXXXX` at i (i points at the backslash).
+    let unit = |i: usize| -> Option<u16> {
+        (b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u')).then(|| hex(i + 2))?
+    };
+    let mut out = String::with_capacity(t.len());
+    let (mut i, mut last, mut changed, mut in_str) = (0, 0, false, false);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                in_str = !in_str;
+                i += 1;
+            }
+            b'\\' if in_str => match unit(i) {
+                Some(u @ 0xD800..=0xDBFF) if matches!(unit(i + 6), Some(0xDC00..=0xDFFF)) => {
+                    let _ = u;
+                    i += 12;
+                }
+                Some(0xD800..=0xDFFF) => {
+                    out.push_str(&t[last..i]);
+                    out.push_str("\\uFFFD");
+                    i += 6;
+                    last = i;
+                    changed = true;
+                }
+                Some(_) => i += 6,
+                None => i += 2,
+            },
+            _ => i += 1,
+        }
+    }
+    out.push_str(&t[last..]);
+    changed.then_some(out)
+}
+
+/// Whether `t` is an RFC 3339 `date-time` (what JSON Schema's `format: date-time` means):
+/// `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`, `T` and `Z` in either case, real calendar dates,
+/// seconds up to 60 (a leap second).
+pub fn is_rfc3339(t: &str) -> bool {
+    let b = t.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<u32> {
+        let s = b.get(r)?;
+        s.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| s.iter().fold(0u32, |a, &d| a * 10 + (d - b'0') as u32))
+    };
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    let (Some(y), Some(mo), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
+        return false;
+    };
+    if !(at(4, b'-') && at(7, b'-') && matches!(b.get(10), Some(b'T' | b't'))) {
+        return false;
+    }
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let days = match mo {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    if d == 0 || d > days {
+        return false;
+    }
+    let (Some(h), Some(mi), Some(s)) = (num(11..13), num(14..16), num(17..19)) else {
+        return false;
+    };
+    if !(at(13, b':') && at(16, b':')) || h > 23 || mi > 59 || s > 60 {
+        return false;
+    }
+    let mut i = 19;
+    if at(i, b'.') {
+        let start = i + 1;
+        i = start;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+    }
+    match b.get(i) {
+        Some(b'Z' | b'z') => i + 1 == b.len(),
+        Some(b'+' | b'-') => {
+            i + 6 == b.len()
+                && at(i + 3, b':')
+                && num(i + 1..i + 3).is_some_and(|oh| oh <= 23)
+                && num(i + 4..i + 6).is_some_and(|om| om <= 59)
+        }
+        _ => false,
     }
 }
 

@@ -118,3 +118,98 @@ fn events_the_gate_builds_validate() {
         assert_eq!(j["error"], e.code.code());
     }
 }
+
+/// Issue 13, item 7: every RFC 3339 time the schema's `format: date-time` accepts is accepted
+/// by the decoder, and every one it refuses is refused: the same cases through both.
+#[test]
+fn discovered_at_is_judged_by_schema_and_decoder_alike() {
+    let v = validator("url-event");
+    let good = [
+        "2026-11-23T10:00:00Z",
+        "2026-11-23T10:00:00+02:00",
+        "2026-11-23T10:00:00-05:30",
+        "2026-11-23t10:00:00z",
+        "2026-11-23T10:00:00.123456789+00:00",
+        "2026-11-23T10:00:00-00:00",
+        "2024-02-29T23:59:59Z",
+        "2026-12-31T23:59:60Z",
+        "2026-11-23T10:00:00.5+14:00",
+    ];
+    let bad = [
+        "yesterday",
+        "2026-11-23",
+        "2026-11-23T10:00:00",
+        "2026-11-23 10:00:00Z",
+        "2026-11-23T10:00Z",
+        "2026-13-01T00:00:00Z",
+        "2026-02-29T00:00:00Z",
+        "2026-04-31T00:00:00Z",
+        "2026-11-23T24:00:00Z",
+        "2026-11-23T10:60:00Z",
+        "2026-11-23T10:00:00+2:00",
+        "2026-11-23T10:00:00+02",
+        "2026-11-23T10:00:00.Z",
+        "2026-11-23T10:00:00+24:00",
+        "+2026-11-23T10:00:00Z",
+    ];
+    for (t, want) in good
+        .iter()
+        .map(|t| (t, true))
+        .chain(bad.iter().map(|t| (t, false)))
+    {
+        let ev = serde_json::json!({"url": "https://a.example/", "discovered_at": t});
+        assert_eq!(v.is_valid(&ev), want, "schema on {t:?}");
+        let bytes = serde_json::to_vec(&ev).unwrap();
+        let got = UrlEvent::decode(&bytes, DEFAULT_MAX_MESSAGE_BYTES);
+        assert_eq!(got.is_ok(), want, "decoder on {t:?}: {got:?}");
+        if let Err(e) = got {
+            assert_eq!(e.code, DeadLetterCode::SchemaInvalid);
+        }
+    }
+}
+
+/// Issue 13, item 11: a byte-order mark, valid JSON nested deeply and lone surrogate escapes
+/// are decoded, not dead-lettered as `no_base` or `not_json`.
+#[test]
+fn bom_deep_nesting_and_lone_surrogates_are_decoded() {
+    let bom = "\u{feff}{\"url\": \"https://a.example/x\"}";
+    assert_eq!(
+        UrlEvent::decode(bom.as_bytes(), DEFAULT_MAX_MESSAGE_BYTES)
+            .unwrap()
+            .url,
+        "https://a.example/x"
+    );
+    let bare = "\u{feff}https://a.example/y";
+    assert_eq!(
+        UrlEvent::decode(bare.as_bytes(), DEFAULT_MAX_MESSAGE_BYTES)
+            .unwrap()
+            .url,
+        "https://a.example/y"
+    );
+    // 200 levels inside metadata: valid JSON, accepted, written out again intact.
+    let deep = |n: usize| {
+        format!(
+            "{{\"url\": \"https://a.example/d\", \"metadata\": {{\"x\": {}1{}}}}}",
+            "[".repeat(n),
+            "]".repeat(n)
+        )
+    };
+    let ev = UrlEvent::decode(deep(200).as_bytes(), DEFAULT_MAX_MESSAGE_BYTES).unwrap();
+    let back = serde_json::to_string(&ev).unwrap();
+    assert!(back.contains(&format!("{}1{}", "[".repeat(200), "]".repeat(200))));
+    // Far past the limit: refused as schema_invalid with the depth, not as broken JSON.
+    let e = UrlEvent::decode(deep(100_000).as_bytes(), usize::MAX).unwrap_err();
+    assert_eq!(e.code, DeadLetterCode::SchemaInvalid, "{e:?}");
+    assert!(e.detail.contains("levels deep"), "{}", e.detail);
+    // A lone surrogate escape is valid JSON syntax: read as U+FFFD; a proper pair is kept.
+    let lone = r#"{"url": "https://a.example/s", "metadata": {"t": "a\ud800b", "u": "\udc00", "ok": "\ud83d\ude00", "esc": "\\ud800"}}"#;
+    let ev = UrlEvent::decode(lone.as_bytes(), DEFAULT_MAX_MESSAGE_BYTES).unwrap();
+    let m = serde_json::to_value(&ev).unwrap()["metadata"].clone();
+    assert_eq!(m["t"], "a\u{fffd}b");
+    assert_eq!(m["u"], "\u{fffd}");
+    assert_eq!(m["ok"], "\u{1f600}");
+    assert_eq!(m["esc"], "\\ud800", "an escaped backslash is not an escape");
+    // Broken JSON is still not_json.
+    let e = UrlEvent::decode(b"{\"url\": ", DEFAULT_MAX_MESSAGE_BYTES).unwrap_err();
+    assert_eq!(e.code, DeadLetterCode::NotJson);
+}

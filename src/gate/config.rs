@@ -120,6 +120,9 @@ impl GateConfig {
             c.connect_timeout = d.0;
         }
         c.local_tier_slots = r.local_tier_slots;
+        if let Ok(d) = r.claim_ttl.parse::<crate::cli::Dur>() {
+            c.claim_ttl = d.0;
+        }
         c
     }
 }
@@ -282,6 +285,28 @@ pub struct KafkaConfig {
     pub producer: BTreeMap<String, String>,
 }
 
+impl KafkaConfig {
+    /// The producer's `message.max.bytes` unless `[kafka.producer]` sets it: room for an
+    /// output event 3× the largest input accepted (an output event carries its input's URL,
+    /// metadata and source plus the canonical URL and its pattern), so an accepted event is
+    /// never refused by our own producer.
+    pub fn default_producer_max_bytes(&self) -> usize {
+        (self.max_message_bytes.saturating_mul(3) + 65_536).clamp(1_000_000, 1_000_000_000)
+    }
+
+    /// The output limit the stage checks fetch events against: `[kafka.producer]`'s or
+    /// `[kafka.client]`'s `message.max.bytes`, else the default above. (A broker with a lower
+    /// limit can still refuse an event: its input then becomes a `too_large` dead letter and
+    /// its URL is released, never marked seen.)
+    pub fn producer_max_bytes(&self) -> usize {
+        self.producer
+            .get("message.max.bytes")
+            .or_else(|| self.client.get("message.max.bytes"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| self.default_producer_max_bytes())
+    }
+}
+
 impl Default for KafkaConfig {
     fn default() -> Self {
         KafkaConfig {
@@ -354,6 +379,10 @@ pub struct RedisSection {
     pub max_namespaces: usize,
     /// Local first-tier slots per namespace (16 bytes each; 0 disables the tier).
     pub local_tier_slots: usize,
+    /// How long the claim on a URL being published lasts if its gate dies before the delivery
+    /// report (docs/redis-filter.md): the longest another gate waits for that URL after a crash.
+    /// Give every client of a namespace the same value.
+    pub claim_ttl: String,
 }
 
 impl Default for RedisSection {
@@ -369,6 +398,7 @@ impl Default for RedisSection {
             mode: crate::redis_filter::Mode::Fingerprints,
             max_namespaces: 64,
             local_tier_slots: 1 << 20,
+            claim_ttl: "30s".into(),
         }
     }
 }
@@ -550,6 +580,16 @@ impl GateConfig {
             return bad("kafka.batch_linger_ms must be at most 60000".into());
         }
         let r = &self.redis;
+        match r.claim_ttl.parse::<crate::cli::Dur>() {
+            Err(e) => return bad(format!("redis.claim_ttl: {e}")),
+            Ok(d) if d.0 < std::time::Duration::from_secs(1) => {
+                return bad(format!(
+                    "redis.claim_ttl must be at least 1s, got {:?}",
+                    r.claim_ttl
+                ))
+            }
+            Ok(_) => {}
+        }
         if let Err(e) = r.timeout.parse::<crate::cli::Dur>() {
             return bad(format!("redis.timeout: {e}"));
         }

@@ -129,13 +129,22 @@ struct Record {
     source: Option<usize>,
 }
 
+/// What librdkafka adds to a record's key and value when it checks `message.max.bytes`
+/// (record batch header and framing), with a margin.
+const RECORD_OVERHEAD: usize = 512;
+
 /// What a batch turned into: records to produce, fingerprints to insert after delivery, counts.
 #[derive(Debug, Default)]
 pub struct Staged {
     records: Vec<Record>,
     buf: Vec<u8>,
-    /// (namespace, fingerprints of its new URLs).
+    /// (namespace, fingerprints of its new URLs): confirmed in the filter after delivery.
     inserts: Vec<(String, Vec<u128>)>,
+    /// Fetch records and the URL each carries: (record, index into `inserts`, fingerprint).
+    claimed: Vec<(usize, usize, u128)>,
+    /// (namespace, fingerprints) whose fetch event was refused for good: their claims are
+    /// released, never confirmed, so the URL stays new for a later event.
+    releases: Vec<(String, Vec<u128>)>,
     /// Input messages the batch held.
     pub consumed: u64,
     /// Rejections per reason (indexed by [`Reason::index`]).
@@ -154,6 +163,8 @@ impl Staged {
         self.records.clear();
         self.buf.clear();
         self.inserts.clear();
+        self.claimed.clear();
+        self.releases.clear();
         self.consumed = 0;
         self.rejected.clear();
         self.duplicates = 0;
@@ -217,6 +228,19 @@ impl Staged {
         self.json(Dest::DeadLetter, batch.key(i), &d);
     }
 
+    /// Bytes of record `i` (key and payload), as the producer counts them, roughly.
+    pub fn record_bytes(&self, i: usize) -> usize {
+        let r = self.records[i];
+        r.key.map_or(0, |(s, e)| e - s) + (r.payload.1 - r.payload.0) + RECORD_OVERHEAD
+    }
+
+    /// Take back the last record staged.
+    fn pop(&mut self) {
+        if let Some(r) = self.records.pop() {
+            self.buf.truncate(r.key.map_or(r.payload.0, |k| k.0));
+        }
+    }
+
     /// Number of records to produce.
     pub fn len(&self) -> usize {
         self.records.len()
@@ -240,6 +264,27 @@ impl Staged {
     /// Fingerprints [`Stage::finish`] will insert, per namespace.
     pub fn inserts(&self) -> &[(String, Vec<u128>)] {
         &self.inserts
+    }
+
+    /// Fingerprints [`Stage::finish`] will release without inserting, per namespace.
+    pub fn releases(&self) -> &[(String, Vec<u128>)] {
+        &self.releases
+    }
+
+    /// Record `i` will not be delivered (the output cluster refused it for good): the URL it
+    /// carries must not be marked seen. Returns whether it carried one.
+    pub fn withdraw(&mut self, i: usize) -> bool {
+        let Some(pos) = self.claimed.iter().position(|c| c.0 == i) else {
+            return false;
+        };
+        let (_, ns, fp) = self.claimed.swap_remove(pos);
+        let (name, fps) = &mut self.inserts[ns];
+        fps.retain(|&f| f != fp);
+        match self.releases.iter_mut().find(|(n, _)| n == name) {
+            Some((_, v)) => v.push(fp),
+            None => self.releases.push((name.clone(), vec![fp])),
+        }
+        true
     }
 
     fn count_reject(&mut self, r: Reason) {
@@ -500,19 +545,35 @@ impl GateCore {
             }
             !s
         });
-        let state = self.namespaces.get_mut(&ns).expect("attached above");
         let fps: Vec<u128> = todo.iter().map(|t| t.1).collect();
         let mut news = Vec::new();
         let t = std::time::Instant::now();
+        // A namespace Redis lost is created again (create_missing) and the call made once more.
+        let mut attempt = 0;
+        loop {
+            let state = self.namespaces.get_mut(&ns).expect("attached above");
+            let r = if check_only {
+                state.filter.check(&fps, &mut news)
+            } else {
+                state.filter.check_and_set(&fps, &mut news)
+            };
+            match r {
+                Ok(()) => break,
+                Err(e @ RedisFilterError::NotFound(_))
+                    if attempt == 0 && self.cfg.redis.create_missing =>
+                {
+                    attempt += 1;
+                    let _ = self.namespace_lost(&ns, e);
+                }
+                Err(e) => return Err(self.namespace_lost(&ns, e)),
+            }
+        }
         if check_only {
-            state.filter.check(&fps, &mut news)?;
             // Repeats inside the request: only the first is new.
             let mut seen = HashSet::new();
             for (n, fp) in news.iter_mut().zip(&fps) {
                 *n &= seen.insert(*fp);
             }
-        } else {
-            state.filter.check_and_set(&fps, &mut news)?;
         }
         self.metrics
             .filter_seconds
@@ -523,6 +584,49 @@ impl GateCore {
             }
         }
         Ok(Ok(out))
+    }
+
+    /// A stage that failed after claiming: the claims stay ours in Redis (the retry finds them
+    /// ours), but this client must not take them for URLs it is already publishing.
+    fn unclaim(&mut self, claimed: &[(String, Vec<u128>)]) {
+        for (ns, fps) in claimed {
+            if let Some(state) = self.namespaces.get_mut(ns) {
+                state.filter.forget(fps);
+            }
+        }
+    }
+
+    /// A namespace Redis no longer has (Redis restarted without its data, or it was dropped):
+    /// with `redis.create_missing` it is created again at once; either way the stage waits and
+    /// retries (a retryable error pauses the partitions), it does not exit.
+    fn namespace_lost(&mut self, ns: &str, e: RedisFilterError) -> RedisFilterError {
+        if !matches!(e, RedisFilterError::NotFound(_)) {
+            return e;
+        }
+        let r = &self.cfg.redis;
+        let detail = if r.create_missing {
+            let mut spec = NamespaceSpec::new(r.capacity, r.fp_rate);
+            spec.mode = r.mode;
+            match RedisFilter::create(self.redis.clone(), ns, &spec) {
+                Ok(f) => {
+                    eprintln!(
+                        "crawlsieve gate: namespace {ns} was missing from Redis (restarted without its data?); created it again: its URLs are new again"
+                    );
+                    if let Some(state) = self.namespaces.get_mut(ns) {
+                        state.filter = f;
+                    }
+                    format!("namespace {ns:?} was missing from Redis and was created again")
+                }
+                Err(e) => {
+                    format!("namespace {ns:?} is missing from Redis and could not be created: {e}")
+                }
+            }
+        } else {
+            format!(
+                "namespace {ns:?} is missing from Redis and redis.create_missing is off: restore it (`crawlsieve bloom import`) or create it; waiting"
+            )
+        };
+        RedisFilterError::unavailable(detail)
     }
 
     /// Use `source` as the base of relative candidates (parsed once per distinct source).
@@ -610,6 +714,7 @@ impl Stage for GateCore {
         let mut fps = Vec::new();
         let mut idx = Vec::new();
         let mut news = Vec::new();
+        let mut claimed: Vec<(String, Vec<u128>)> = Vec::new();
         for ns in 0..self.names.len() {
             idx.clear();
             idx.extend((0..pending.len()).filter(|&j| pending[j].ns == ns));
@@ -620,6 +725,7 @@ impl Stage for GateCore {
             let pats: Vec<&str> = idx.iter().map(|&j| pending[j].pattern.as_str()).collect();
             if let Err(e) = self.pattern_skips(&name, &pats, &mut skip) {
                 self.pending = pending;
+                self.unclaim(&claimed);
                 return Err(e);
             }
             let mut k = 0;
@@ -635,35 +741,54 @@ impl Stage for GateCore {
                 .expect("every name has its state");
             fps.clear();
             fps.extend(idx.iter().map(|&j| pending[j].fp));
-            if let Err(e) = state.filter.check(&fps, &mut news) {
+            // Claim (docs/redis-filter.md): new = ours to publish; confirmed in finish() after
+            // the delivery report, so nothing is marked seen that was not delivered, and a
+            // second gate seeing the same link meanwhile waits for our claim.
+            if let Err(e) = state.filter.claim(&fps, &mut news) {
                 self.pending = pending;
-                return Err(e);
+                self.unclaim(&claimed);
+                return Err(self.namespace_lost(&name, e));
             }
             for (&j, &n) in idx.iter().zip(&news) {
                 pending[j].new = n;
             }
+            claimed.push((
+                name,
+                fps.iter()
+                    .zip(&news)
+                    .filter(|(_, &n)| n)
+                    .map(|(f, _)| *f)
+                    .collect(),
+            ));
         }
         self.metrics
             .filter_seconds
             .observe(t.elapsed().as_secs_f64());
         // 3. In input order: skipped patterns are rejected, repeats within the batch are
         //    duplicates, the rest become fetch events.
+        //    A URL is new for the batch if its claim said so; its first event whose fetch event
+        //    fits the output limit publishes it (an event too large for it is dead-lettered
+        //    and the next event of the same URL, if any, publishes it instead).
         self.seen.clear();
+        let new_fps: HashSet<(usize, u128)> = pending
+            .iter()
+            .filter(|p| p.new)
+            .map(|p| (p.ns, p.fp))
+            .collect();
+        let limit = self.cfg.kafka.producer_max_bytes();
         let mut inserts: Vec<Vec<u128>> = vec![Vec::new(); self.names.len()];
         for p in pending.drain(..) {
             if p.skipped {
                 self.reject(out, &p.event, Reason::PatternSimilar, &now);
                 continue;
             }
-            if !p.new {
+            if !new_fps.contains(&(p.ns, p.fp))
+                || self.unfinished.contains(&(p.ns, p.fp))
+                || self.seen.contains(&(p.ns, p.fp))
+            {
                 out.duplicates += 1;
                 continue;
             }
-            if self.unfinished.contains(&(p.ns, p.fp)) || !self.seen.insert((p.ns, p.fp)) {
-                out.duplicates += 1;
-                continue;
-            }
-            inserts[p.ns].push(p.fp);
             let host = host_of(&p.canonical).to_string();
             let ev = p.event;
             let fe = FetchEvent {
@@ -680,31 +805,80 @@ impl Stage for GateCore {
                 metadata: ev.metadata,
                 gated_at: now.clone(),
             };
-            out.emitted += 1;
             let key = fe.host.clone();
             out.json_from(p.idx, Dest::Fetch, Some(key.as_bytes()), &fe);
+            let size = out.record_bytes(out.len() - 1);
+            if size > limit {
+                out.pop();
+                let e = DecodeError {
+                    code: DeadLetterCode::TooLarge,
+                    detail: format!(
+                        "its fetch event would be {size} bytes, over the output limit of {limit} (the producer's message.max.bytes)"
+                    ),
+                };
+                out.dead_letter(&e, topic, batch, p.idx);
+                continue;
+            }
+            out.emitted += 1;
+            self.seen.insert((p.ns, p.fp));
+            inserts[p.ns].push(p.fp);
+            out.claimed.push((out.len() - 1, p.ns, p.fp));
         }
+        // Claimed URLs no event of the batch could publish: released, never marked seen.
+        let mut releases: Vec<Vec<u128>> = vec![Vec::new(); self.names.len()];
+        for &(ns, fp) in &new_fps {
+            if !self.seen.contains(&(ns, fp)) {
+                releases[ns].push(fp);
+            }
+        }
+        out.releases = self
+            .names
+            .iter()
+            .cloned()
+            .zip(releases)
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
         self.pending = pending;
         // Only now, when nothing can fail any more: a failed stage is repeated from scratch.
         self.unfinished.extend(self.seen.iter().copied());
-        out.inserts = self
-            .names
-            .iter()
-            .zip(inserts)
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(n, v)| (n.clone(), v))
-            .collect();
+        // One entry per attached namespace (indexed like `names`), so `claimed` can point in.
+        out.inserts = self.names.iter().cloned().zip(inserts).collect();
         Ok(())
     }
 
     fn finish(&mut self, out: &Staged) -> Result<(), RedisFilterError> {
         let t = std::time::Instant::now();
-        for (ns, fps) in &out.inserts {
+        // Queue the confirmations (delivered) and releases (refused for good) in each
+        // namespace's filter, then send them. A failed settle leaves them queued (settle drops
+        // repeats) and finish() is called again.
+        let mut touched: Vec<&str> = Vec::new();
+        for ((ns, fps), release) in out
+            .inserts
+            .iter()
+            .map(|x| (x, false))
+            .chain(out.releases.iter().map(|x| (x, true)))
+        {
+            if fps.is_empty() {
+                continue;
+            }
             let state = self
                 .namespaces
                 .get_mut(ns)
                 .expect("staged namespaces are attached");
-            state.filter.insert(fps)?;
+            if release {
+                state.filter.release(fps);
+            } else {
+                state.filter.confirm(fps);
+            }
+            if !touched.contains(&ns.as_str()) {
+                touched.push(ns);
+            }
+        }
+        for ns in touched {
+            let state = self.namespaces.get_mut(ns).expect("attached");
+            if let Err(e) = state.filter.settle() {
+                return Err(self.namespace_lost(ns, e));
+            }
         }
         for (ns, fps) in &out.inserts {
             let i = self

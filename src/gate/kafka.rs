@@ -248,6 +248,8 @@ impl<S: Stage> Pipeline<S> {
                     };
                     if dest == Dest::Fetch {
                         f.staged.emitted = f.staged.emitted.saturating_sub(1);
+                        // Its URL was not published: release it, never mark it seen.
+                        f.staged.withdraw(*i);
                     }
                     f.staged.dead_letter(&e, &self.topic, &f.batch, src);
                     out.push(f.staged.len() - 1);
@@ -535,10 +537,16 @@ impl<S: Stage + Send + 'static> Worker<S> {
     ) -> Result<Self> {
         let k = &cfg.kafka;
         let client_id = format!("crawlsieve-gate-{id}");
+        // An output event carries its input's URL, metadata and source plus the canonical URL
+        // and its pattern: room for 3× the largest input accepted, so an accepted event is never
+        // refused by our own producer (a broker with a lower limit still can: then the input
+        // becomes a `too_large` dead letter and its URL is released, never marked seen).
+        let max_out = k.default_producer_max_bytes().to_string();
         let producer: ThreadedProducer<Deliveries> = client_config(
             cfg,
             &[
                 ("client.id", &client_id),
+                ("message.max.bytes", &max_out),
                 ("acks", "all"),
                 ("linger.ms", "1"),
                 ("message.timeout.ms", "30000"),

@@ -87,6 +87,14 @@ pub enum RedisFilterError {
 }
 
 impl RedisFilterError {
+    /// A retryable error that is not Redis' own (e.g. a namespace Redis lost, being restored).
+    pub fn unavailable(detail: String) -> RedisFilterError {
+        RedisFilterError::Unavailable {
+            source: redis::RedisError::from((redis::ErrorKind::Io, "waiting", detail)),
+            ambiguous: false,
+        }
+    }
+
     /// Whether the same call may succeed later.
     pub fn is_retryable(&self) -> bool {
         matches!(self, RedisFilterError::Unavailable { .. })
@@ -758,6 +766,9 @@ impl RedisFilter {
     /// Re-read the generations now if the refresh interval passed; run growth, rotation and
     /// retirement if due.
     fn maybe_refresh(&mut self) -> Result<(), RedisFilterError> {
+        if self.growth_near() {
+            self.force_refresh = true;
+        }
         if self.force_refresh
             || self.last_refresh.elapsed() >= self.cfg.refresh_interval
             || self.conn.is_none()
@@ -772,15 +783,25 @@ impl RedisFilter {
     /// capacity by more than a batch or two, however fast the inserts come.
     fn count_items(&mut self, n: u64) {
         self.pending_items += n;
-        let Some(cur) = self.gens.live.last() else {
-            return;
-        };
-        let stored = self.items.get(&cur.id).copied().unwrap_or(0);
-        if stored + self.pending_items >= cur.capacity
-            || self.pending_items.saturating_mul(32) >= cur.capacity
-        {
+        if self.growth_near() {
             self.force_refresh = true;
         }
+    }
+
+    /// Confirmations queued or in flight: inserts the current generation is about to receive.
+    fn unconfirmed(&self) -> u64 {
+        (self.confirm_q.len() + self.inflight.iter().map(|i| i.carried.len()).sum::<usize>()) as u64
+    }
+
+    /// Whether the current generation could be full once what this client counted and is
+    /// about to insert lands (or this client's uncounted share is 1/32 of it): refresh now.
+    fn growth_near(&self) -> bool {
+        let Some(cur) = self.gens.live.last() else {
+            return false;
+        };
+        let stored = self.items.get(&cur.id).copied().unwrap_or(0);
+        stored + self.pending_items + self.unconfirmed() >= cur.capacity
+            || self.pending_items.saturating_mul(32) >= cur.capacity
     }
 
     /// Re-read the namespace from Redis and run maintenance. Called on attach, after a
@@ -793,7 +814,7 @@ impl RedisFilter {
         let meta = r.map_err(|e| self.mfail(e))?;
         self.last_refresh = Instant::now();
         self.force_refresh = false;
-        if meta.is_empty() {
+        if meta.is_empty() || meta.contains_key("dropping") {
             self.tier.clear();
             return Err(RedisFilterError::NotFound(self.ns.clone()));
         }
@@ -856,7 +877,10 @@ impl RedisFilter {
         let now = now_secs();
         let mut next = self.gens.clone();
         let cur = next.current().clone();
-        let items = self.items.get(&cur.id).copied().unwrap_or(0);
+        // What Redis counted, plus the confirmations this client has queued or in flight (they
+        // land in the current generation): growing a little early keeps a generation from
+        // overshooting its capacity by a whole pipeline of inserts.
+        let items = self.items.get(&cur.id).copied().unwrap_or(0) + self.unconfirmed();
         let rotate = self
             .spec
             .window
@@ -1271,10 +1295,23 @@ impl RedisFilter {
         self.release_q.extend_from_slice(fps);
     }
 
+    /// Forget that this client is publishing `fps` (a caller that failed after claiming them
+    /// and will claim them again): their claims stay ours in Redis, so the next claim answers
+    /// them new, not as repeats of our own.
+    pub fn forget(&mut self, fps: &[u128]) {
+        for fp in fps {
+            self.held.remove(fp);
+        }
+    }
+
     /// Send the queued confirmations and releases now, and the item counters (at the end of a
     /// run, or after each batch where nothing else would carry them). Safe to retry.
     pub fn settle(&mut self) -> Result<(), RedisFilterError> {
         self.idle()?;
+        for q in [&mut self.confirm_q, &mut self.release_q] {
+            q.sort_unstable();
+            q.dedup();
+        }
         if !self.confirm_q.is_empty() || !self.release_q.is_empty() {
             let mut it = Inflight {
                 fps: Vec::new(),
@@ -1999,18 +2036,28 @@ impl RedisFilter {
         })
     }
 
-    /// Delete a namespace: every generation's keys (with UNLINK), then its metadata.
-    /// Returns whether it existed.
+    /// Delete a namespace: mark it as being dropped, wait two refresh intervals (attached
+    /// clients see the mark at their next refresh and stop, so none writes a key after the
+    /// unlinking), then unlink every generation's keys and the metadata. Claims expire by
+    /// themselves. Returns whether it existed.
     pub fn drop_namespace(cfg: &RedisConfig, ns: &str) -> Result<bool, RedisFilterError> {
         layout::check_namespace(ns)?;
         let mut conn = Conn::connect(cfg).map_err(|e| RedisFilterError::from_redis(e, false))?;
         let key = Keys::meta(ns);
+        let exists: bool = conn
+            .query(redis::cmd("EXISTS").arg(&key))
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
+        if !exists {
+            return Ok(false);
+        }
+        let _: i64 = conn
+            .query(redis::cmd("HSET").arg(&key).arg("dropping").arg(now_secs()))
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
+        std::thread::sleep(cfg.refresh_interval * 2 + Duration::from_millis(200));
+        // Read the generations after the wait: growth may have added one meanwhile.
         let meta: HashMap<String, String> = conn
             .query(redis::cmd("HGETALL").arg(&key))
             .map_err(|e| RedisFilterError::from_redis(e, false))?;
-        if meta.is_empty() {
-            return Ok(false);
-        }
         // A damaged record (no generations) is dropped too: there is nothing else to unlink.
         if let Ok(gens) = parse_field::<Generations>(&meta, "gens") {
             for g in gens.live.iter().chain(gens.retired.iter().map(|r| &r.gen)) {
