@@ -593,9 +593,10 @@ impl RedisPipe<'_> {
         }
         let quiet = self.quiet;
         let (f, queue) = (&mut *self.f, &self.queue);
+        let at = f.address();
         let report = |e: &crate::redis_filter::RedisFilterError, wait| {
             if !quiet {
-                eprintln!("crawlsieve: {e}; retrying in {wait:?}");
+                eprintln!("crawlsieve: Redis at {at}: {e}; retrying in {wait:?}");
             }
         };
         report(&first, std::time::Duration::ZERO);
@@ -613,11 +614,12 @@ impl RedisPipe<'_> {
     fn settle(&mut self) -> Result<()> {
         let quiet = self.quiet;
         let f = &mut *self.f;
+        let at = f.address();
         crate::redis_filter::with_retry(
             self.budget,
             |e, wait| {
                 if !quiet {
-                    eprintln!("crawlsieve: {e}; retrying in {wait:?}");
+                    eprintln!("crawlsieve: Redis at {at}: {e}; retrying in {wait:?}");
                 }
             },
             || f.settle(),

@@ -56,6 +56,10 @@ pub struct RedisArgs {
     /// longest a re-run (or another client) waits for the URLs a failed run left claimed.
     #[arg(long, env = "CRAWLSIEVE_CLAIM_TTL", default_value = "30s")]
     pub claim_ttl: Dur,
+    /// How long to wait for a URL another process has claimed (it is publishing it) before
+    /// taking it as new anyway: a repeat rather than a stall when that process is stuck.
+    #[arg(long, env = "CRAWLSIEVE_BUSY_WAIT", default_value = "500ms")]
+    pub busy_wait: Dur,
     /// Entries of the local first tier (16 bytes each; 0 = off).
     #[arg(long, env = "CRAWLSIEVE_LOCAL_TIER", default_value_t = 1 << 21)]
     pub local_tier: usize,
@@ -131,6 +135,7 @@ impl RedisArgs {
         cfg.response_timeout = self.redis_timeout.0;
         cfg.local_tier_slots = self.local_tier;
         cfg.claim_ttl = self.claim_ttl.0;
+        cfg.busy_wait = self.busy_wait.0;
         Some(cfg)
     }
 
@@ -153,7 +158,7 @@ impl RedisArgs {
         let ns = &self.namespace;
         let expect = self.create.expect(capacity, fp_rate)?;
         let spec = self.create.spec(capacity, fp_rate)?;
-        let where_ = cfg.urls.join(",");
+        let where_ = cfg.address();
         // Redis being late at start is a fault like any other: retry within --redis-retry-for.
         let f = crate::redis_filter::with_retry(
             self.redis_retry_for.0,
@@ -259,19 +264,18 @@ pub(super) fn bloom(a: BloomArgs) -> Result<()> {
             let mut f = RedisFilter::attach(cfg, &namespace, &Expect::default())?;
             print_json(&f.stats()?)
         }
-        BloomCommand::Export { namespace, file } => {
-            print_json(&snapshot::export(&cfg, &namespace, &file)?)
-        }
+        BloomCommand::Export { namespace, file } => print_json(
+            &snapshot::export(&cfg, &namespace, &file)
+                .with_context(|| format!("exporting to the snapshot file {}", file.display()))?,
+        ),
         BloomCommand::Import {
             file,
             namespace,
             replace,
-        } => print_json(&snapshot::import(
-            &cfg,
-            &file,
-            namespace.as_deref(),
-            replace,
-        )?),
+        } => print_json(
+            &snapshot::import(&cfg, &file, namespace.as_deref(), replace)
+                .with_context(|| format!("importing the snapshot file {}", file.display()))?,
+        ),
         BloomCommand::Drop { namespace } => {
             if RedisFilter::drop_namespace(&cfg, &namespace)? {
                 eprintln!("dropped namespace {namespace:?}");

@@ -123,6 +123,9 @@ impl GateConfig {
         if let Ok(d) = r.claim_ttl.parse::<crate::cli::Dur>() {
             c.claim_ttl = d.0;
         }
+        if let Ok(d) = r.busy_wait.parse::<crate::cli::Dur>() {
+            c.busy_wait = d.0;
+        }
         c
     }
 }
@@ -383,6 +386,10 @@ pub struct RedisSection {
     /// report (docs/redis-filter.md): the longest another gate waits for that URL after a crash.
     /// Give every client of a namespace the same value.
     pub claim_ttl: String,
+    /// How long to wait for a URL another gate is publishing before publishing it too (a
+    /// repeat, never a loss): ends the wait when two gates each wait on the other's batch in
+    /// flight, or when the other gate died.
+    pub busy_wait: String,
 }
 
 impl Default for RedisSection {
@@ -399,6 +406,7 @@ impl Default for RedisSection {
             max_namespaces: 64,
             local_tier_slots: 1 << 20,
             claim_ttl: "30s".into(),
+            busy_wait: "500ms".into(),
         }
     }
 }
@@ -589,6 +597,9 @@ impl GateConfig {
                 ))
             }
             Ok(_) => {}
+        }
+        if let Err(e) = r.busy_wait.parse::<crate::cli::Dur>() {
+            return bad(format!("redis.busy_wait: {e}"));
         }
         if let Err(e) = r.timeout.parse::<crate::cli::Dur>() {
             return bad(format!("redis.timeout: {e}"));

@@ -28,9 +28,26 @@ pub struct RedisConfig {
     /// Redis): the longest another client waits for such a URL, and the longest an emitted
     /// URL may take to be confirmed before a second client may emit it too.
     pub claim_ttl: Duration,
+    /// How long a client waits for a URL another client has claimed before it takes the URL
+    /// as new itself (a repeat, never a loss). Two clients can each wait on the other's
+    /// undelivered claims (two gates with batches in flight): the wait must end well before
+    /// the claims expire.
+    pub busy_wait: Duration,
 }
 
 impl RedisConfig {
+    /// The URLs without credentials, comma-separated, for messages.
+    pub fn address(&self) -> String {
+        self.urls
+            .iter()
+            .map(|u| match (u.find("://"), u.rfind('@')) {
+                (Some(s), Some(at)) if at > s => format!("{}{}", &u[..s + 3], &u[at + 1..]),
+                _ => u.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     /// Defaults for `url` (comma-separated seeds make a cluster).
     pub fn new(url: &str) -> RedisConfig {
         let urls: Vec<String> = url
@@ -47,6 +64,7 @@ impl RedisConfig {
             local_tier_slots: 1 << 21,
             refresh_interval: Duration::from_secs(1),
             claim_ttl: Duration::from_secs(30),
+            busy_wait: Duration::from_millis(500),
         }
     }
 }

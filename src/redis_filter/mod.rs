@@ -68,7 +68,7 @@ pub enum RedisFilterError {
     Corrupt(String),
     /// Redis is unreachable, timed out, or refused for a transient reason. Retry later; the
     /// filter reconnects by itself. `ambiguous` = a write may have run without its reply.
-    #[error("Redis unavailable ({}): {source}", if *.ambiguous { "a write may have run; its URLs will be reported new on retry" } else { "nothing was written" })]
+    #[error("Redis unavailable: {}", describe(source))]
     Unavailable {
         /// The underlying error.
         source: redis::RedisError,
@@ -76,7 +76,7 @@ pub enum RedisFilterError {
         ambiguous: bool,
     },
     /// Redis answered with an error that retrying will not fix (wrong key type, no permission…).
-    #[error("Redis error: {0}")]
+    #[error("Redis error: {}", describe(.0))]
     Server(redis::RedisError),
     /// A snapshot file is unusable.
     #[error("bad filter snapshot: {0}")]
@@ -103,6 +103,9 @@ impl RedisFilterError {
     /// A `-CODE message` reply line of the raw hot path.
     fn from_server_line(line: &str) -> RedisFilterError {
         let code = line.split(' ').next().unwrap_or("");
+        if matches!(code, "MOVED" | "ASK") {
+            return RedisFilterError::Params(CLUSTER_NODE.into());
+        }
         let transient = matches!(
             code,
             "LOADING" | "OOM" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" | "READONLY" | "BUSY"
@@ -121,6 +124,11 @@ impl RedisFilterError {
 
     pub(crate) fn from_redis(e: redis::RedisError, ambiguous: bool) -> RedisFilterError {
         use redis::{ErrorKind as K, ServerErrorKind as S};
+        // A single-node client talking to a cluster node: every key of another node is MOVED.
+        // (The cluster client follows MOVED itself.)
+        if matches!(e.kind(), K::Server(S::Moved)) || e.to_string().contains("MOVED") {
+            return RedisFilterError::Params(CLUSTER_NODE.into());
+        }
         let transient = e.is_io_error()
             || e.is_timeout()
             || e.is_connection_dropped()
@@ -247,6 +255,39 @@ impl NamespaceSpec {
             }
         };
         GenSpec::new(0, now, cap, p, self.k, self.shards, self.mode.store())
+    }
+}
+
+const CLUSTER_NODE: &str = "Redis answered MOVED: this is a Redis Cluster node; use \
+    --redis-cluster (redis.cluster = true), or give several comma-separated seed URLs";
+
+/// A Redis error as an operator can act on it: what happened in words, the server's own
+/// message, cut to 300 characters (a failed pipeline lists every command).
+fn describe(e: &redis::RedisError) -> String {
+    let what = if e.is_timeout()
+        || matches!(e.kind(), redis::ErrorKind::Io) && e.to_string().contains("os error 11")
+    {
+        "no reply within the timeout (Redis stalled, or the network is slow)"
+    } else if e.is_connection_refusal() {
+        "connection refused (is Redis running at that address?)"
+    } else if e.is_connection_dropped() {
+        "the connection was closed"
+    } else {
+        ""
+    };
+    let mut msg = e.to_string();
+    if msg.len() > 300 {
+        let mut cut = 300;
+        while !msg.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        msg.truncate(cut);
+        msg.push('…');
+    }
+    if what.is_empty() {
+        msg
+    } else {
+        format!("{what}: {msg}")
     }
 }
 
@@ -382,6 +423,8 @@ pub struct ClientStats {
     pub reclaimed: u64,
     /// URLs found claimed by another client and waited on.
     pub busy_waits: u64,
+    /// Of those, taken as new after waiting `busy_wait` (possible repeats).
+    pub busy_taken: u64,
     /// Write pipelines whose outcome was unknown.
     pub ambiguous_failures: u64,
     /// Reconnections.
@@ -715,6 +758,11 @@ impl RedisFilter {
     /// The namespace name.
     pub fn namespace(&self) -> &str {
         &self.ns
+    }
+
+    /// Where Redis is (the configured URLs without credentials), for messages.
+    pub fn address(&self) -> String {
+        self.cfg.address()
     }
 
     fn conn(&mut self) -> Result<&mut Conn, RedisFilterError> {
@@ -1393,7 +1441,7 @@ impl RedisFilter {
     }
 
     /// Encode one claim exchange in two phases. Phase 1: insert the `carried` confirmations
-    /// into the current generation, claim `todo`, delete the `released` claims. Phase 2:
+    /// into the current generation, delete the `released` claims, claim `todo`. Phase 2:
     /// delete the confirmed URLs' claims, read `todo` in every live generation. On one node
     /// both phases go in one pipeline (Redis runs a connection's commands in order); on a
     /// cluster phase 2 is sent after phase 1 answered, so on every node an insert comes before
@@ -1415,6 +1463,9 @@ impl RedisFilter {
             let all: Vec<usize> = (0..carried.len()).collect();
             self.write_cmds(&cur, carried, &all, true, &mut p1)
         };
+        // Releases before claims: a URL released and claimed again in one exchange stays
+        // claimed.
+        let n_release = self.del_claims(released, &mut p1);
         let ttl = self.cfg.claim_ttl.as_millis().clamp(1, i64::MAX as u128) as i64;
         let mut key = String::new();
         for &i in todo {
@@ -1428,7 +1479,6 @@ impl RedisFilter {
             p1.arg(b"PX");
             p1.int(ttl);
         }
-        let n_release = self.del_claims(released, &mut p1);
         let n_unclaim = self.del_claims(carried, &mut p2);
         let mut reads = Vec::new();
         if !todo.is_empty() {
@@ -1512,8 +1562,9 @@ impl RedisFilter {
             self.held.remove(fp);
             self.tier.insert(*fp);
         }
+        at += plan.n_release;
         let claims_at = at;
-        at += todo.len() + plan.n_release + plan.n_unclaim;
+        at += todo.len() + plan.n_unclaim;
         let mut seen = vec![false; todo.len()];
         let pos_of: HashMap<usize, usize> = todo.iter().enumerate().map(|(j, &i)| (i, j)).collect();
         for (k, groups) in &plan.reads {
@@ -1575,8 +1626,13 @@ impl RedisFilter {
     }
 
     /// Wait for the claims other clients hold on some of `todo` (the `None` answers): each is
-    /// either confirmed (the URL is seen) or expires (the URL becomes ours). Polls on the
-    /// maintenance connection, backing off from 2 ms to 250 ms.
+    /// either confirmed (the URL is seen) or deleted or expired (the URL becomes ours). Polls on
+    /// the maintenance connection, backing off from 2 ms to 50 ms. Before waiting, this
+    /// client's own queued confirmations are sent, so a client waiting on us is not waiting on
+    /// our wait. A claim still held after [`RedisConfig::busy_wait`] is taken as new anyway:
+    /// its holder may be waiting on claims of ours that cannot be confirmed before this call
+    /// returns (two gates, each with a batch in flight), or may be dead. That is a repeat,
+    /// never a loss.
     fn resolve_busy(
         &mut self,
         fps: &[u128],
@@ -1599,21 +1655,21 @@ impl RedisFilter {
             if first {
                 self.stats.busy_waits += busy.len() as u64;
                 first = false;
+                self.settle_on_mconn()?;
             }
-            if start.elapsed() > self.cfg.claim_ttl * 2 + Duration::from_secs(5) {
-                return Err(RedisFilterError::Corrupt(format!(
-                    "{} URLs stayed claimed by other clients for {:?}, past twice this client's \
-                     claim TTL: give every client of namespace {:?} the same claim TTL",
-                    busy.len(),
-                    start.elapsed(),
-                    self.ns
-                )));
+            if !self.force_refresh && start.elapsed() >= self.cfg.busy_wait {
+                // Taken over: new for us (a repeat if the holder publishes it too).
+                self.stats.busy_taken += busy.len() as u64;
+                for a in answers.iter_mut().filter(|a| a.is_none()) {
+                    *a = Some(true);
+                }
+                return Ok(());
             }
             if self.force_refresh {
                 self.refresh()?;
             } else {
                 std::thread::sleep(wait);
-                wait = (wait * 2).min(Duration::from_millis(250));
+                wait = (wait * 2).min(Duration::from_millis(50));
             }
             let raw = self.mconn()?.is_raw();
             let (mut p1, mut p2, plan) = self.encode_claims(fps, &busy, &[], &[], raw);
@@ -1643,6 +1699,41 @@ impl RedisFilter {
                 }
             }
         }
+    }
+
+    /// Send the queued confirmations and releases on the maintenance connection (they are
+    /// idempotent and independent of what is in flight on the hot one).
+    fn settle_on_mconn(&mut self) -> Result<(), RedisFilterError> {
+        if self.confirm_q.is_empty() && self.release_q.is_empty() {
+            return Ok(());
+        }
+        let carried = std::mem::take(&mut self.confirm_q);
+        let released = std::mem::take(&mut self.release_q);
+        let raw = match self.mconn() {
+            Ok(c) => c.is_raw(),
+            Err(e) => {
+                self.confirm_q = carried;
+                self.release_q = released;
+                return Err(e);
+            }
+        };
+        let (mut p1, mut p2, plan) = self.encode_claims(&[], &[], &carried, &released, raw);
+        let mut replies = Replies::default();
+        let mut second = Replies::default();
+        let c = self.mconn.as_mut().expect("connected");
+        let r = c
+            .exec(&mut p1, &mut replies)
+            .and_then(|()| c.exec(&mut p2, &mut second));
+        if let Err(e) = r {
+            if e.is_retryable() {
+                self.mconn = None;
+            }
+            self.confirm_q = carried;
+            self.release_q = released;
+            return Err(e);
+        }
+        replies.append(&second);
+        self.decode_claims(&plan, &[], &[], &carried, &replies, &mut [])
     }
 
     /// Batches submitted and not yet completed.
