@@ -624,12 +624,11 @@ fn two_gates_publish_links_seen_on_several_partitions_once() {
         evs.len(),
         100.0 * repeats as f64 / want.len() as f64
     );
-    // Before claims: 3.6–5%. The goal is under 0.1%; measured 0.2% (cycles where each gate
-    // waits on the other's batch in flight end after `busy_wait` with both publishing). This
-    // guards the gain; the notes track the rest.
+    // Check-then-insert gave 3.6–5% here; waiting on claims alone 0.2% (two gates each
+    // waiting on the other's batch in flight); yielding first: 0.
     assert!(
-        repeats * 200 < want.len(),
-        "{repeats} repeats over {} URLs (guard: under 0.5%)",
+        repeats * 1000 < want.len(),
+        "{repeats} repeats over {} URLs (goal: under 0.1%)",
         want.len()
     );
     for g in &gates {

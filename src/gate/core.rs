@@ -327,6 +327,10 @@ pub trait Stage {
     ) -> Result<(), RedisFilterError>;
     /// After every record of `out` was delivered: record what must be remembered (idempotent).
     fn finish(&mut self, out: &Staged) -> Result<(), RedisFilterError>;
+    /// Whether [`Stage::stage`] should fail with [`RedisFilterError::Claimed`] rather than wait
+    /// when another client holds claims it needs (the runtime then finishes the batch in
+    /// flight, which releases this stage's own claims, and stages again).
+    fn set_yield_on_busy(&mut self, _on: bool) {}
 }
 
 /// A bare consume → produce copy, the ceiling the gate is measured against: same batching, same
@@ -396,6 +400,7 @@ pub struct GateCore {
     /// later batch staged meanwhile counts them as duplicates instead of emitting them again.
     unfinished: HashSet<(usize, u128)>,
     metrics: GateMetrics,
+    yield_on_busy: bool,
 }
 
 impl GateCore {
@@ -419,6 +424,7 @@ impl GateCore {
             seen: HashSet::new(),
             unfinished: HashSet::new(),
             metrics,
+            yield_on_busy: false,
         }
     }
 
@@ -448,6 +454,8 @@ impl GateCore {
             }
             other => other?,
         };
+        let mut filter = filter;
+        filter.set_yield_on_busy(self.yield_on_busy);
         for w in filter.warnings() {
             eprintln!("crawlsieve gate: namespace {ns}: {w}");
         }
@@ -608,7 +616,8 @@ impl GateCore {
             let mut spec = NamespaceSpec::new(r.capacity, r.fp_rate);
             spec.mode = r.mode;
             match RedisFilter::create(self.redis.clone(), ns, &spec) {
-                Ok(f) => {
+                Ok(mut f) => {
+                    f.set_yield_on_busy(self.yield_on_busy);
                     eprintln!(
                         "crawlsieve gate: namespace {ns} was missing from Redis (restarted without its data?); created it again: its URLs are new again"
                     );
@@ -894,6 +903,13 @@ impl Stage for GateCore {
             .filter_seconds
             .observe(t.elapsed().as_secs_f64());
         Ok(())
+    }
+
+    fn set_yield_on_busy(&mut self, on: bool) {
+        self.yield_on_busy = on;
+        for state in self.namespaces.values_mut() {
+            state.filter.set_yield_on_busy(on);
+        }
     }
 }
 

@@ -100,6 +100,9 @@ const TAG_MASK: usize = (1 << TAG_BITS) - 1;
 /// `message.timeout.ms` (30 s by default here); this only guards against a missing report.
 const REPORT_WAIT: Duration = Duration::from_secs(120);
 
+/// Times a stage yields to another gate's claims before it waits on them instead.
+const MAX_YIELDS: u32 = 8;
+
 /// A batch staged and sent, not yet finished.
 struct InFlight {
     batch: Batch,
@@ -656,6 +659,11 @@ impl<S: Stage + Send + 'static> Worker<S> {
         let mut backoff = Backoff::new();
         let (mut batch, mut staged) = self.pipe().spare.pop().unwrap_or_default();
         std::mem::swap(&mut batch, &mut self.batch);
+        // Claims another gate holds: first yield (finish the batch in flight, so this gate
+        // holds no claim anyone waits on, back off a few ms at random, stage again); after a
+        // few yields, wait (and take over after redis.busy_wait).
+        let mut yields = 0u32;
+        self.pipe().stage.set_yield_on_busy(true);
         loop {
             let r = {
                 let mut p = self.pipe();
@@ -664,6 +672,17 @@ impl<S: Stage + Send + 'static> Worker<S> {
             };
             match r {
                 Ok(()) => break,
+                Err(crate::redis_filter::RedisFilterError::Claimed(_)) => {
+                    yields += 1;
+                    if !self.finish_inflight()? {
+                        return Ok(false);
+                    }
+                    if yields >= MAX_YIELDS {
+                        self.pipe().stage.set_yield_on_busy(false);
+                    }
+                    let jitter = crate::redis_filter::layout::unique_u64() % 20 + 1;
+                    std::thread::sleep(Duration::from_millis(jitter));
+                }
                 Err(e) if e.is_retryable() => {
                     eprintln!("crawlsieve gate: redis unavailable ({e}); pausing");
                     if !self.wait(backoff.next(), "redis") {

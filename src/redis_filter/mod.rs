@@ -75,6 +75,11 @@ pub enum RedisFilterError {
         /// Whether a write was sent and its outcome is unknown.
         ambiguous: bool,
     },
+    /// Some URLs are claimed by another client, and this client was asked to yield rather
+    /// than wait ([`RedisFilter::set_yield_on_busy`]): what this call claimed was released;
+    /// finish what is in flight, then call again.
+    #[error("{0} URLs are being published by another client")]
+    Claimed(usize),
     /// Redis answered with an error that retrying will not fix (wrong key type, no permission…).
     #[error("Redis error: {}", describe(.0))]
     Server(redis::RedisError),
@@ -97,7 +102,10 @@ impl RedisFilterError {
 
     /// Whether the same call may succeed later.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, RedisFilterError::Unavailable { .. })
+        matches!(
+            self,
+            RedisFilterError::Unavailable { .. } | RedisFilterError::Claimed(_)
+        )
     }
 
     /// A `-CODE message` reply line of the raw hot path.
@@ -425,6 +433,8 @@ pub struct ClientStats {
     pub busy_waits: u64,
     /// Of those, taken as new after waiting `busy_wait` (possible repeats).
     pub busy_taken: u64,
+    /// Calls that yielded to another client's claims (released theirs and failed).
+    pub yields: u64,
     /// Write pipelines whose outcome was unknown.
     pub ambiguous_failures: u64,
     /// Reconnections.
@@ -488,6 +498,9 @@ pub struct RedisFilter {
     release_q: Vec<u128>,
     /// Refresh at the next call (counters near the generation's capacity).
     force_refresh: bool,
+    /// On a claim held by another client: release this call's claims and fail with
+    /// [`RedisFilterError::Claimed`] instead of waiting.
+    yield_on_busy: bool,
     spec: NamespaceSpec,
     gens: Generations,
     gens_raw: String,
@@ -671,6 +684,7 @@ impl RedisFilter {
             confirm_q: Vec::new(),
             release_q: Vec::new(),
             force_refresh: false,
+            yield_on_busy: false,
             spec: NamespaceSpec::new(1, 0.5),
             gens: Generations {
                 live: vec![],
@@ -1320,6 +1334,14 @@ impl RedisFilter {
         Ok(())
     }
 
+    /// Yield instead of waiting when a URL is claimed by another client (see
+    /// [`RedisFilterError::Claimed`]). A caller that holds claims it cannot confirm before the
+    /// call returns (a gate with a batch in flight) would otherwise wait on a client that may
+    /// be waiting on it.
+    pub fn set_yield_on_busy(&mut self, on: bool) {
+        self.yield_on_busy = on;
+    }
+
     /// Claim `fps` synchronously: [`RedisFilter::submit`] + [`RedisFilter::complete`].
     pub fn claim(&mut self, fps: &[u128], out: &mut Vec<bool>) -> Result<(), RedisFilterError> {
         self.idle()?;
@@ -1651,6 +1673,20 @@ impl RedisFilter {
                 .collect();
             if busy.is_empty() {
                 return Ok(());
+            }
+            if first && self.yield_on_busy {
+                // Release what this call took (nothing of it is delivered), so whoever holds
+                // the busy ones is not waiting on us, and let the caller finish its own work.
+                let mine: Vec<u128> = todo
+                    .iter()
+                    .zip(answers.iter())
+                    .filter(|(_, a)| **a == Some(true))
+                    .map(|(&i, _)| fps[i])
+                    .collect();
+                self.release_q.extend(mine);
+                self.settle_on_mconn()?;
+                self.stats.yields += 1;
+                return Err(RedisFilterError::Claimed(busy.len()));
             }
             if first {
                 self.stats.busy_waits += busy.len() as u64;
