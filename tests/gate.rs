@@ -294,7 +294,6 @@ fn stage_claims_and_finish_marks_seen() {
     let ns = Ns::new("core", REDIS);
     let mut cfg = GateConfig::default();
     cfg.redis.namespace = ns.name.clone();
-    cfg.redis.claim_ttl = "1s".into();
     cfg.kafka.audit_topic = Some("audit".into());
     let mut core = GateCore::new(cfg, GateMetrics::new());
     let mut batch = Batch::default();
@@ -350,14 +349,14 @@ fn stage_claims_and_finish_marks_seen() {
     // its busy wait (500 ms) and publishes them itself.
     let mut cfg2 = GateConfig::default();
     cfg2.redis.namespace = ns.name.clone();
-    cfg2.redis.claim_ttl = "1s".into();
     cfg2.kafka.audit_topic = Some("audit".into());
     let mut other = GateCore::new(cfg2, GateMetrics::new());
     let mut st2 = Staged::default();
+    other.stage("in", &Batch::default(), &mut st2).unwrap(); // attach first
     let t = std::time::Instant::now();
     other.stage("in", &batch, &mut st2).unwrap();
     assert!(
-        t.elapsed() >= Duration::from_millis(700),
+        t.elapsed() >= Duration::from_millis(400),
         "it waited for the claims"
     );
     assert_eq!(dests(&st2), first);
