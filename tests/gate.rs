@@ -770,6 +770,39 @@ fn redis_restarted_empty_under_two_gates_loses_nothing() {
     }
 }
 
+/// Issue 13, item 11: /readyz turns 503 when the Kafka cluster goes away, though the consumer
+/// still believes it holds its partitions.
+#[test]
+fn readyz_fails_while_kafka_is_unreachable() {
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(&b, &[("urls", 1), ("fetch", 1), ("urls.dead-letter", 1)]);
+    let ns = Ns::new("kready", REDIS);
+    let mport = free_port();
+    let mut sets = base_sets(&b, "g-kready", &ns.name, REDIS);
+    sets.push(format!("metrics.listen=127.0.0.1:{mport}"));
+    let mut g = GateProc::start(&sets, &[]);
+    let ready = |want: &str| {
+        std::net::TcpStream::connect(("127.0.0.1", mport)).is_ok()
+            && http_get(mport, "/readyz").starts_with(want)
+    };
+    let t = Instant::now();
+    while !ready("HTTP/1.1 200") {
+        assert!(t.elapsed() < Duration::from_secs(60), "never ready");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(k); // the broker is gone
+    let t = Instant::now();
+    while !ready("HTTP/1.1 503") {
+        assert!(t.elapsed() < Duration::from_secs(30), "readyz stays 200 without Kafka");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(http_get(mport, "/readyz").contains("Kafka"), "says why");
+    let m = http_get(mport, "/metrics");
+    assert_eq!(metric(&m, "crawlsieve_gate_kafka_up", ""), 0.0);
+    g.kill();
+}
+
 /// SIGTERM: the gate finishes, commits what was delivered, and exits 0; a gate started later
 /// in the same group (with an empty filter) re-reads nothing.
 #[test]

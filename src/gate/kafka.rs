@@ -381,6 +381,12 @@ impl<S: Stage + Send + 'static> ClientContext for GroupContext<S> {
     /// librdkafka statistics (every `statistics.interval.ms`): the lag of each partition this
     /// consumer holds — high watermark minus committed offset, so messages in flight count.
     fn stats(&self, stats: rdkafka::Statistics) {
+        // Real brokers have a node id (bootstrap entries are -1): is any of them up?
+        let up = stats
+            .brokers
+            .values()
+            .any(|b| b.nodeid >= 0 && b.state == "UP");
+        self.metrics.kafka_up.set(up as i64);
         let Some(t) = stats.topics.get(&self.topic) else {
             return;
         };

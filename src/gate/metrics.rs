@@ -41,6 +41,8 @@ pub struct GateMetrics {
     pub redis_ping_seconds: Histogram,
     /// 1 while the last Redis probe answered.
     pub redis_up: IntGauge,
+    /// 1 while the consumer reaches at least one Kafka broker (librdkafka statistics).
+    pub kafka_up: IntGauge,
     /// Messages behind the high watermark, per assigned input partition (librdkafka statistics).
     pub lag: IntGaugeVec,
     /// Bloom filter figures per namespace, refreshed every `metrics.filter_stats_interval`.
@@ -195,6 +197,14 @@ impl GateMetrics {
                 "crawlsieve_gate_redis_up",
                 "1 while the last Redis probe answered.",
             ),
+            kafka_up: {
+                let m = g(
+                    "crawlsieve_gate_kafka_up",
+                    "1 while the consumer reaches at least one Kafka broker (from librdkafka statistics, every 5 s).",
+                );
+                m.set(1);
+                m
+            },
             lag: igv(
                 "crawlsieve_gate_consumer_lag_messages",
                 "Messages between the consumer position and the high watermark, per assigned input partition.",
@@ -311,7 +321,8 @@ impl GateMetrics {
 
     /// Why the stage is not ready (`/readyz`), or `None`: ready means partitions are assigned,
     /// consumption is not paused by an unreachable Redis or Kafka, the last Redis probe
-    /// answered and, for render, the browser runs.
+    /// answered, a Kafka broker is reachable (a consumer keeps its partitions for a while after
+    /// the cluster went away) and, for render, the browser runs.
     pub fn not_ready(&self) -> Option<&'static str> {
         if self.assigned_partitions.get() == 0 {
             Some("no partitions assigned")
@@ -319,6 +330,8 @@ impl GateMetrics {
             Some("paused: Redis or the output cluster is unavailable")
         } else if self.redis_up.get() == 0 {
             Some("Redis does not answer")
+        } else if self.kafka_up.get() == 0 {
+            Some("no Kafka broker is reachable")
         } else if self
             .render
             .as_ref()
