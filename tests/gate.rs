@@ -794,7 +794,10 @@ fn readyz_fails_while_kafka_is_unreachable() {
     drop(k); // the broker is gone
     let t = Instant::now();
     while !ready("HTTP/1.1 503") {
-        assert!(t.elapsed() < Duration::from_secs(30), "readyz stays 200 without Kafka");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "readyz stays 200 without Kafka"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(http_get(mport, "/readyz").contains("Kafka"), "says why");

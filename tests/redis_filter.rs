@@ -1025,3 +1025,57 @@ fn dropping_a_namespace_during_a_run_stops_it_and_leaves_no_keys() {
         &left[..left.len().min(3)]
     );
 }
+
+/// Issue 13, item 5: parameters are validated before anything is written; a generation Redis
+/// has no memory for is refused with the figures (not allocated until Redis is OOM-killed);
+/// nothing is left behind.
+#[test]
+fn absurd_namespaces_are_refused_before_anything_is_written() {
+    let server = OwnRedis::start(&["--maxmemory", "64mb"]);
+    let c = cfg(&server.url());
+    let mut spec = NamespaceSpec::new(100_000_000, 1e-4);
+    spec.mode = Mode::Bloom;
+    let e = RedisFilter::create(c.clone(), "big", &spec).unwrap_err();
+    assert!(matches!(e, RedisFilterError::Params(_)), "{e}");
+    assert!(e.to_string().contains("GiB of Redis memory"), "{e}");
+    for cap in [u64::MAX, 1_000_000_000_000_000] {
+        let e = RedisFilter::create(c.clone(), "huge", &NamespaceSpec::new(cap, 1e-4)).unwrap_err();
+        assert!(matches!(e, RedisFilterError::Params(_)), "{e}");
+    }
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query(&mut server.con())
+        .unwrap();
+    assert!(keys.is_empty(), "left behind: {keys:?}");
+    // What fits is created and works.
+    let mut f = RedisFilter::create(c, "fits", &NamespaceSpec::new(1_000_000, 1e-4)).unwrap();
+    assert!(cas(&mut f, &fps(500, 10)).iter().all(|&n| n));
+}
+
+/// Issue 13, item 5: a namespace of the default size spreads over every node of a cluster
+/// (before, it was one shard: one hash slot on one node).
+#[test]
+fn a_default_namespace_uses_every_cluster_node() {
+    let cluster = OwnCluster::start();
+    let mut c = cfg(&cluster.url());
+    c.local_tier_slots = 0;
+    for mode in [Mode::Fingerprints, Mode::Bloom] {
+        let mut spec = NamespaceSpec::new(10_000_000, 1e-4);
+        spec.mode = mode;
+        let ns = format!("spread-{mode:?}");
+        let mut f = RedisFilter::create(c.clone(), &ns, &spec).unwrap();
+        assert!(
+            f.generations().current().shards >= 16,
+            "{:?}",
+            f.generations().current()
+        );
+        let keys = fps(510, 20_000);
+        let news = pipelined(&mut f, keys.chunks(1000).map(<[u128]>::to_vec), 4).unwrap();
+        assert_eq!(news.len(), keys.len());
+        for n in &cluster.nodes {
+            let size: i64 = redis::cmd("DBSIZE").query(&mut n.con()).unwrap();
+            assert!(size > 1, "{mode:?}: node {} holds {size} keys", n.port);
+        }
+        RedisFilter::drop_namespace(&c, &ns).unwrap();
+    }
+}

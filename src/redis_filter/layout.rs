@@ -133,6 +133,12 @@ impl GenSpec {
                 "capacity must be at least 1".into(),
             ));
         }
+        if capacity > MAX_CAPACITY {
+            return Err(RedisFilterError::Params(format!(
+                "capacity {capacity} is beyond {MAX_CAPACITY} per generation (a namespace grows \
+                 by generations past its capacity: start smaller)"
+            )));
+        }
         if !(fp_rate > 0.0 && fp_rate < 1.0) {
             return Err(RedisFilterError::Params(format!(
                 "fp_rate must be in (0, 1), got {fp_rate}"
@@ -151,7 +157,12 @@ impl GenSpec {
         let shards = match shards {
             Some(0) => return Err(RedisFilterError::Params("shards must be at least 1".into())),
             Some(s) => s as u64,
-            None => bytes.div_ceil(DEFAULT_SHARD_TARGET).max(1),
+            // At most 64 MiB per shard, and, when each would still hold 256 KiB, at least 16
+            // shards: each has its own hash tag, so a cluster spreads them over its nodes.
+            None => bytes
+                .div_ceil(DEFAULT_SHARD_TARGET)
+                .max((bytes / (256 << 10)).min(MIN_SPREAD_SHARDS))
+                .max(1),
         };
         if shards > 1 << 20 {
             return Err(RedisFilterError::Params(format!(
@@ -202,8 +213,18 @@ impl GenSpec {
         let shards = match shards {
             Some(0) => return Err(RedisFilterError::Params("shards must be at least 1".into())),
             Some(s) => s as u64,
-            None => buckets_total.div_ceil(1 << 16),
+            // At most 65 536 buckets per shard, and at least 16 shards where there are buckets
+            // for them: every shard is its own hash tag (cluster slot).
+            None => buckets_total
+                .div_ceil(1 << 16)
+                .max(buckets_total.min(MIN_SPREAD_SHARDS)),
         };
+        if shards > 1 << 20 {
+            return Err(RedisFilterError::Params(format!(
+                "{shards} shards is too many (at most {})",
+                1 << 20
+            )));
+        }
         let fp_bits = [16u32, 32, 64]
             .into_iter()
             .find(|&b| BUCKET_TARGET as f64 / 2f64.powi(b as i32) <= fp_rate)
@@ -327,6 +348,13 @@ fn mix(mut x: u64) -> u64 {
     x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     x ^ (x >> 33)
 }
+
+/// Largest capacity of one generation (10¹², ~5 TB of fingerprints).
+pub const MAX_CAPACITY: u64 = 1_000_000_000_000;
+
+/// Automatic shard counts aim at least this many shards (hash tags), so a namespace uses every
+/// node of a cluster.
+const MIN_SPREAD_SHARDS: u64 = 16;
 
 /// Key names. Namespace names are `[A-Za-z0-9._-]{1,64}`, so they never contain a brace and the
 /// hash tags below are exactly what they look like.

@@ -612,13 +612,20 @@ impl RedisFilter {
     ) -> Result<RedisFilter, RedisFilterError> {
         layout::check_namespace(ns)?;
         let g0 = spec.first_generation(now_secs())?;
+        // Everything is validated before anything is written.
+        g0.check()
+            .map_err(|e| RedisFilterError::Params(e.to_string()))?;
         let mut conn = Conn::connect(&cfg).map_err(|e| RedisFilterError::from_redis(e, false))?;
         let meta_key = Keys::meta(ns);
         let exists: bool = conn
             .query(redis::cmd("EXISTS").arg(&meta_key))
             .map_err(|e| RedisFilterError::from_redis(e, false))?;
         if !exists {
-            allocate(&mut conn, ns, &g0)?;
+            if let Err(e) = allocate(&mut conn, ns, &g0) {
+                // Leave nothing behind: a partial allocation is nobody's.
+                let _ = unlink_generation(&mut conn, ns, &g0);
+                return Err(e);
+            }
             let gens = Generations {
                 live: vec![g0.clone()],
                 retired: vec![],
@@ -2244,6 +2251,7 @@ fn allocate(conn: &mut Conn, ns: &str, g: &GenSpec) -> Result<(), RedisFilterErr
     if !g.bitmap {
         return Ok(()); // intset buckets are created by their first SADD
     }
+    check_room(conn, g.allocated_bytes())?;
     let cmds: Vec<Cmd> = (0..g.shards)
         .map(|s| {
             redis::cmd("SETRANGE")
@@ -2256,6 +2264,38 @@ fn allocate(conn: &mut Conn, ns: &str, g: &GenSpec) -> Result<(), RedisFilterErr
     for chunk in cmds.chunks(1000) {
         conn.pipeline(chunk.to_vec())
             .map_err(|e| RedisFilterError::from_redis(e, false))?;
+    }
+    Ok(())
+}
+
+/// Refuse to allocate `bytes` where Redis has not got them: above its `maxmemory` (or, without
+/// one, its machine's memory) minus what it uses, Redis would evict keys or be killed. Where
+/// `INFO` is refused (some managed Redis) nothing is checked.
+fn check_room(conn: &mut Conn, bytes: u64) -> Result<(), RedisFilterError> {
+    let Ok(info) = conn.query::<String>(redis::cmd("INFO").arg("memory")) else {
+        return Ok(());
+    };
+    let field = |name: &str| -> Option<u64> {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse().ok())
+    };
+    let used = field("used_memory").unwrap_or(0);
+    let limit = match field("maxmemory") {
+        Some(m) if m > 0 => m,
+        _ => field("total_system_memory").unwrap_or(u64::MAX),
+    };
+    let room = limit.saturating_sub(used);
+    if bytes > room / 10 * 9 {
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        return Err(RedisFilterError::Params(format!(
+            "this generation needs {:.2} GiB of Redis memory at creation, and Redis has {:.2} GiB \
+             free (limit {:.2} GiB, used {:.2} GiB): lower the capacity, raise the FP rate, use \
+             fingerprints mode (it grows as it fills), or give Redis more memory",
+            gib(bytes),
+            gib(room),
+            gib(limit),
+            gib(used)
+        )));
     }
     Ok(())
 }
