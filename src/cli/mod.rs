@@ -36,6 +36,7 @@ pub struct Cli {
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum Command {
     /// The embedded main job: junk out, canonicalize, emit each new URL once.
     Dedup(DedupArgs),
