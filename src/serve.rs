@@ -35,7 +35,7 @@ use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
 use crate::gate::config::{GateConfig, ServeSection};
-use crate::gate::core::{Direct, GateCore};
+use crate::gate::core::{Direct, DirectError, GateCore, Idem};
 use crate::gate::metrics::GateMetrics;
 use crate::gate::signals::Stop;
 use crate::url::Reason;
@@ -121,6 +121,13 @@ struct Api {
     core_cfg: GateConfig,
     http: IntCounterVec,
     seconds: Histogram,
+    /// `serve.idempotency_ttl`.
+    idem_ttl: std::time::Duration,
+}
+
+/// Lower-case hex of `b`.
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Bearer tokens from `CRAWLSIEVE_API_TOKENS` and `serve.token_file` (blank lines and `#`
@@ -212,6 +219,21 @@ impl Api {
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             return r;
         };
+        let idem_key = match headers.get("idempotency-key").map(|v| v.as_bytes()) {
+            None => None,
+            Some(k)
+                if (1..=255).contains(&k.len()) && k.iter().all(|b| (0x21..0x7f).contains(b)) =>
+            {
+                Some(k.to_vec())
+            }
+            Some(_) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    "Idempotency-Key: 1–255 visible ASCII characters",
+                )
+            }
+        };
         let limit = self.cfg.max_body_bytes;
         let too_large = || {
             error(
@@ -270,10 +292,29 @@ impl Api {
                 format!("namespace {ns:?}: use 1–64 of A–Z a–z 0–9 . _ -"),
             );
         }
-        self.clone().run(ns, req).await
+        // The key is scoped to the client (its credentials), the answer to the exact body.
+        let idem = idem_key.map(|k| {
+            use sha2::Digest;
+            let auth = headers
+                .get(header::AUTHORIZATION)
+                .map_or(&b""[..], |v| v.as_bytes());
+            let name = sha2::Sha256::new()
+                .chain_update(auth)
+                .chain_update([0u8])
+                .chain_update(&k)
+                .finalize();
+            let token = i64::from_le_bytes(name[..8].try_into().expect("8 bytes")) >> 2;
+            Idem {
+                name: hex(&name),
+                token: token.abs().max(1),
+                request: hex(&sha2::Sha256::digest(&bytes)),
+                ttl: self.idem_ttl,
+            }
+        });
+        self.clone().run(ns, req, idem).await
     }
 
-    async fn run(self: Arc<Self>, ns: String, req: FilterRequest) -> Response {
+    async fn run(self: Arc<Self>, ns: String, req: FilterRequest, idem: Option<Idem>) -> Response {
         // The permit and the core belong to the blocking task, not to this future: a client
         // that hangs up drops the future, while the task runs on and gives both back.
         let permit = self
@@ -316,7 +357,13 @@ impl Api {
                 }
             }
             let core = lease.core.as_mut().expect("leased above");
-            let r = core.filter_direct(&ns, req.source.as_deref(), &strings, req.check_only);
+            let r = core.filter_direct(
+                &ns,
+                req.source.as_deref(),
+                &strings,
+                req.check_only,
+                idem.as_ref(),
+            );
             (r, strings, idx, out, ns, req.urls.len())
         })
         .await;
@@ -331,15 +378,20 @@ impl Api {
                 )
             }
         };
-        let verdicts = match r {
+        let (verdicts, replayed) = match r {
             Ok(Ok(v)) => v,
-            Ok(Err(detail)) => {
+            Ok(Err(DirectError::Refused(detail))) => {
                 return error(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "namespace_refused",
                     detail,
                 )
             }
+            Ok(Err(DirectError::KeyReused)) => return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency_key_reused",
+                "this Idempotency-Key was used for a different request: use a new key per request",
+            ),
             Err(e) => {
                 let mut r = error(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -394,6 +446,10 @@ impl Api {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if replayed {
+            r.headers_mut()
+                .insert("idempotent-replayed", HeaderValue::from_static("true"));
+        }
         r
     }
 
@@ -440,6 +496,11 @@ pub fn router(cfg: &GateConfig, tokens: &[String], metrics: GateMetrics) -> Rout
         core_permits: Arc::new(Semaphore::new(sv.workers)),
         requests: Semaphore::new(sv.max_concurrent_requests),
         core_cfg: cfg.clone(),
+        idem_ttl: sv
+            .idempotency_ttl
+            .parse::<crate::cli::Dur>()
+            .map(|d| d.0)
+            .unwrap_or(std::time::Duration::from_secs(86_400)),
         cfg: sv,
         metrics,
         http,

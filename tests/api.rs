@@ -558,3 +558,142 @@ fn the_sieve_section_sets_the_rules() {
     );
     drop_ns(REDIS, &[n]);
 }
+
+/// `POST /v1/filter` with an extra header line.
+fn post_with(s: &Server, header: &str, body: &[u8]) -> (u16, String, Value) {
+    let mut req = format!(
+        "POST /v1/filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nAuthorization: Bearer {TOKEN}\r\n{header}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(body);
+    parse(&http_request(s.port, &req))
+}
+
+/// Issue 13: a client that retries a request whose answer it never got (a timeout after the
+/// server ran it, a cut connection) is told the same thing again with the same
+/// `Idempotency-Key`, never that its new URLs are duplicates.
+#[test]
+fn an_idempotency_key_answers_a_retry_with_the_first_answer() {
+    let s = Server::start(REDIS, &[]);
+    let ns = format!("idem-{}", free_port());
+    let body = json!({"namespace": ns, "urls": ["https://i.example/1", "https://i.example/2", "https://i.example/1", "mailto:x@y"]})
+        .to_string();
+    // The first attempt runs on the server, but its answer never reaches the client (its
+    // timeout fired: it hangs up without reading).
+    {
+        use std::io::Write;
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        let req = format!(
+            "POST /v1/filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer {TOKEN}\r\nIdempotency-Key: k-1\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        c.write_all(req.as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // The retry gets the first answer (replayed): both URLs new, not duplicates.
+    let (status, raw, b) = post_with(&s, "Idempotency-Key: k-1", body.as_bytes());
+    assert_eq!(status, 200, "{raw}");
+    assert_eq!(
+        b["new"],
+        json!(["https://i.example/1", "https://i.example/2"]),
+        "{raw}"
+    );
+    assert_eq!(b["new_index"], json!([0, 1]));
+    assert_eq!(b["duplicates"], 1);
+    assert_eq!(b["rejected"][0]["reason"], "non_fetchable_scheme");
+    assert!(
+        raw.to_ascii_lowercase()
+            .contains("idempotent-replayed: true"),
+        "{raw}"
+    );
+    // And again: the same.
+    let (_, _, again) = post_with(&s, "Idempotency-Key: k-1", body.as_bytes());
+    assert_eq!(again, b);
+    // Without the key, or with another, they are duplicates now (they were delivered).
+    let (_, _, plain) = post_with(&s, "X-Other: 1", body.as_bytes());
+    assert_eq!(plain["new"], json!([]));
+    let (_, _, other) = post_with(&s, "Idempotency-Key: k-2", body.as_bytes());
+    assert_eq!(other["new"], json!([]));
+    // The same key for another body is refused.
+    let body2 = json!({"namespace": ns, "urls": ["https://i.example/3"]}).to_string();
+    let (status, raw, e) = post_with(&s, "Idempotency-Key: k-1", body2.as_bytes());
+    assert_eq!(status, 422, "{raw}");
+    assert_eq!(e["error"]["code"], "idempotency_key_reused");
+    // A malformed key is a clear error.
+    let (status, _, e) = post_with(&s, "Idempotency-Key: has space", body2.as_bytes());
+    assert_eq!(status, 400);
+    assert_eq!(e["error"]["code"], "invalid_request");
+    drop_ns(REDIS, &[ns]);
+}
+
+/// The idempotent path survives a process dying between claiming and answering: the retry,
+/// in another process, finds the claims still under the key's token and answers new.
+#[test]
+fn an_idempotent_request_interrupted_after_claiming_is_answered_new_on_retry() {
+    use crawlsieve::gate::config::GateConfig;
+    use crawlsieve::gate::core::{Direct, GateCore, Idem};
+    use crawlsieve::gate::metrics::GateMetrics;
+    use crawlsieve::redis_filter::{Expect, RedisConfig, RedisFilter};
+    let ns = format!("idem-crash-{}", free_port());
+    let mut cfg = GateConfig::default();
+    cfg.redis.namespace = ns.clone();
+    let idem = Idem {
+        name: format!("test-{ns}"),
+        token: 4242,
+        request: "r1".into(),
+        ttl: Duration::from_secs(60),
+    };
+    let urls = vec![
+        "https://crash.example/a".to_string(),
+        "https://crash.example/b".to_string(),
+    ];
+    // The "first process" claims under the key's token and dies before storing the answer.
+    {
+        let mut core = GateCore::new(cfg.clone(), GateMetrics::new());
+        core.filter_direct(&ns, None, &[], false, None)
+            .unwrap()
+            .unwrap();
+        let mut f = RedisFilter::attach(RedisConfig::new(REDIS), &ns, &Expect::default()).unwrap();
+        let mut s = crawlsieve::sieve::Sieve::new(Default::default(), Default::default(), None);
+        let fps: Vec<u128> = urls
+            .iter()
+            .map(|u| {
+                s.classify(u.as_bytes(), false).unwrap();
+                s.dedup_fingerprint()
+            })
+            .collect();
+        let mut out = Vec::new();
+        f.claim_as(idem.token, &fps, &mut out).unwrap();
+        assert_eq!(out, [true, true]);
+    }
+    // Another client without the key waits on those claims, then (the holder being gone)
+    // takes them over after its busy wait: it may publish them too (a repeat, never a loss).
+    // The retry with the key answers them new.
+    let mut core = GateCore::new(cfg, GateMetrics::new());
+    let (v, replayed) = core
+        .filter_direct(&ns, None, &urls, false, Some(&idem))
+        .unwrap()
+        .unwrap();
+    assert!(!replayed);
+    assert_eq!(
+        v,
+        [
+            Direct::New("https://crash.example/a".into()),
+            Direct::New("https://crash.example/b".into())
+        ]
+    );
+    // Stored and confirmed: the next retry replays, others see duplicates.
+    let (v2, replayed) = core
+        .filter_direct(&ns, None, &urls, false, Some(&idem))
+        .unwrap()
+        .unwrap();
+    assert!(replayed);
+    assert_eq!(v2, v);
+    let (v3, _) = core
+        .filter_direct(&ns, None, &urls, false, None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(v3, [Direct::Duplicate, Direct::Duplicate]);
+    drop_ns(REDIS, &[ns]);
+}

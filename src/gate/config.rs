@@ -212,6 +212,9 @@ pub struct ServeSection {
     pub token_file: Option<String>,
     /// Serve without tokens. Off: `crawlsieve serve` refuses to start without a token.
     pub allow_anonymous: bool,
+    /// How long the answer to a request with an `Idempotency-Key` header is kept: a retry of
+    /// the same request within it gets the first answer.
+    pub idempotency_ttl: String,
 }
 
 impl Default for ServeSection {
@@ -224,6 +227,7 @@ impl Default for ServeSection {
             workers: 2,
             token_file: None,
             allow_anonymous: false,
+            idempotency_ttl: "24h".into(),
         }
     }
 }
@@ -597,6 +601,9 @@ impl GateConfig {
                 ))
             }
             Ok(_) => {}
+        }
+        if let Err(e) = self.serve.idempotency_ttl.parse::<crate::cli::Dur>() {
+            return bad(format!("serve.idempotency_ttl: {e}"));
         }
         if let Err(e) = r.busy_wait.parse::<crate::cli::Dur>() {
             return bad(format!("redis.busy_wait: {e}"));

@@ -374,6 +374,68 @@ struct Pending {
     new: bool,
 }
 
+/// Why [`GateCore::filter_direct`] answered no verdicts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DirectError {
+    /// The namespace is refused (as the gate dead-letters it).
+    Refused(String),
+    /// The idempotency key was used before for a different request.
+    KeyReused,
+}
+
+/// An idempotent API request ([`GateCore::filter_direct`]).
+#[derive(Debug, Clone)]
+pub struct Idem {
+    /// Record name: a digest of the client's identity and its key.
+    pub name: String,
+    /// Claim token derived from the name.
+    pub token: i64,
+    /// A digest of the request body: the same key with another body is refused.
+    pub request: String,
+    /// How long the answer is kept.
+    pub ttl: std::time::Duration,
+}
+
+impl Idem {
+    /// The record for `verdicts`: `{"request": digest, "verdicts": ["n:URL" | "d" | "r:code"]}`.
+    fn encode(&self, verdicts: &[Direct]) -> String {
+        let v: Vec<String> = verdicts
+            .iter()
+            .map(|d| match d {
+                Direct::New(c) => format!("n:{c}"),
+                Direct::Duplicate => "d".to_string(),
+                Direct::Rejected(r) => format!("r:{}", r.code()),
+            })
+            .collect();
+        serde_json::json!({"request": self.request, "verdicts": v}).to_string()
+    }
+
+    /// The verdicts of a stored record, if it answers `request`.
+    fn replay(record: &str, request: &str) -> Result<Vec<Direct>, DirectError> {
+        let v: serde_json::Value = serde_json::from_str(record).unwrap_or_default();
+        if v["request"].as_str() != Some(request) {
+            return Err(DirectError::KeyReused);
+        }
+        let verdicts = v["verdicts"].as_array().cloned().unwrap_or_default();
+        Ok(verdicts
+            .iter()
+            .map(|x| {
+                let s = x.as_str().unwrap_or("d");
+                if let Some(c) = s.strip_prefix("n:") {
+                    Direct::New(c.to_string())
+                } else if let Some(code) = s.strip_prefix("r:") {
+                    Reason::ALL
+                        .iter()
+                        .find(|r| r.code() == code)
+                        .map_or(Direct::Duplicate, |r| Direct::Rejected(*r))
+                } else {
+                    Direct::Duplicate
+                }
+            })
+            .collect())
+    }
+}
+
 /// One URL's verdict from [`GateCore::filter_direct`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Direct {
@@ -514,17 +576,30 @@ impl GateCore {
     /// ones against `source`), skip URL patterns verified similar, and check-and-set the rest
     /// atomically (`check_only`: check without inserting). One verdict per input, in order.
     /// `Ok(Err(detail))` when the namespace is refused (as the gate dead-letters it).
+    ///
+    /// With `idem` (an `Idempotency-Key`), the request is idempotent: its URLs are claimed
+    /// under the key's token, its verdicts stored (for `idem.ttl`) before they are confirmed
+    /// and returned, and a retry of the same request — by this process or another, after a
+    /// timeout, a cut connection or a crash — gets the first answer (`replayed`).
     pub fn filter_direct(
         &mut self,
         ns: &str,
         source: Option<&str>,
         urls: &[String],
         check_only: bool,
-    ) -> Result<Result<Vec<Direct>, String>, RedisFilterError> {
+        idem: Option<&Idem>,
+    ) -> Result<Result<(Vec<Direct>, bool), DirectError>, RedisFilterError> {
         let ns = match self.namespace(ns)? {
             Ok(i) => self.names[i].clone(),
-            Err(detail) => return Ok(Err(detail)),
+            Err(detail) => return Ok(Err(DirectError::Refused(detail))),
         };
+        let idem = idem.filter(|_| !check_only);
+        if let Some(k) = idem {
+            let state = self.namespaces.get_mut(&ns).expect("attached above");
+            if let Some(rec) = state.filter.record(&k.name)? {
+                return Ok(Idem::replay(&rec, &k.request).map(|v| (v, true)));
+            }
+        }
         self.set_source(source);
         let mut out = Vec::with_capacity(urls.len());
         let mut todo: Vec<(usize, u128, String)> = Vec::new();
@@ -560,10 +635,10 @@ impl GateCore {
         let mut attempt = 0;
         loop {
             let state = self.namespaces.get_mut(&ns).expect("attached above");
-            let r = if check_only {
-                state.filter.check(&fps, &mut news)
-            } else {
-                state.filter.check_and_set(&fps, &mut news)
+            let r = match (check_only, idem) {
+                (true, _) => state.filter.check(&fps, &mut news),
+                (false, Some(k)) => state.filter.claim_as(k.token, &fps, &mut news),
+                (false, None) => state.filter.check_and_set(&fps, &mut news),
             };
             match r {
                 Ok(()) => break,
@@ -586,12 +661,24 @@ impl GateCore {
         self.metrics
             .filter_seconds
             .observe(t.elapsed().as_secs_f64());
-        for ((i, _, c), n) in todo.into_iter().zip(news) {
+        let mut delivered = Vec::new();
+        for ((i, fp, c), n) in todo.into_iter().zip(news) {
             if n {
                 out[i] = Direct::New(c);
+                delivered.push(fp);
             }
         }
-        Ok(Ok(out))
+        if let Some(k) = idem {
+            // Remember the answer before the URLs are confirmed: a retry after this point
+            // replays it; a retry before finds the claims still under the key's token.
+            let state = self.namespaces.get_mut(&ns).expect("attached above");
+            let stored = state.filter.put_record(&k.name, &k.encode(&out), k.ttl)?;
+            state.filter.confirm(&delivered);
+            state.filter.settle()?;
+            // Two attempts racing: both answer what was stored first.
+            return Ok(Idem::replay(&stored, &k.request).map(|v| (v, false)));
+        }
+        Ok(Ok((out, false)))
     }
 
     /// A stage that failed after claiming: the claims stay ours in Redis (the retry finds them

@@ -405,6 +405,11 @@ impl Keys {
         let _ = write!(out, ":c:{fp:032x}}}");
     }
 
+    /// A record of the namespace (`cs:{NS}:rec:NAME`), in its metadata's slot.
+    pub fn record(ns: &str, name: &str) -> String {
+        format!("cs:{{{ns}}}:rec:{name}")
+    }
+
     /// One fingerprint bucket (an intset), in the same slot as its shard.
     pub fn bucket(ns: &str, g: &GenSpec, shard: u32, bucket: u32) -> String {
         let mut s = String::new();

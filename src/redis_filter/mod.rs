@@ -1349,6 +1349,56 @@ impl RedisFilter {
         self.yield_on_busy = on;
     }
 
+    /// [`RedisFilter::claim`] under `token` instead of this client's own: a request id that
+    /// outlives this process (the HTTP API's `Idempotency-Key`), so a retry of the same
+    /// request, by any process, finds the claims its first attempt took and answers the same.
+    pub fn claim_as(
+        &mut self,
+        token: i64,
+        fps: &[u128],
+        out: &mut Vec<bool>,
+    ) -> Result<(), RedisFilterError> {
+        // An earlier attempt with this token in this process counts as ours, not as held.
+        self.forget(fps);
+        let own = std::mem::replace(&mut self.token, token.max(1));
+        let r = self.claim(fps, out);
+        self.token = own;
+        r
+    }
+
+    /// A small record next to the namespace (`cs:{NS}:rec:NAME`), e.g. an idempotent answer:
+    /// its value, if it is there.
+    pub fn record(&mut self, name: &str) -> Result<Option<String>, RedisFilterError> {
+        self.idle()?;
+        let key = Keys::record(&self.ns, name);
+        let r: redis::RedisResult<Option<String>> = self.conn()?.query(redis::cmd("GET").arg(&key));
+        r.map_err(|e| self.fail(e, false))
+    }
+
+    /// Store a record unless one is there (`SET NX PX`); returns the value that is there now
+    /// (ours, or the one stored first).
+    pub fn put_record(
+        &mut self,
+        name: &str,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<String, RedisFilterError> {
+        self.idle()?;
+        let key = Keys::record(&self.ns, name);
+        let ms = ttl.as_millis().clamp(1, i64::MAX as u128) as i64;
+        let r: redis::RedisResult<Option<String>> = self.conn()?.query(
+            redis::cmd("SET")
+                .arg(&key)
+                .arg(value)
+                .arg("NX")
+                .arg("GET")
+                .arg("PX")
+                .arg(ms),
+        );
+        let old = r.map_err(|e| self.fail(e, false))?;
+        Ok(old.unwrap_or_else(|| value.to_string()))
+    }
+
     /// Claim `fps` synchronously: [`RedisFilter::submit`] + [`RedisFilter::complete`].
     pub fn claim(&mut self, fps: &[u128], out: &mut Vec<bool>) -> Result<(), RedisFilterError> {
         self.idle()?;
