@@ -4,22 +4,21 @@
 //! the measurements behind it.
 //!
 //! # Protocols
-//! - [`RedisFilter::check_and_set`]: one atomic `BITFIELD … SET u1` per shard per batch; the old
-//!   bits it returns say whether each URL was new. Concurrent clients on one namespace see every
-//!   distinct URL reported new exactly once (beyond the FP rate).
-//! - [`RedisFilter::check`] then [`RedisFilter::insert`]: read-only check, act (e.g. produce to
-//!   Kafka and await delivery), then set. Both steps are idempotent, so a crash or timeout
-//!   anywhere repeats work and never loses a URL; two clients racing on one new URL may both
-//!   report it new (a repeat, never a loss). This is what the gate uses.
+//! - **Claim, deliver, confirm** ([`RedisFilter::submit`]/[`RedisFilter::complete`] or
+//!   [`RedisFilter::claim`], then [`RedisFilter::confirm`]/[`RedisFilter::settle`]): what
+//!   `dedup` and the gate use. A new URL is claimed (a lease: `SET … NX GET PX`) and read in
+//!   every live generation; the caller delivers it; only then is it inserted and its claim
+//!   deleted. Nothing is written to the filter before delivery, so a timeout, a lost connection
+//!   or a crash anywhere repeats work and never drops a URL; claims are exclusive, so healthy
+//!   concurrent clients see each distinct URL new exactly once.
+//! - [`RedisFilter::check_and_set`]: atomic `SADD` / `BITFIELD … SET`, writing before the
+//!   caller acts (the HTTP API without an idempotency key). A write whose reply was lost is kept
+//!   "in doubt" in this process and its URLs reported new on retry; a crash in between loses
+//!   the answer.
+//! - [`RedisFilter::check`] (read-only) and [`RedisFilter::insert`] (idempotent).
 //!
-//! # Retry safety
-//! A request that times out may still run on the server. When a write pipeline fails after it
-//! was sent, its fingerprints are kept "in doubt": when the caller retries the batch, a URL in
-//! doubt that Redis now reports seen is reported **new** (its bits may be our own lost write), so
-//! a retry never turns a new URL into a drop; at worst a URL another client inserted in that
-//! same instant is emitted twice. Every connection-level failure is a
-//! [`RedisFilterError::Unavailable`] (`is_retryable()`), the connection is re-established on the
-//! next call, and the local tier is cleared (Redis may have restarted without its data).
+//! The fault table (what each component sees under each fault, and why no URL is lost) is in
+//! `docs/redis-filter.md`.
 
 mod conn;
 pub mod layout;
