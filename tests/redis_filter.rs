@@ -48,6 +48,12 @@ fn client(
     })
 }
 
+/// The keys of the Redis at `url` matching `pattern`.
+fn keys_like(url: &str, pattern: &str) -> Vec<String> {
+    let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+    redis::cmd("KEYS").arg(pattern).query(&mut con).unwrap()
+}
+
 fn cas(f: &mut RedisFilter, fps: &[u128]) -> Vec<bool> {
     let mut out = Vec::new();
     f.check_and_set(fps, &mut out).unwrap();
@@ -755,15 +761,7 @@ fn claims_are_exclusive_and_expire_when_their_holder_dies() {
     d.claim(&keys, &mut out).unwrap();
     assert!(out.iter().all(|&n| !n));
     d.settle().unwrap();
-    let left: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("cs:{{{ns}:c:*"))
-        .query(
-            &mut redis::Client::open(REDIS)
-                .unwrap()
-                .get_connection()
-                .unwrap(),
-        )
-        .unwrap();
+    let left = keys_like(REDIS, &format!("cs:{{{ns}:c:*"));
     assert!(left.is_empty(), "{} claims left", left.len());
     RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
 }
@@ -1008,15 +1006,7 @@ fn dropping_a_namespace_during_a_run_stops_it_and_leaves_no_keys() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let r = runner.join().unwrap();
     assert!(matches!(r, Err(RedisFilterError::NotFound(_))), "{r:?}");
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("cs:{{{ns}*"))
-        .query(
-            &mut redis::Client::open(REDIS)
-                .unwrap()
-                .get_connection()
-                .unwrap(),
-        )
-        .unwrap();
+    let keys = keys_like(REDIS, &format!("cs:{{{ns}*"));
     let left: Vec<&String> = keys.iter().filter(|k| !k.contains(":c:")).collect();
     assert!(
         left.is_empty(),
