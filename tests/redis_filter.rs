@@ -1069,3 +1069,21 @@ fn a_default_namespace_uses_every_cluster_node() {
         RedisFilter::drop_namespace(&c, &ns).unwrap();
     }
 }
+
+/// Issue 13, item 6: a single-node client pointed at a cluster node gets one short sentence
+/// that says what to do, not a 30 KB list of MOVED replies.
+#[test]
+fn a_cluster_node_without_cluster_mode_is_a_clear_error() {
+    let cluster = OwnCluster::start();
+    let c = no_tier(&cluster.nodes[0].url()); // one URL: single-node mode
+    let r =
+        RedisFilter::create(c, "moved", &NamespaceSpec::new(100_000, 1e-4)).and_then(|mut f| {
+            let mut out = Vec::new();
+            f.claim(&fps(520, 1000), &mut out)
+        });
+    let e = r.unwrap_err();
+    assert!(matches!(e, RedisFilterError::Params(_)), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("--redis-cluster"), "{msg}");
+    assert!(msg.len() < 400, "{} bytes: {msg}", msg.len());
+}
