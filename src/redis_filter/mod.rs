@@ -882,6 +882,9 @@ impl RedisFilter {
         let meta = r.map_err(|e| self.mfail(e))?;
         self.last_refresh = Instant::now();
         self.force_refresh = false;
+        // Claims never confirmed (a caller that gave up on them) are void after the TTL.
+        let ttl = self.cfg.claim_ttl;
+        self.held.retain(|_, t| t.elapsed() < ttl);
         if meta.is_empty() || meta.contains_key("dropping") {
             self.tier.clear();
             return Err(RedisFilterError::NotFound(self.ns.clone()));
