@@ -1767,23 +1767,8 @@ impl RedisFilter {
                 wait = (wait * 2).min(Duration::from_millis(50));
             }
             let raw = self.mconn()?.is_raw();
-            let (mut p1, mut p2, plan) = self.encode_claims(fps, &busy, &[], &[], raw);
-            let mut replies = Replies::default();
-            let mut second = Replies::default();
-            let r = self.mconn()?.exec(&mut p1, &mut replies);
-            let r = r.and_then(|()| {
-                self.mconn
-                    .as_mut()
-                    .expect("connected")
-                    .exec(&mut p2, &mut second)
-            });
-            if let Err(e) = r {
-                if e.is_retryable() {
-                    self.mconn = None;
-                }
-                return Err(e);
-            }
-            replies.append(&second);
+            let (p1, p2, plan) = self.encode_claims(fps, &busy, &[], &[], raw);
+            let replies = self.mexec2(p1, p2)?;
             let mut sub = vec![None; busy.len()];
             self.decode_claims(&plan, fps, &busy, &[], &replies, &mut sub)?;
             let mut k = 0;
@@ -1812,10 +1797,22 @@ impl RedisFilter {
                 return Err(e);
             }
         };
-        let (mut p1, mut p2, plan) = self.encode_claims(&[], &[], &carried, &released, raw);
+        let (p1, p2, plan) = self.encode_claims(&[], &[], &carried, &released, raw);
+        match self.mexec2(p1, p2) {
+            Ok(replies) => self.decode_claims(&plan, &[], &[], &carried, &replies, &mut []),
+            Err(e) => {
+                self.confirm_q = carried;
+                self.release_q = released;
+                Err(e)
+            }
+        }
+    }
+
+    /// Both phases of an exchange on the maintenance connection (see `encode_claims`).
+    fn mexec2(&mut self, mut p1: Batch, mut p2: Batch) -> Result<Replies, RedisFilterError> {
         let mut replies = Replies::default();
         let mut second = Replies::default();
-        let c = self.mconn.as_mut().expect("connected");
+        let c = self.mconn()?;
         let r = c
             .exec(&mut p1, &mut replies)
             .and_then(|()| c.exec(&mut p2, &mut second));
@@ -1823,12 +1820,10 @@ impl RedisFilter {
             if e.is_retryable() {
                 self.mconn = None;
             }
-            self.confirm_q = carried;
-            self.release_q = released;
             return Err(e);
         }
         replies.append(&second);
-        self.decode_claims(&plan, &[], &[], &carried, &replies, &mut [])
+        Ok(replies)
     }
 
     /// Batches submitted and not yet completed.
