@@ -500,6 +500,10 @@ pub struct RedisFilter {
     /// On a claim held by another client: release this call's claims and fail with
     /// [`RedisFilterError::Claimed`] instead of waiting.
     yield_on_busy: bool,
+    /// Moving average of the share of URLs sent to Redis that were already seen: above one
+    /// half, a batch is read first and only what looks new is claimed (a repeat then costs
+    /// one read instead of a claim, a read and a release).
+    seen_share: f64,
     spec: NamespaceSpec,
     gens: Generations,
     gens_raw: String,
@@ -559,6 +563,8 @@ struct Plan {
     exact: bool,
     /// A last `HGET meta gv` follows the reads.
     version: bool,
+    /// The URLs were claimed before they were read (else read only: claim what looks new).
+    claims: bool,
 }
 
 impl Plan {
@@ -569,7 +575,8 @@ impl Plan {
             .iter()
             .map(|(_, g)| g.len() + if self.exact { todo } else { 0 })
             .sum();
-        confirm + todo + self.n_release + self.n_unclaim + reads + self.version as usize
+        let claims = if self.claims { todo } else { 0 };
+        confirm + claims + self.n_release + self.n_unclaim + reads + self.version as usize
     }
 }
 
@@ -691,6 +698,7 @@ impl RedisFilter {
             release_q: Vec::new(),
             force_refresh: false,
             yield_on_busy: false,
+            seen_share: 0.0,
             spec: NamespaceSpec::new(1, 0.5),
             gens: Generations {
                 live: vec![],
@@ -1232,8 +1240,15 @@ impl RedisFilter {
             it.kind = Pending::Done;
         } else if raw {
             self.stats.redis_lookups += it.todo.len() as u64;
-            let (p1, p2, plan) =
-                self.encode_claims(&it.fps, &it.todo, &it.carried, &it.released, true);
+            let claim_first = self.seen_share < 0.5;
+            let (p1, p2, plan) = self.encode_claims(
+                &it.fps,
+                &it.todo,
+                &it.carried,
+                &it.released,
+                true,
+                claim_first,
+            );
             let n = p1.len() + p2.len();
             let r = self.conn().and_then(|c| {
                 c.send(&p1)?;
@@ -1279,8 +1294,15 @@ impl RedisFilter {
             Pending::Deferred => {
                 self.stats.redis_lookups += it.todo.len() as u64;
                 let raw = self.conn()?.is_raw();
-                let (mut p1, mut p2, plan) =
-                    self.encode_claims(&it.fps, &it.todo, &it.carried, &it.released, raw);
+                let claim_first = self.seen_share < 0.5;
+                let (mut p1, mut p2, plan) = self.encode_claims(
+                    &it.fps,
+                    &it.todo,
+                    &it.carried,
+                    &it.released,
+                    raw,
+                    claim_first,
+                );
                 let r = self.exec2(&mut p1, &mut p2, &mut replies);
                 if let Err(e) = r {
                     self.replies = replies;
@@ -1309,6 +1331,7 @@ impl RedisFilter {
             }
         };
         let mut answers = vec![None; it.todo.len()];
+        let plan_read_only = plan.as_ref().is_some_and(|p| !p.claims);
         if let Some(plan) = plan {
             let r = self.decode_claims(
                 &plan,
@@ -1329,6 +1352,9 @@ impl RedisFilter {
         // The carried confirmations and releases ran.
         it.carried.clear();
         it.released.clear();
+        if plan_read_only {
+            self.claim_unclaimed(&it.fps, &it.todo, &mut answers)?;
+        }
         self.resolve_busy(&it.fps, &it.todo, &mut answers)?;
         // Only now, when nothing can fail any more, do the new URLs become held.
         let now = Instant::now();
@@ -1534,6 +1560,7 @@ impl RedisFilter {
         carried: &[u128],
         released: &[u128],
         raw: bool,
+        claim: bool,
     ) -> (Batch, Batch, Plan) {
         let mut p1 = Batch::new(raw);
         let mut p2 = Batch::new(raw);
@@ -1549,7 +1576,7 @@ impl RedisFilter {
         let n_release = self.del_claims(released, &mut p1);
         let ttl = self.cfg.claim_ttl.as_millis().clamp(1, i64::MAX as u128) as i64;
         let mut key = String::new();
-        for &i in todo {
+        for &i in todo.iter().filter(|_| claim) {
             key.clear();
             Keys::write_claim(&mut key, &self.ns, fps[i]);
             p1.cmd("SET", 7);
@@ -1578,6 +1605,7 @@ impl RedisFilter {
             n_release,
             n_unclaim,
             version: !todo.is_empty(),
+            claims: claim,
             reads,
             exact: self.spec.mode.uses_store(),
         };
@@ -1645,7 +1673,10 @@ impl RedisFilter {
         }
         at += plan.n_release;
         let claims_at = at;
-        at += todo.len() + plan.n_unclaim;
+        if plan.claims {
+            at += todo.len();
+        }
+        at += plan.n_unclaim;
         let mut seen = vec![false; todo.len()];
         let pos_of: HashMap<usize, usize> = todo.iter().enumerate().map(|(j, &i)| (i, j)).collect();
         for (k, groups) in &plan.reads {
@@ -1677,6 +1708,23 @@ impl RedisFilter {
         if stale {
             self.force_refresh = true;
         }
+        if !todo.is_empty() && !plan.reads.is_empty() {
+            let share = seen.iter().filter(|&&x| x).count() as f64 / todo.len() as f64;
+            self.seen_share = 0.8 * self.seen_share + 0.2 * share;
+        }
+        if !plan.claims {
+            // Read only: what is seen is answered; the rest is claimed next
+            // (`claim_unclaimed`).
+            for (j, &i) in todo.iter().enumerate() {
+                answers[j] = if seen[j] {
+                    self.tier.insert(fps[i]);
+                    Some(false)
+                } else {
+                    None
+                };
+            }
+            return Ok(());
+        }
         for (j, &i) in todo.iter().enumerate() {
             let fp = fps[i];
             let claim = replies.get(claims_at + j);
@@ -1702,6 +1750,39 @@ impl RedisFilter {
             } else {
                 None
             };
+        }
+        Ok(())
+    }
+
+    /// Claim what a read-only exchange found unseen (the `None` answers), on the maintenance
+    /// connection: each becomes new (ours), seen (someone confirmed it meanwhile) or busy.
+    fn claim_unclaimed(
+        &mut self,
+        fps: &[u128],
+        todo: &[usize],
+        answers: &mut [Option<bool>],
+    ) -> Result<(), RedisFilterError> {
+        let open: Vec<usize> = todo
+            .iter()
+            .zip(answers.iter())
+            .filter(|(_, a)| a.is_none())
+            .map(|(&i, _)| i)
+            .collect();
+        if open.is_empty() {
+            return Ok(());
+        }
+        if self.force_refresh {
+            self.refresh()?;
+        }
+        let raw = self.mconn()?.is_raw();
+        let (p1, p2, plan) = self.encode_claims(fps, &open, &[], &[], raw, true);
+        let replies = self.mexec2(p1, p2)?;
+        let mut sub = vec![None; open.len()];
+        self.decode_claims(&plan, fps, &open, &[], &replies, &mut sub)?;
+        let mut k = 0;
+        for a in answers.iter_mut().filter(|a| a.is_none()) {
+            *a = sub[k];
+            k += 1;
         }
         Ok(())
     }
@@ -1767,7 +1848,7 @@ impl RedisFilter {
                 wait = (wait * 2).min(Duration::from_millis(50));
             }
             let raw = self.mconn()?.is_raw();
-            let (p1, p2, plan) = self.encode_claims(fps, &busy, &[], &[], raw);
+            let (p1, p2, plan) = self.encode_claims(fps, &busy, &[], &[], raw, true);
             let replies = self.mexec2(p1, p2)?;
             let mut sub = vec![None; busy.len()];
             self.decode_claims(&plan, fps, &busy, &[], &replies, &mut sub)?;
@@ -1797,7 +1878,7 @@ impl RedisFilter {
                 return Err(e);
             }
         };
-        let (p1, p2, plan) = self.encode_claims(&[], &[], &carried, &released, raw);
+        let (p1, p2, plan) = self.encode_claims(&[], &[], &carried, &released, raw, true);
         match self.mexec2(p1, p2) {
             Ok(replies) => self.decode_claims(&plan, &[], &[], &carried, &replies, &mut []),
             Err(e) => {
