@@ -1779,10 +1779,8 @@ impl RedisFilter {
         let replies = self.mexec2(p1, p2)?;
         let mut sub = vec![None; open.len()];
         self.decode_claims(&plan, fps, &open, &[], &replies, &mut sub)?;
-        let mut k = 0;
-        for a in answers.iter_mut().filter(|a| a.is_none()) {
-            *a = sub[k];
-            k += 1;
+        for (a, s) in answers.iter_mut().filter(|a| a.is_none()).zip(sub) {
+            *a = s;
         }
         Ok(())
     }
