@@ -1,8 +1,10 @@
 //! Which URLs the renderer may load. It loads pages an attacker may have planted, so by default
 //! only http(s) URLs whose host resolves to public addresses: never loopback, private (RFC 1918,
 //! unique-local), link-local (including the cloud metadata address 169.254.169.254), CGNAT,
-//! multicast, unspecified or documentation ranges — unless the host or address is allow-listed
-//! (tests allow their loopback server explicitly).
+//! multicast, unspecified, documentation, benchmarking, site-local or other reserved ranges (IANA's
+//! special-purpose registries), nor an IPv6 form that carries one of those IPv4 addresses
+//! (mapped, compatible, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`) — unless the host or address is
+//! allow-listed (tests allow their loopback server explicitly).
 
 use std::net::IpAddr;
 
@@ -30,7 +32,9 @@ pub enum Refused {
     },
 }
 
-/// The class of a non-public address, or `None` for a public one.
+/// The class of a non-public address, or `None` for a public one. Follows IANA's special-purpose
+/// address registries; IPv6 forms that carry an IPv4 address (mapped, translated, compatible,
+/// NAT64 `64:ff9b::/96`, 6to4 `2002::/16`) are judged by that IPv4 address.
 pub fn non_public(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v) => {
@@ -45,31 +49,78 @@ pub fn non_public(ip: IpAddr) -> Option<&'static str> {
                 Some("carrier-grade NAT")
             } else if v.is_unspecified() || v.is_broadcast() || v.is_multicast() || o[0] == 0 {
                 Some("unroutable")
-            } else if v.is_documentation() || o[0] >= 240 {
+            } else if v.is_documentation()
+                || o[0] >= 240
+                || (o[0], o[1], o[2]) == (192, 0, 0) // IETF protocol assignments
+                || (o[0], o[1], o[2]) == (192, 88, 99) // 6to4 relay anycast (deprecated)
+                || (o[0] == 198 && (o[1] & 0xfe) == 18)
+            // benchmarking 198.18.0.0/15
+            {
                 Some("reserved")
             } else {
                 None
             }
         }
         IpAddr::V6(v) => {
-            if let Some(v4) = v.to_ipv4_mapped() {
-                return non_public(IpAddr::V4(v4));
-            }
             let s = v.segments();
             if v.is_loopback() {
-                Some("loopback")
-            } else if v.is_unspecified() || v.is_multicast() {
-                Some("unroutable")
-            } else if (s[0] & 0xfe00) == 0xfc00 {
+                return Some("loopback");
+            }
+            if v.is_unspecified() || v.is_multicast() {
+                return Some("unroutable");
+            }
+            if let Some(v4) = embedded_v4(&s) {
+                return non_public(IpAddr::V4(v4)).or(
+                    // `::a.b.c.d` (IPv4-compatible) is deprecated: nothing public uses it.
+                    if s[..6] == [0; 6] {
+                        Some("reserved (IPv4-compatible)")
+                    } else {
+                        None
+                    },
+                );
+            }
+            if (s[0] & 0xfe00) == 0xfc00 {
                 Some("private (unique-local)")
             } else if (s[0] & 0xffc0) == 0xfe80 {
                 Some("link-local")
+            } else if (s[0] & 0xffc0) == 0xfec0 {
+                Some("site-local (deprecated)")
             } else if s[0] == 0xfd00 && s[1] == 0x0ec2 {
                 Some("link-local (cloud metadata)")
+            } else if s[0] == 0x0064 && s[1] == 0xff9b && s[2] == 1 {
+                Some("NAT64 local use")
+            } else if (s[0] == 0x2001 && s[1] == 0x0db8) || (s[0] & 0xfff0) == 0x3ff0 {
+                Some("reserved (documentation)")
+            } else if s[0] == 0x2001
+                && (s[1] == 0
+                    || s[1] == 2
+                    || (s[1] & 0xffe0) == 0x0020
+                    || (s[1] & 0xfff0) == 0x0010)
+            {
+                // Teredo 2001::/32, benchmarking 2001:2::/48, ORCHID 2001:10::/28, 2001:20::/28
+                Some("reserved")
+            } else if s[..4] == [0x0100, 0, 0, 0] {
+                Some("reserved (discard)")
             } else {
                 None
             }
         }
+    }
+}
+
+/// The IPv4 address an IPv6 address carries, where it is one of the forms that route to it:
+/// mapped `::ffff:0:0/96`, translated `::ffff:0:0:0/96`, compatible `::/96`, NAT64
+/// `64:ff9b::/96`, 6to4 `2002::/16`.
+fn embedded_v4(s: &[u16; 8]) -> Option<std::net::Ipv4Addr> {
+    let low =
+        |a: u16, b: u16| std::net::Ipv4Addr::new((a >> 8) as u8, a as u8, (b >> 8) as u8, b as u8);
+    match s {
+        [0, 0, 0, 0, 0, 0xffff, a, b]
+        | [0, 0, 0, 0, 0xffff, 0, a, b]
+        | [0, 0, 0, 0, 0, 0, a, b] => Some(low(*a, *b)),
+        [0x0064, 0xff9b, 0, 0, 0, 0, a, b] => Some(low(*a, *b)),
+        [0x2002, a, b, ..] => Some(low(*a, *b)),
+        _ => None,
     }
 }
 
@@ -122,6 +173,51 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 14: every special-purpose form the issue found passing, and their public twins.
+    #[test]
+    fn special_purpose_addresses_are_not_public() {
+        for a in [
+            "::127.0.0.1",
+            "::ffff:0:127.0.0.1",
+            "64:ff9b::7f00:1",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b::a00:1",
+            "64:ff9b:1::1",
+            "2002:7f00:1::",
+            "2002:a9fe:a9fe::1",
+            "2002:c0a8:1::",
+            "fec0::1",
+            "2001:db8::1",
+            "3fff::1",
+            "2001::1",
+            "2001:2::1",
+            "2001:10::1",
+            "100::1",
+            "::8.8.8.8",
+            "198.18.0.1",
+            "198.19.255.255",
+            "192.0.0.8",
+            "192.88.99.1",
+            "192.0.2.1",
+            "203.0.113.5",
+        ] {
+            let ip: IpAddr = a.parse().unwrap();
+            assert!(non_public(ip).is_some(), "{a} passed as public");
+        }
+        for a in [
+            "93.184.216.34",
+            "198.20.0.1",
+            "192.0.1.1",
+            "64:ff9b::5db8:d822",
+            "2002:5db8:d822::1",
+            "2606:4700::1111",
+            "2a00:1450:4001::200e",
+        ] {
+            let ip: IpAddr = a.parse().unwrap();
+            assert_eq!(non_public(ip), None, "{a} refused");
+        }
+    }
 
     #[tokio::test]
     async fn refuses_what_is_not_public() {
