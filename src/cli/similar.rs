@@ -39,8 +39,9 @@ pub struct SimilarArgs {
     #[arg(long = "batch-size", default_value_t = 1000)]
     pub batch_size: usize,
     /// Hosts or addresses the renderer may load although they are not public (loopback,
-    /// private, link-local); repeatable.
-    #[arg(long = "allow", value_name = "HOST|IP")]
+    /// private, link-local); repeatable. `HOST` or `IP` allows every port, `HOST:PORT`,
+    /// `IP:PORT` or `[IPv6]:PORT` only that port.
+    #[arg(long = "allow", value_name = "HOST[:PORT]|IP[:PORT]")]
     pub allow: Vec<String>,
     /// The Chromium binary.
     #[arg(long, default_value = "/usr/bin/chromium", env = "CRAWLSIEVE_CHROMIUM")]

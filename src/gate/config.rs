@@ -91,7 +91,8 @@ pub struct RenderSection {
     pub tabs: usize,
     /// Budget of one page, e.g. `"20s"`.
     pub page_timeout: String,
-    /// Hosts or addresses allowed although not public.
+    /// Hosts or addresses allowed although not public: `host` or an address (any port), or
+    /// `host:port`, `1.2.3.4:port`, `[::1]:port` (that port only).
     pub allow: Vec<String>,
     /// Content canonicals remembered per host.
     pub max_canonicals: usize,

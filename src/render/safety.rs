@@ -127,11 +127,41 @@ fn embedded_v4(s: &[u16; 8]) -> Option<std::net::Ipv4Addr> {
 /// The allow-list: host names (exact, case-insensitive) and addresses.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
-    /// Allowed hosts or IP addresses, even when not public.
+    /// Allowed hosts or IP addresses, even when not public: `host`, `1.2.3.4` or `::1` (any
+    /// port), or with a port, `host:8080`, `1.2.3.4:8080`, `[::1]:8080` (that port only).
     pub allow: Vec<String>,
 }
 
+/// One allow-list entry: a host name or address, and the port it is limited to (if any).
+fn parse_allow(entry: &str) -> (&str, Option<u16>) {
+    if let Some(rest) = entry.strip_prefix('[') {
+        // `[v6]` or `[v6]:port`
+        return match rest.split_once(']') {
+            Some((h, p)) => (h, p.strip_prefix(':').and_then(|p| p.parse().ok())),
+            None => (rest, None),
+        };
+    }
+    match entry.rsplit_once(':') {
+        // Exactly one colon: `host:port` or `v4:port` (a bare IPv6 address has several).
+        Some((h, p)) if !h.contains(':') => match p.parse() {
+            Ok(port) => (h, Some(port)),
+            Err(_) => (entry, None),
+        },
+        _ => (entry, None),
+    }
+}
+
 impl Policy {
+    /// Whether an entry allows `host` (a name, or an address's text) or `ip`, on `port`.
+    fn allows(&self, host: &str, ip: Option<IpAddr>, port: u16) -> bool {
+        self.allow.iter().any(|entry| {
+            let (h, p) = parse_allow(entry.trim());
+            let same =
+                h.eq_ignore_ascii_case(host) || ip.is_some_and(|ip| h.parse::<IpAddr>() == Ok(ip));
+            same && p.map_or(true, |p| p == port)
+        })
+    }
+
     /// Check `url`, resolving its host; returns the URL parsed.
     pub async fn check(&self, url: &str) -> Result<url::Url, Refused> {
         let u = url::Url::parse(url).map_err(|e| Refused::Invalid(format!("{url}: {e}")))?;
@@ -143,10 +173,10 @@ impl Policy {
             .unwrap_or("")
             .trim_matches(['[', ']'])
             .to_string();
-        if self.allow.iter().any(|a| a.eq_ignore_ascii_case(&host)) {
+        let port = u.port_or_known_default().unwrap_or(80);
+        if self.allows(&host, None, port) {
             return Ok(u);
         }
-        let port = u.port_or_known_default().unwrap_or(80);
         let addrs: Vec<IpAddr> = match host.parse::<IpAddr>() {
             Ok(ip) => vec![ip],
             Err(_) => tokio::net::lookup_host((host.as_str(), port))
@@ -159,7 +189,7 @@ impl Policy {
             return Err(Refused::Unresolved(host));
         }
         for ip in addrs {
-            if self.allow.iter().any(|a| a.parse::<IpAddr>() == Ok(ip)) {
+            if self.allows(&host, Some(ip), port) {
                 continue;
             }
             if let Some(kind) = non_public(ip) {
@@ -251,5 +281,29 @@ mod tests {
         };
         assert!(allow.check("http://127.0.0.1:8080/").await.is_ok());
         assert!(allow.check("http://10.0.0.1/").await.is_err());
+        // Issue 14: allowing one loopback port does not open the others.
+        let one_port = Policy {
+            allow: vec![
+                "127.0.0.1:8080".into(),
+                "[::1]:8081".into(),
+                "localhost:3000".into(),
+                " ::1 ".into(),
+            ],
+        };
+        assert!(one_port.check("http://127.0.0.1:8080/").await.is_ok());
+        assert!(one_port.check("http://127.0.0.1:6379/").await.is_err());
+        assert!(one_port.check("http://127.0.0.1/").await.is_err());
+        assert!(one_port.check("http://localhost:3000/").await.is_ok());
+        assert!(one_port.check("http://localhost:3001/").await.is_err());
+        // A bare `::1` allows every port of it; `[::1]:8081` adds nothing beyond that.
+        assert!(one_port.check("http://[::1]:9999/").await.is_ok());
+        let v6 = Policy {
+            allow: vec!["[::1]:8081".into()],
+        };
+        assert!(v6.check("http://[::1]:8081/").await.is_ok());
+        assert!(v6.check("http://[::1]:8082/").await.is_err());
+        assert_eq!(parse_allow("example.org"), ("example.org", None));
+        assert_eq!(parse_allow("example.org:x"), ("example.org:x", None));
+        assert_eq!(parse_allow("fe80::1"), ("fe80::1", None));
     }
 }
