@@ -1754,8 +1754,9 @@ impl RedisFilter {
         Ok(())
     }
 
-    /// Claim what a read-only exchange found unseen (the `None` answers), on the maintenance
-    /// connection: each becomes new (ours), seen (someone confirmed it meanwhile) or busy.
+    /// Claim the open answers (`None`: unseen by a read-only exchange, or busy at the last
+    /// poll) on the maintenance connection, refreshing first if the generations changed: each
+    /// becomes new (ours), seen (someone confirmed it meanwhile) or stays busy.
     fn claim_unclaimed(
         &mut self,
         fps: &[u128],
@@ -1839,24 +1840,12 @@ impl RedisFilter {
                 }
                 return Ok(());
             }
-            if self.force_refresh {
-                self.refresh()?;
-            } else {
+            if !self.force_refresh {
                 std::thread::sleep(wait);
                 wait = (wait * 2).min(Duration::from_millis(50));
             }
-            let raw = self.mconn()?.is_raw();
-            let (p1, p2, plan) = self.encode_claims(fps, &busy, &[], &[], raw, true);
-            let replies = self.mexec2(p1, p2)?;
-            let mut sub = vec![None; busy.len()];
-            self.decode_claims(&plan, fps, &busy, &[], &replies, &mut sub)?;
-            let mut k = 0;
-            for a in answers.iter_mut() {
-                if a.is_none() {
-                    *a = sub[k];
-                    k += 1;
-                }
-            }
+            // Poll: claim the open ones again (refreshing first if the generations changed).
+            self.claim_unclaimed(fps, todo, answers)?;
         }
     }
 
