@@ -266,11 +266,6 @@ impl Staged {
         &self.inserts
     }
 
-    /// Fingerprints [`Stage::finish`] will release without inserting, per namespace.
-    pub fn releases(&self) -> &[(String, Vec<u128>)] {
-        &self.releases
-    }
-
     /// Record `i` will not be delivered (the output cluster refused it for good): the URL it
     /// carries must not be marked seen. Returns whether it carried one.
     pub fn withdraw(&mut self, i: usize) -> bool {
@@ -503,7 +498,7 @@ impl GateCore {
                 r.max_namespaces
             )));
         }
-        let filter = match RedisFilter::attach(self.redis.clone(), ns, &Expect::default()) {
+        let mut filter = match RedisFilter::attach(self.redis.clone(), ns, &Expect::default()) {
             Err(RedisFilterError::NotFound(_)) if r.create_missing => {
                 let mut spec = NamespaceSpec::new(r.capacity, r.fp_rate);
                 spec.mode = r.mode;
@@ -516,7 +511,6 @@ impl GateCore {
             }
             other => other?,
         };
-        let mut filter = filter;
         filter.set_yield_on_busy(self.yield_on_busy);
         for w in filter.warnings() {
             eprintln!("crawlsieve gate: namespace {ns}: {w}");
@@ -575,7 +569,8 @@ impl GateCore {
     /// The HTTP filter API's path ([`crate::serve`]): sieve `urls` for namespace `ns` (relative
     /// ones against `source`), skip URL patterns verified similar, and check-and-set the rest
     /// atomically (`check_only`: check without inserting). One verdict per input, in order.
-    /// `Ok(Err(detail))` when the namespace is refused (as the gate dead-letters it).
+    /// `Ok(Err(DirectError::Refused(detail)))` when the namespace is refused (as the gate
+    /// dead-letters it); `Ok(Ok((verdicts, replayed)))` otherwise.
     ///
     /// With `idem` (an `Idempotency-Key`), the request is idempotent: its URLs are claimed
     /// under the key's token, its verdicts stored (for `idem.ttl`) before they are confirmed
