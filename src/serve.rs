@@ -294,11 +294,10 @@ impl Api {
         }
         // The key is scoped to the client (its credentials), the answer to the exact body.
         let idem = idem_key.map(|k| {
-            use sha2::Digest;
             let auth = headers
                 .get(header::AUTHORIZATION)
                 .map_or(&b""[..], |v| v.as_bytes());
-            let name = sha2::Sha256::new()
+            let name = Sha256::new()
                 .chain_update(auth)
                 .chain_update([0u8])
                 .chain_update(&k)
@@ -307,7 +306,7 @@ impl Api {
             Idem {
                 name: hex(&name),
                 token: token.abs().max(1),
-                request: hex(&sha2::Sha256::digest(&bytes)),
+                request: hex(&digest(&bytes)),
                 ttl: self.idem_ttl,
             }
         });

@@ -592,15 +592,9 @@ impl RedisPipe<'_> {
         if !first.is_retryable() {
             return Err(first).context("the Redis filter failed");
         }
-        let quiet = self.quiet;
-        let (f, queue) = (&mut *self.f, &self.queue);
-        let at = f.address();
-        let report = |e: &crate::redis_filter::RedisFilterError, wait| {
-            if !quiet {
-                eprintln!("crawlsieve: Redis at {at}: {e}; retrying in {wait:?}");
-            }
-        };
+        let report = self.reporter();
         report(&first, std::time::Duration::ZERO);
+        let (f, queue) = (&mut *self.f, &self.queue);
         crate::redis_filter::with_retry(self.budget, report, || {
             f.abandon();
             for (res, _) in queue {
@@ -613,19 +607,19 @@ impl RedisPipe<'_> {
 
     /// At the end: send the last confirmations (with retries).
     fn settle(&mut self) -> Result<()> {
-        let quiet = self.quiet;
+        let report = self.reporter();
         let f = &mut *self.f;
-        let at = f.address();
-        crate::redis_filter::with_retry(
-            self.budget,
-            |e, wait| {
-                if !quiet {
-                    eprintln!("crawlsieve: Redis at {at}: {e}; retrying in {wait:?}");
-                }
-            },
-            || f.settle(),
-        )
-        .context(UNSETTLED)
+        crate::redis_filter::with_retry(self.budget, report, || f.settle()).context(UNSETTLED)
+    }
+
+    /// What a retry says on stderr (nothing with `--quiet`), naming where Redis is.
+    fn reporter(&self) -> impl Fn(&crate::redis_filter::RedisFilterError, std::time::Duration) {
+        let (quiet, at) = (self.quiet, self.f.address());
+        move |e, wait| {
+            if !quiet {
+                eprintln!("crawlsieve: Redis at {at}: {e}; retrying in {wait:?}");
+            }
+        }
     }
 }
 
