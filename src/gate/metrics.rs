@@ -99,6 +99,8 @@ pub struct RenderMetrics {
     pub clusters_created: IntCounter,
     /// Subresource and redirect requests the safety policy blocked.
     pub blocked_requests: IntCounter,
+    /// Connections the egress proxy refused (any frame, worker, WebSocket, popup).
+    pub egress_refused: IntCounter,
     /// Chromium relaunches after it died or stopped opening tabs.
     pub chromium_restarts: IntCounter,
     /// 1 while the browser runs.
@@ -270,6 +272,10 @@ impl GateMetrics {
                 blocked_requests: c(
                     "crawlsieve_render_blocked_requests_total",
                     "Subresource and redirect requests refused by the safety policy.",
+                ),
+                egress_refused: c(
+                    "crawlsieve_render_egress_refused_total",
+                    "Connections of the browser the egress proxy refused (any frame, worker, WebSocket, popup).",
                 ),
                 chromium_restarts: c(
                     "crawlsieve_render_chromium_restarts_total",

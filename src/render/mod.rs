@@ -9,6 +9,7 @@
 //! that fails or hangs becomes a [`Rendered`] with an error, never a stuck caller; a browser that
 //! died is relaunched on the next page.
 
+pub mod egress;
 pub mod safety;
 pub mod stage;
 
@@ -129,6 +130,7 @@ struct Live {
 /// One browser and its tabs.
 pub struct Renderer {
     cfg: RenderConfig,
+    egress: egress::Egress,
     live: Mutex<Option<Live>>,
     tabs: Arc<Semaphore>,
     /// Browser launches (the first, and relaunches after a crash).
@@ -156,7 +158,20 @@ pub const CHROMIUM_SWITCHES: [&str; 8] = [
     "mute-audio",
 ];
 
-async fn launch(cfg: &RenderConfig) -> Result<Live> {
+/// Send every connection through the egress proxy at `proxy`: `<-loopback>` removes Chromium's
+/// implicit bypass of localhost and loopback addresses, and WebRTC may not send UDP around it.
+fn egress_switches(proxy: &str) -> [(&'static str, String); 3] {
+    [
+        ("proxy-server", proxy.to_string()),
+        ("proxy-bypass-list", "<-loopback>".to_string()),
+        (
+            "force-webrtc-ip-handling-policy",
+            "disable_non_proxied_udp".to_string(),
+        ),
+    ]
+}
+
+async fn launch(cfg: &RenderConfig, proxy: &str) -> Result<Live> {
     let profile = tempfile::Builder::new()
         .prefix("crawlsieve-chromium-")
         .tempdir()
@@ -175,6 +190,7 @@ async fn launch(cfg: &RenderConfig) -> Result<Live> {
         .request_timeout(cfg.request_timeout)
         .no_sandbox()
         .args(CHROMIUM_SWITCHES)
+        .args(egress_switches(proxy).iter().map(|(k, v)| (*k, v.as_str())))
         .build()
         .map_err(|e| anyhow!("browser configuration: {e}"))?;
     let (browser, mut handler) = Browser::launch(config)
@@ -214,17 +230,27 @@ impl Renderer {
 
     /// Launch the browser (60 s timeout, one retry: first launches after idle took 9–30 s).
     pub async fn new(cfg: RenderConfig) -> Result<Renderer> {
-        let live = match launch(&cfg).await {
+        let egress = egress::Egress::start(cfg.policy.clone())
+            .await
+            .context("starting the egress proxy")?;
+        let proxy = egress.proxy_server();
+        let live = match launch(&cfg, &proxy).await {
             Ok(l) => l,
-            Err(_) => launch(&cfg).await?,
+            Err(_) => launch(&cfg, &proxy).await?,
         };
         Ok(Renderer {
+            egress,
             tabs: Arc::new(Semaphore::new(cfg.tabs.max(1))),
             cfg,
             live: Mutex::new(Some(live)),
             launches: std::sync::atomic::AtomicU64::new(1),
             blocked: Arc::default(),
         })
+    }
+
+    /// The egress proxy every connection of the browser goes through.
+    pub fn egress(&self) -> &egress::Egress {
+        &self.egress
     }
 
     /// Render `url`; never fails (errors are in [`Rendered::error`]).
@@ -241,6 +267,17 @@ impl Renderer {
         let _tab = self.tabs.acquire().await.expect("semaphore open");
         if let Err(e) = self.render_inner(url, &mut out).await {
             out.error = format!("{e:#}");
+        }
+        // A navigation that failed or was blocked (a form or script sending the page to a
+        // refused address) leaves Chromium's error page: an error, never a page to cluster.
+        if out.error.is_empty() && out.final_url.starts_with("chrome-error:") {
+            out.error = match out.blocked.last() {
+                Some(b) => format!("refused: the page navigated to {b}"),
+                None => "navigation failed: the page ended on the browser's error page".into(),
+            };
+            out.html.clear();
+            out.phash = None;
+            out.phash_dct = None;
         }
         // A redirect may lead where the first URL could not: check where it ended.
         if out.error.is_empty() {
@@ -278,7 +315,7 @@ impl Renderer {
                     let _ = old.browser.kill().await;
                     old.handler.abort();
                 }
-                *live = Some(launch(&self.cfg).await?);
+                *live = Some(launch(&self.cfg, &self.egress.proxy_server()).await?);
                 self.launches
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }

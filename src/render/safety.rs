@@ -6,7 +6,7 @@
 //! (mapped, compatible, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`) — unless the host or address is
 //! allow-listed (tests allow their loopback server explicitly).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// Why a URL is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -168,37 +168,87 @@ impl Policy {
         if !matches!(u.scheme(), "http" | "https") {
             return Err(Refused::Scheme(u.scheme().to_string()));
         }
-        let host = u
-            .host_str()
-            .unwrap_or("")
-            .trim_matches(['[', ']'])
-            .to_string();
+        let host = u.host_str().unwrap_or("");
         let port = u.port_or_known_default().unwrap_or(80);
-        if self.allows(&host, None, port) {
-            return Ok(u);
+        self.resolve(host, port).await?;
+        Ok(u)
+    }
+
+    /// Resolve `host` (a name, an IPv4 address or an IPv6 address with or without brackets) on
+    /// `port` once, and return the addresses to connect to (in the resolver's order) — every one
+    /// of them checked. Every address
+    /// the name resolves to must pass (allowed, or public): a name that mixes a public and a
+    /// private answer is refused, so the answer a rebinding attacker controls cannot choose. A
+    /// host allowed by name is resolved and not checked further (the operator named it).
+    ///
+    /// The egress proxy ([`super::egress`]) connects to exactly the addresses returned, so a name
+    /// that resolves differently a moment later (DNS rebinding) cannot slip past the check.
+    pub async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, Refused> {
+        self.resolve_with(host, port, &system_lookup()).await
+    }
+
+    /// [`Policy::resolve`] with the name lookup given (tests pass one that answers differently
+    /// each time, as a rebinding DNS server would).
+    pub async fn resolve_with(
+        &self,
+        host: &str,
+        port: u16,
+        lookup: &Lookup,
+    ) -> Result<Vec<SocketAddr>, Refused> {
+        let host = host.trim_matches(['[', ']']).to_string();
+        if host.is_empty() {
+            return Err(Refused::Invalid("no host".into()));
         }
+        let by_name = self.allows(&host, None, port);
         let addrs: Vec<IpAddr> = match host.parse::<IpAddr>() {
             Ok(ip) => vec![ip],
-            Err(_) => tokio::net::lookup_host((host.as_str(), port))
-                .await
-                .map_err(|_| Refused::Unresolved(host.clone()))?
-                .map(|a| a.ip())
-                .collect(),
+            Err(_) => match tokio::time::timeout(RESOLVE_TIMEOUT, lookup(host.clone(), port)).await
+            {
+                Ok(Ok(a)) => a,
+                _ => return Err(Refused::Unresolved(host)),
+            },
         };
         if addrs.is_empty() {
             return Err(Refused::Unresolved(host));
         }
-        for ip in addrs {
-            if self.allows(&host, Some(ip), port) {
-                continue;
-            }
-            if let Some(kind) = non_public(ip) {
-                return Err(Refused::Private { host, ip, kind });
+        if !by_name {
+            for &ip in &addrs {
+                if self.allows(&host, Some(ip), port) {
+                    continue;
+                }
+                if let Some(kind) = non_public(ip) {
+                    return Err(Refused::Private { host, ip, kind });
+                }
             }
         }
-        Ok(u)
+        Ok(addrs
+            .into_iter()
+            .map(|ip| SocketAddr::new(ip, port))
+            .collect())
     }
 }
+
+/// A name lookup: host and port to addresses.
+pub type Lookup = std::sync::Arc<
+    dyn Fn(String, u16) -> futures::future::BoxFuture<'static, std::io::Result<Vec<IpAddr>>>
+        + Send
+        + Sync,
+>;
+
+/// The system resolver (`getaddrinfo`, through tokio).
+pub fn system_lookup() -> Lookup {
+    std::sync::Arc::new(|host: String, port: u16| {
+        Box::pin(async move {
+            Ok(tokio::net::lookup_host((host.as_str(), port))
+                .await?
+                .map(|a| a.ip())
+                .collect())
+        })
+    })
+}
+
+/// The longest a name may take to resolve.
+const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {

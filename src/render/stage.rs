@@ -271,6 +271,14 @@ impl Stage for RenderStage {
                     m.clusters_created.inc();
                 }
                 m.blocked_requests.inc_by(r.blocked.len() as u64);
+                let refused = self
+                    .renderer
+                    .egress()
+                    .stats()
+                    .refused
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                m.egress_refused
+                    .inc_by(refused.saturating_sub(m.egress_refused.get()));
             }
             self.touched.insert(origin(&p.final_url).to_string());
             // Sample a pattern only until it is decided: its verdict is written once.
