@@ -505,6 +505,83 @@ fn the_cluster_command_reads_a_gzipped_warc() {
     assert_eq!(urls[2]["rule"], "E3");
 }
 
+/// Issue 14: hostile input to `crawlsieve cluster` — invalid UTF-8, a document nested 100,000
+/// deep, one with 200,000 attributes, a truncated last line — each ends in a per-record error
+/// or a skipped line with its number; every other page is reported.
+#[test]
+fn the_cluster_command_survives_hostile_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("pages.jsonl");
+    let html = page_html("Budget approved", &article(EN), "ad");
+    let line = |url: &str, html: &str| {
+        serde_json::json!({"url": url, "status": 200, "content_type": "text/html", "html": html})
+            .to_string()
+            .into_bytes()
+    };
+    let mut latin1 = line("https://news.example/latin1", &html);
+    // "café" in Latin-1 inside the JSON string: one invalid UTF-8 byte.
+    let at = latin1.windows(6).position(|w| w == b"Budget").unwrap();
+    latin1.splice(at..at, b"caf\xe9 ".iter().copied());
+    let attrs: String = (0..200_000).map(|i| format!(" a{i}=x")).collect();
+    let mut all: Vec<Vec<u8>> = vec![
+        line("https://news.example/a", &html),
+        latin1,
+        line("https://news.example/deep", &"<div>".repeat(100_000)),
+        line("https://news.example/wide", &format!("<div{attrs}>x</div>")),
+        line("https://news.example/b", &html),
+    ];
+    let mut cut = line("https://news.example/cut", &html);
+    cut.truncate(cut.len() / 2);
+    all.push(cut);
+    std::fs::write(&input, all.join(&b"\n"[..])).unwrap();
+    let out = dir.path().join("r.json");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .arg("cluster")
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(":2: invalid UTF-8 replaced"), "{err}");
+    assert!(err.contains(":6: skipped: EOF while parsing"), "{err}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    if let Err(e) = common::schema_validator("cluster-report").validate(&json) {
+        panic!("{e}: {json}");
+    }
+    assert_eq!(json["meta"]["unreadable_lines"], 1);
+    let urls = json["urls"].as_array().unwrap();
+    let by = |u: &str| {
+        urls.iter()
+            .find(|x| x["url"] == format!("https://news.example/{u}"))
+            .unwrap_or_else(|| panic!("{u} missing: {json}"))
+    };
+    assert_eq!(urls.len(), 5);
+    assert_eq!(by("a")["error"], "");
+    assert_eq!(by("b")["cluster_id"], by("a")["cluster_id"]);
+    assert_eq!(by("latin1")["error"], "");
+    assert_eq!(by("latin1")["cluster_id"], by("a")["cluster_id"]);
+    assert!(
+        by("deep")["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("unparsable: elements nested more than 512 deep"),
+        "{}",
+        by("deep")
+    );
+    assert!(
+        by("wide")["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("unparsable: a tag with more than 1024 attributes"),
+        "{}",
+        by("wide")
+    );
+    assert_eq!(by("deep")["cluster_id"], "");
+}
+
 /// The streaming assignment: near-duplicates join the first page's cluster, rule pages get the
 /// batch's rule ids, and memory per host stays bounded.
 #[test]

@@ -40,6 +40,9 @@ pub struct ClusterArgs {
     pub structure: Option<f64>,
 }
 
+/// An input line longer than this is skipped (an HTML page at the parser's limit, escaped).
+const MAX_LINE_BYTES: usize = 4 * crate::page::features::MAX_HTML_BYTES;
+
 /// One input line.
 #[derive(Debug, Deserialize)]
 struct InPage {
@@ -131,40 +134,85 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     let mut pages = Vec::new();
     let mut errors: Vec<String> = Vec::new();
     let mut unreadable = 0;
+    // A page whose HTML is over the parser's bounds is a row with an error, not a stopped run.
+    fn add(
+        (page, refused): (Page, Option<crate::page::features::HtmlRefused>),
+        error: String,
+        pages: &mut Vec<Page>,
+        errors: &mut Vec<String>,
+    ) {
+        pages.push(page);
+        errors.push(match refused {
+            Some(e) => format!("unparsable: {e}"),
+            None => error,
+        });
+    }
     for w in &a.warc {
         let f = std::fs::File::open(w).with_context(|| format!("cannot open {}", w.display()))?;
-        let rs =
-            crate::page::warc::responses(f).with_context(|| format!("reading {}", w.display()))?;
-        for (start, end, chain) in crate::page::warc::resolve(&rs) {
+        let warc = crate::page::warc::read(std::io::BufReader::new(f));
+        let rs = &warc.responses;
+        for (start, end, chain) in crate::page::warc::resolve(rs) {
             let (s, e) = (&rs[start], &rs[end]);
             let html = String::from_utf8_lossy(&e.body);
-            let mut page = Page::new(&s.uri, &e.uri, e.status, &e.content_type, &html);
+            let mut page = Page::parse(&s.uri, &e.uri, e.status, &e.content_type, &html);
             if chain.len() > 1 {
-                page.redirect_chain = chain;
+                page.0.redirect_chain = chain;
             }
-            pages.push(page);
-            errors.push(String::new());
+            add(page, String::new(), &mut pages, &mut errors);
+        }
+        // A damaged record: a row with its error when its URI is known, else a count.
+        for e in &warc.errors {
+            eprintln!("crawlsieve cluster: {}: {e}", w.display());
+            match &e.uri {
+                Some(u) => add(
+                    (Page::new(u, u, 0, "", ""), None),
+                    format!("unreadable WARC record {}: {}", e.record, e.why),
+                    &mut pages,
+                    &mut errors,
+                ),
+                None => unreadable += 1,
+            }
         }
     }
     let mut read = |r: Box<dyn BufRead>, name: &str| -> Result<()> {
-        for (n, line) in r.lines().enumerate() {
-            let line = line.with_context(|| format!("reading {name}"))?;
-            if line.trim().is_empty() {
+        let mut lines = crate::input::LineReader::new(r, MAX_LINE_BYTES);
+        let mut line = crate::input::Line::default();
+        let mut n = 0usize;
+        while lines
+            .read_line(&mut line)
+            .with_context(|| format!("reading {name} after line {n}"))?
+        {
+            n += 1;
+            if line.truncated {
+                unreadable += 1;
+                eprintln!(
+                    "crawlsieve cluster: {name}:{n}: skipped: a line over {MAX_LINE_BYTES} bytes"
+                );
                 continue;
             }
-            match serde_json::from_str::<InPage>(&line) {
+            // Invalid UTF-8 (a Latin-1 page pasted into JSON) is decoded lossily, per line.
+            let text = String::from_utf8_lossy(&line.bytes);
+            if let std::borrow::Cow::Owned(_) = text {
+                eprintln!("crawlsieve cluster: {name}:{n}: invalid UTF-8 replaced with U+FFFD");
+            }
+            if text.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<InPage>(&text) {
                 Ok(p) => {
                     let mut page =
-                        Page::new(&p.url, &p.final_url, p.status, &p.content_type, &p.html);
-                    page.redirect_chain = p.redirect_chain;
-                    page.features.timings = p.timings;
-                    page.features.phash = p.phash.and_then(|h| u64::from_str_radix(&h, 16).ok());
-                    pages.push(page);
-                    errors.push(p.error);
+                        Page::parse(&p.url, &p.final_url, p.status, &p.content_type, &p.html);
+                    page.0.redirect_chain = p.redirect_chain;
+                    page.0.features.timings = p.timings;
+                    page.0.features.phash = p
+                        .phash
+                        .as_ref()
+                        .and_then(|h| u64::from_str_radix(h, 16).ok());
+                    add(page, p.error, &mut pages, &mut errors);
                 }
                 Err(e) => {
                     unreadable += 1;
-                    eprintln!("crawlsieve cluster: {name}:{}: skipped: {e}", n + 1);
+                    eprintln!("crawlsieve cluster: {name}:{n}: skipped: {e}");
                 }
             }
         }
@@ -209,7 +257,23 @@ pub(crate) fn report(
     command: &str,
 ) -> Result<()> {
     let canon = Canonicalizer::default();
-    let assignments = cluster(pages, t);
+    // A page with an error (refused, failed, unreadable, unparsable) is in no cluster: its
+    // features say nothing about the page the URL serves.
+    let ok: Vec<usize> = (0..pages.len()).filter(|&i| errors[i].is_empty()).collect();
+    let ok_pages: Vec<Page> = ok.iter().map(|&i| pages[i].clone()).collect();
+    let mut assignments: Vec<crate::page::cluster::Assignment> = (0..pages.len())
+        .map(|i| crate::page::cluster::Assignment {
+            is_canonical: false,
+            canonical: i,
+            ..Default::default()
+        })
+        .collect();
+    for (a, &i) in cluster(&ok_pages, t).into_iter().zip(&ok) {
+        assignments[i] = crate::page::cluster::Assignment {
+            canonical: ok[a.canonical],
+            ..a
+        };
+    }
     let mut buf = String::new();
     let urls: Vec<OutUrl> = pages
         .iter()

@@ -106,7 +106,227 @@ fn is_boilerplate(tag: &str, role: Option<&str>) -> bool {
         || matches!(role, Some("navigation" | "banner" | "contentinfo"))
 }
 
-/// Extract the features of `html`.
+/// HTML larger than this is not parsed (bytes; the renderer's own limit is 10 MiB).
+pub const MAX_HTML_BYTES: usize = 10 << 20;
+/// Elements open at once beyond this: not parsed. Chromium's parser stops nesting at 512; only a
+/// script can build deeper, and html5ever's scope checks cost O(depth) per tag.
+pub const MAX_DEPTH: usize = 512;
+/// Attributes on one tag beyond this: not parsed (html5ever's duplicate check is quadratic).
+pub const MAX_ATTRIBUTES: usize = 1024;
+
+/// Why a document is not parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HtmlRefused {
+    /// Too large.
+    #[error("HTML is {0} bytes (limit {MAX_HTML_BYTES})")]
+    TooLarge(usize),
+    /// Nested too deep.
+    #[error("elements nested more than {MAX_DEPTH} deep (at byte {0})")]
+    TooDeep(usize),
+    /// Too many attributes on one tag.
+    #[error("a tag with more than {MAX_ATTRIBUTES} attributes (at byte {0})")]
+    TooManyAttributes(usize),
+}
+
+/// Elements that never have content.
+fn is_void(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"area"
+            | b"base"
+            | b"br"
+            | b"col"
+            | b"embed"
+            | b"hr"
+            | b"img"
+            | b"input"
+            | b"link"
+            | b"meta"
+            | b"param"
+            | b"source"
+            | b"track"
+            | b"wbr"
+            | b"keygen"
+            | b"frame"
+            | b"basefont"
+            | b"bgsound"
+            | b"image"
+    )
+}
+
+/// Elements whose content is text up to their end tag.
+fn is_raw_text(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"script"
+            | b"style"
+            | b"textarea"
+            | b"title"
+            | b"xmp"
+            | b"iframe"
+            | b"noembed"
+            | b"noframes"
+            | b"plaintext"
+            | b"noscript"
+    )
+}
+
+/// Elements a start tag of the same name closes (`<li>a<li>b`), as a browser does.
+fn closes_itself(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"p" | b"li"
+            | b"dt"
+            | b"dd"
+            | b"tr"
+            | b"td"
+            | b"th"
+            | b"option"
+            | b"optgroup"
+            | b"rb"
+            | b"rt"
+            | b"rp"
+            | b"tbody"
+            | b"thead"
+            | b"tfoot"
+            | b"a"
+    )
+}
+
+/// A linear pre-scan of `html` that refuses what would make the parser slow: more than
+/// [`MAX_HTML_BYTES`], elements open [`MAX_DEPTH`] deep (counted the way a browser would close
+/// them: end tags close up to their element, `<li>`, `<p>`, `<td>`… close their open sibling,
+/// void and self-closed elements never open), a tag with more than [`MAX_ATTRIBUTES`]
+/// attributes. Comments, doctypes and the text of `script`, `style`, `textarea`… are skipped.
+pub fn check_bounds(html: &str) -> Result<(), HtmlRefused> {
+    let b = html.as_bytes();
+    if b.len() > MAX_HTML_BYTES {
+        return Err(HtmlRefused::TooLarge(b.len()));
+    }
+    let mut open: Vec<&[u8]> = Vec::with_capacity(64);
+    let mut i = 0;
+    let lower = |s: &[u8]| s.to_ascii_lowercase();
+    while let Some(off) = memchr::memchr(b'<', &b[i..]) {
+        let at = i + off;
+        i = at + 1;
+        match b.get(i) {
+            Some(b'!') | Some(b'?') => {
+                // Comment, doctype, CDATA, processing instruction.
+                let end = if b[i..].starts_with(b"!--") {
+                    memchr::memmem::find(&b[i + 3..], b"-->").map(|e| i + 3 + e + 3)
+                } else {
+                    memchr::memchr(b'>', &b[i..]).map(|e| i + e + 1)
+                };
+                i = end.unwrap_or(b.len());
+            }
+            Some(b'/') => {
+                let start = i + 1;
+                let mut e = start;
+                while e < b.len() && b[e].is_ascii_alphanumeric() {
+                    e += 1;
+                }
+                let name = lower(&b[start..e]);
+                // Close up to the nearest open element of that name, if there is one.
+                if let Some(k) = open.iter().rposition(|n| n.eq_ignore_ascii_case(&name)) {
+                    open.truncate(k);
+                }
+                i = memchr::memchr(b'>', &b[e..]).map_or(b.len(), |x| e + x + 1);
+            }
+            Some(c) if c.is_ascii_alphabetic() => {
+                let start = i;
+                let mut e = start;
+                while e < b.len()
+                    && !matches!(b[e], b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' | b'/' | b'>')
+                {
+                    e += 1;
+                }
+                let name = &b[start..e];
+                // The attributes, up to the tag's end (quotes respected).
+                let (mut attrs, mut k, mut quote, mut in_name, mut self_closed) =
+                    (0usize, e, 0u8, false, false);
+                while k < b.len() {
+                    let c = b[k];
+                    if quote != 0 {
+                        if c == quote {
+                            quote = 0;
+                        }
+                    } else if c == b'>' {
+                        break;
+                    } else if c == b'"' || c == b'\'' {
+                        quote = c;
+                    } else if c.is_ascii_whitespace() || c == b'/' {
+                        self_closed = c == b'/';
+                        in_name = false;
+                    } else if c == b'=' {
+                        in_name = true; // the value that follows is not a new attribute
+                    } else {
+                        self_closed = false;
+                        if !in_name {
+                            attrs += 1;
+                            if attrs > MAX_ATTRIBUTES {
+                                return Err(HtmlRefused::TooManyAttributes(at));
+                            }
+                            in_name = true;
+                        }
+                    }
+                    k += 1;
+                }
+                i = (k + 1).min(b.len());
+                let lname = lower(name);
+                if is_raw_text(&lname) {
+                    // Skip to `</name` (case-insensitively).
+                    let mut j = i;
+                    loop {
+                        match memchr::memmem::find(&b[j..], b"</") {
+                            Some(x) => {
+                                let t = j + x + 2;
+                                if b.len() >= t + lname.len()
+                                    && b[t..t + lname.len()].eq_ignore_ascii_case(&lname)
+                                {
+                                    i = t;
+                                    break;
+                                }
+                                j = t;
+                            }
+                            None => {
+                                i = b.len();
+                                break;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                if is_void(&lname) || self_closed {
+                    continue;
+                }
+                if closes_itself(&lname) {
+                    // The same element open among the last few (inline ones between) closes.
+                    let from = open.len().saturating_sub(4);
+                    if let Some(k) = open[from..]
+                        .iter()
+                        .rposition(|n| n.eq_ignore_ascii_case(&lname))
+                    {
+                        open.truncate(from + k);
+                    }
+                }
+                open.push(name);
+                if open.len() > MAX_DEPTH {
+                    return Err(HtmlRefused::TooDeep(at));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// [`extract`], after [`check_bounds`]: the features, or why the document was not parsed.
+pub fn try_extract(html: &str) -> Result<Features, HtmlRefused> {
+    check_bounds(html)?;
+    Ok(extract(html))
+}
+
+/// Extract the features of `html` (no bounds: see [`try_extract`] for untrusted input).
 pub fn extract(html: &str) -> Features {
     let doc = Html::parse_document(html);
     let mut f = Features {
@@ -379,5 +599,78 @@ mod tests {
         let d = |x: u64, y: u64| (x ^ y).count_ones();
         assert!(d(simhash(&a), simhash(&b)) <= 3);
         assert!(d(simhash(&a), simhash(&c)) > 10);
+    }
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use super::*;
+
+    /// Issue 14: the documents that took the parser 29–40 s are refused by a linear pre-scan.
+    #[test]
+    fn hostile_documents_are_refused_before_parsing() {
+        let deep = "<div>".repeat(100_000);
+        assert!(matches!(check_bounds(&deep), Err(HtmlRefused::TooDeep(_))));
+        let deep_b = format!("<p>{}", "<b>".repeat(600));
+        assert!(matches!(
+            check_bounds(&deep_b),
+            Err(HtmlRefused::TooDeep(_))
+        ));
+        let attrs: String = (0..200_000).map(|i| format!(" a{i}=x")).collect();
+        let wide = format!("<div{attrs}>x</div>");
+        assert!(matches!(
+            check_bounds(&wide),
+            Err(HtmlRefused::TooManyAttributes(0))
+        ));
+        let big = "x".repeat(MAX_HTML_BYTES + 1);
+        assert_eq!(check_bounds(&big), Err(HtmlRefused::TooLarge(big.len())));
+        assert!(try_extract(&deep).is_err());
+        // At the limits, accepted.
+        let ok = format!(
+            "{}x{}",
+            "<div>".repeat(MAX_DEPTH),
+            "</div>".repeat(MAX_DEPTH)
+        );
+        assert_eq!(check_bounds(&ok), Ok(()));
+        let attrs: String = (0..MAX_ATTRIBUTES)
+            .map(|i| format!(" a{i}=\"x y\""))
+            .collect();
+        assert_eq!(check_bounds(&format!("<div{attrs}>x</div>")), Ok(()));
+    }
+
+    /// Sloppy but real HTML is not refused: thousands of unclosed `<li>`, `<p>`, `<td>` and
+    /// `<option>`, void and self-closed elements, markup inside scripts, comments and
+    /// attribute values, end tags that close several elements at once.
+    #[test]
+    fn real_sloppy_html_passes() {
+        let mut h = String::from("<!DOCTYPE html><html><head><meta charset=utf-8><title>t</title>");
+        h.push_str("<script>var s = '<div><div><div>' + '</span>'; if (a < b) {}</script>");
+        h.push_str("<style>div > p { color: red }</style></head><body>");
+        h.push_str("<!-- <div><div><div> --><ul>");
+        for i in 0..3000 {
+            h.push_str(&format!(
+                "<li><a href='/x?a=1&b=<{i}>'>item {i}</a><br><img src=x.png>"
+            ));
+        }
+        h.push_str("</ul>");
+        for _ in 0..2000 {
+            h.push_str("<p>para<input type=text><hr>");
+        }
+        h.push_str("<table>");
+        for _ in 0..1000 {
+            h.push_str("<tr><td>a<td>b<td>c");
+        }
+        h.push_str("</table><select>");
+        for _ in 0..1000 {
+            h.push_str("<option>o");
+        }
+        h.push_str("</select><svg><path d='M0 0'/><circle r=1 /></svg>");
+        for _ in 0..150 {
+            h.push_str("<div><span><em>");
+        }
+        h.push_str("deep</div></div></div>");
+        h.push_str("<textarea><div><div></textarea><p>after</p></body></html>");
+        assert_eq!(check_bounds(&h), Ok(()));
+        assert!(try_extract(&h).unwrap().nodes > 10_000);
     }
 }

@@ -51,6 +51,22 @@ impl Page {
         }
     }
 
+    /// [`Page::new`] for untrusted HTML: the page, and why its HTML was not parsed, if it was
+    /// not ([`features::check_bounds`]: size, nesting depth, attributes per tag) — then the page
+    /// has no features, and the caller reports it with the error.
+    pub fn parse(
+        url: &str,
+        final_url: &str,
+        status: u16,
+        content_type: &str,
+        html: &str,
+    ) -> (Page, Option<features::HtmlRefused>) {
+        match features::check_bounds(html) {
+            Ok(()) => (Page::new(url, final_url, status, content_type, html), None),
+            Err(e) => (Page::new(url, final_url, status, content_type, ""), Some(e)),
+        }
+    }
+
     /// Whether the content type is HTML (an absent content type counts as HTML).
     pub fn is_html(&self) -> bool {
         let ct = self.content_type.to_ascii_lowercase();

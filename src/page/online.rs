@@ -58,6 +58,22 @@ struct Host {
     first_of: HashMap<String, String>, // rule/redirect cluster id → canonical URL
 }
 
+impl Online {
+    /// A page in no cluster: not eligible, or one whose render failed (its features say nothing
+    /// of the page its URL serves, and its final URL — an error page, a refused hop — must not
+    /// group it with other failures as R1).
+    pub fn alone(p: &Page) -> Online {
+        Online {
+            cluster_id: String::new(),
+            is_canonical: true,
+            canonical_url: p.final_url.clone(),
+            rule: None,
+            sim: Similarity::default(),
+            created: false,
+        }
+    }
+}
+
 /// The streaming clusterer.
 pub struct OnlineClusterer {
     t: Thresholds,
@@ -172,14 +188,7 @@ impl OnlineClusterer {
             return Self::rule_cluster(h, id, &p.final_url, Rule::R1);
         }
         if !eligible(p) {
-            return Online {
-                cluster_id: String::new(),
-                is_canonical: true,
-                canonical_url: p.final_url.clone(),
-                rule: None,
-                sim: Similarity::default(),
-                created: false,
-            };
+            return Online::alone(p);
         }
         let k = self.k;
         let index = h.index.get_or_insert_with(|| HammingIndex::new(k));

@@ -101,8 +101,9 @@ pub struct Rendered {
 impl Rendered {
     /// The kind of failure, a small fixed set for metrics: `refused` (the safety policy, before
     /// or after redirects), `timeout` (the page budget ran out), `navigation` (DNS, connection,
-    /// TLS or HTTP-level failure of the main document), `browser` (Chromium would not launch or
-    /// open a tab), `other`; `None` on success.
+    /// TLS or HTTP-level failure of the main document), `unparsable` (the rendered HTML is over
+    /// the parser's bounds: [`crate::page::features::check_bounds`]), `browser` (Chromium would
+    /// not launch or open a tab), `other`; `None` on success.
     pub fn failure_kind(&self) -> Option<&'static str> {
         let e = self.error.as_str();
         Some(if e.is_empty() {
@@ -113,6 +114,8 @@ impl Rendered {
             "timeout"
         } else if e.starts_with("navigat") {
             "navigation"
+        } else if e.starts_with("unparsable") {
+            "unparsable"
         } else if e.starts_with("the browser") || e.starts_with("launching") {
             "browser"
         } else {
@@ -267,6 +270,14 @@ impl Renderer {
         let _tab = self.tabs.acquire().await.expect("semaphore open");
         if let Err(e) = self.render_inner(url, &mut out).await {
             out.error = format!("{e:#}");
+        }
+        // A script can build a DOM no parser should be fed (100,000 nested elements, a tag with
+        // 200,000 attributes): refused here, in linear time, before any feature is extracted.
+        if out.error.is_empty() {
+            if let Err(e) = crate::page::features::check_bounds(&out.html) {
+                out.error = format!("unparsable: the rendered HTML: {e}");
+                out.html.clear();
+            }
         }
         // A navigation that failed or was blocked (a form or script sending the page to a
         // refused address) leaves Chromium's error page: an error, never a page to cluster.

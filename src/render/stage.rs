@@ -252,7 +252,11 @@ impl Stage for RenderStage {
             p.redirect_chain = r.redirect_chain.clone();
             p.features.phash = r.phash;
             p.features.timings = r.timings;
-            let a = self.clusterer.assign(&p);
+            let a = if r.error.is_empty() {
+                self.clusterer.assign(&p)
+            } else {
+                crate::page::online::Online::alone(&p)
+            };
             if let Some(m) = &self.metrics {
                 m.page_seconds.observe(took.as_secs_f64());
                 match r.failure_kind() {
