@@ -505,6 +505,25 @@ fn the_cluster_command_reads_a_gzipped_warc() {
     assert_eq!(urls[2]["rule"], "E3");
 }
 
+/// Issue 14: U1 (URL variants) is confirmed by content. `/shop/Item` and `/shop/item/` serving
+/// the same page are one U1 cluster; a case-sensitive server's `/shop/ITEM` with another page
+/// is not merged with them.
+#[test]
+fn url_variants_merge_only_when_their_pages_agree() {
+    let same = page_html("Budget approved", &article(EN), "ad");
+    let other = page_html("Noodles", &article(OTHER_ZH), "ad");
+    let pages = vec![
+        page("https://shop.example/shop/Item", 200, &same),
+        page("https://shop.example/shop/item/", 200, &same),
+        page("https://shop.example/shop/ITEM", 200, &other),
+    ];
+    let a = cluster(&pages, &Thresholds::default());
+    assert_eq!(a[0].rule, Some(Rule::U1), "{a:?}");
+    assert_eq!(a[0].cluster_id, a[1].cluster_id);
+    assert_ne!(a[2].rule, Some(Rule::U1), "{a:?}");
+    assert_ne!(a[2].cluster_id, a[0].cluster_id);
+}
+
 /// Issue 14: hostile input to `crawlsieve cluster` — invalid UTF-8, a document nested 100,000
 /// deep, one with 200,000 attributes, a truncated last line — each ends in a per-record error
 /// or a skipped line with its number; every other page is reported.

@@ -205,13 +205,33 @@ pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
         for &i in &free {
             by.entry(key(&pages[i])).or_default().push(i);
         }
+        // U1 is confirmed by content: a URL variant (`/shop/Item`, `/shop/item/`) joins only
+        // when its page is the same as the group's preferred page (same visible text, or a
+        // near-duplicate by the content rule); a case-sensitive server's different page stays
+        // free for content clustering.
+        if rule == Rule::U1 {
+            for same in by.values_mut() {
+                if same.len() < 2 {
+                    continue;
+                }
+                let anchor = *same
+                    .iter()
+                    .min_by(|&&a, &&b| preference(&pages[a], a).cmp(&preference(&pages[b], b)))
+                    .expect("non-empty group");
+                let a = &pages[anchor].features;
+                same.retain(|&i| {
+                    let b = &pages[i].features;
+                    i == anchor || a.visible_fp == b.visible_fp || compare(a, b, t).is_duplicate(t)
+                });
+            }
+        }
         rest.clear();
         for &i in &free {
             let k = key(&pages[i]);
             let same = &by[&k];
             // A group of pages that differ only in their requested URL is R1; U1 needs
-            // different final URLs that normalize alike.
-            if same.len() > 1 {
+            // different final URLs that normalize alike and serve the same page.
+            if same.len() > 1 && same.contains(&i) {
                 let id = match rule {
                     Rule::R1 => format!("redir-{}", short_hash(k.as_bytes())),
                     _ => format!("urlcanon-{k}"),

@@ -17,16 +17,17 @@ pub const SHORT_PAGE_CHARS: usize = 600;
 /// Keyword rules (E3 on a 2xx page, L1, W1, M1) apply only below this much main text.
 pub const KEYWORD_PAGE_MAX_CHARS: usize = 1000;
 
-/// Error pages.
+/// Error pages. Phrases, matched on word boundaries. Status codes are not keywords: a status
+/// is evidence as the status only ("404" is in issue numbers, `Http404`, prices and ids).
 /// (Not the bare word "error": "Error handling in Python" is a page worth fetching.)
 pub const ERROR_WORDS: &[&str] = &[
-    "404",
     "not found",
     "page does not exist",
     "no longer available",
     "an error occurred",
+    "an error has occurred",
     "something went wrong",
-    "server error",
+    "internal server error",
     "出错了",
     "错误页",
     "页面不存在",
@@ -35,30 +36,54 @@ pub const ERROR_WORDS: &[&str] = &[
     "不存在",
     "无法访问",
 ];
-/// Login walls.
+/// Login walls: phrases that ask the reader to sign in (title or text), matched on word
+/// boundaries. A page *about* logging in (`cargo login`, "Login with OAuth") is not a wall.
 pub const LOGIN_WORDS: &[&str] = &[
+    "please log in",
+    "please login",
+    "please sign in",
+    "log in to continue",
+    "login to continue",
+    "sign in to continue",
+    "log in to your account",
+    "sign in to your account",
+    "login required",
+    "you must be logged in",
+    "you need to log in",
+    "you need to sign in",
+    "请先登录",
+    "请登录",
+    "登录后",
+];
+/// Login page titles: the title's subject (before a ` - `, ` | `, ` — `, ` :: ` separator) is
+/// one of these.
+pub const LOGIN_TITLES: &[&str] = &[
     "login",
     "log in",
     "sign in",
     "signin",
-    "password",
+    "sign on",
+    "log on",
+    "user login",
+    "member login",
+    "account login",
+    "sign in to your account",
     "登录",
     "登陆",
-    "密码",
-    "用户名",
-    "请先登录",
+    "用户登录",
 ];
 /// WAF and bot challenges.
 pub const WAF_WORDS: &[&str] = &[
     "access denied",
     "attention required",
-    "cloudflare",
+    "cloudflare ray id",
     "just a moment",
     "checking your browser",
     "request blocked",
     "web application firewall",
     "ddos protection",
     "captcha",
+    "performance & security by cloudflare",
     "防火墙",
     "安全狗",
     "拦截",
@@ -68,10 +93,20 @@ pub const WAF_WORDS: &[&str] = &[
     "安全验证",
     "请求被阻断",
 ];
-/// Maintenance pages.
+/// Maintenance pages: phrases, never the bare "maintenance" or "upgrading" (an article on
+/// bridge maintenance, PostgreSQL's "Routine Database Maintenance Tasks", release notes on
+/// upgrading).
 pub const MAINT_WORDS: &[&str] = &[
-    "maintenance",
-    "upgrading",
+    "under maintenance",
+    "down for maintenance",
+    "scheduled maintenance",
+    "undergoing maintenance",
+    "maintenance mode",
+    "maintenance in progress",
+    "we are upgrading",
+    "we're upgrading",
+    "currently upgrading",
+    "is being upgraded",
     "under construction",
     "temporarily unavailable",
     "be back soon",
@@ -95,8 +130,39 @@ pub struct KeywordHits {
     pub maint: bool,
 }
 
+/// `phrase` occurs in `text` (both lower-case) as whole words: an ASCII phrase neither starts
+/// nor ends inside a word (`captcha` is not in `recaptchas`). CJK phrases match anywhere (no
+/// spaces between words there).
+pub fn has_phrase(text: &str, phrase: &str) -> bool {
+    if !phrase.is_ascii() {
+        return text.contains(phrase);
+    }
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut from = 0;
+    while let Some(i) = text[from..].find(phrase) {
+        let at = from + i;
+        let end = at + phrase.len();
+        if !word(text[..at].chars().next_back()) && !word(text[end..].chars().next()) {
+            return true;
+        }
+        from = at + phrase.chars().next().map_or(1, char::len_utf8);
+    }
+    false
+}
+
 fn any_in(words: &[&str], text: &str) -> bool {
-    words.iter().any(|w| text.contains(w))
+    words.iter().any(|w| has_phrase(text, w))
+}
+
+/// The title's subject: the part before a site-name separator (`Sign in | Example` → `sign in`).
+fn title_subject(t: &str) -> &str {
+    let mut s = t;
+    for sep in [" | ", " - ", " – ", " — ", " :: ", " · ", " » "] {
+        if let Some(i) = s.find(sep) {
+            s = &s[..i];
+        }
+    }
+    s.trim()
 }
 
 /// Keyword evidence from the title and (a bounded prefix of) the visible text.
@@ -108,9 +174,10 @@ pub fn keyword_hits(title: &str, visible: &str) -> KeywordHits {
         String::new()
     };
     let hit = |w: &[&str]| any_in(w, &t) || any_in(w, &body);
+    let subject = title_subject(&t);
     KeywordHits {
         error: hit(ERROR_WORDS),
-        login: hit(LOGIN_WORDS),
+        login: hit(LOGIN_WORDS) || LOGIN_TITLES.contains(&subject),
         waf: hit(WAF_WORDS),
         maint: hit(MAINT_WORDS),
     }
@@ -190,4 +257,99 @@ pub fn page_rule(status: u16, is_html: bool, f: &super::Features) -> Option<Rule
         return Some(Rule::T1);
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::features::extract;
+
+    fn rule(status: u16, title: &str, body: &str) -> Option<Rule> {
+        let html = format!(
+            "<!doctype html><html><head><title>{title}</title></head><body><main><p>{body}</main>\
+             <footer>{}</footer></body></html>",
+            "padding ".repeat(150)
+        );
+        page_rule(status, true, &extract(&html))
+    }
+
+    /// Issue 14: the keyword rules fired on these real pages; they must not.
+    #[test]
+    fn keywords_match_words_in_the_places_the_seed_means() {
+        let text = "This section explains the feature in enough words to be more than a thin \
+                    page, with a paragraph of explanation and an example that a reader can follow \
+                    from the start to the end of it without trouble.";
+        for (title, body) in [
+            ("Issue #154042 · rust-lang/rust", text),
+            ("Order 34049 shipped", text),
+            ("Writing views | Django documentation", "Raise Http404 when the object does not exist; the handler then renders the template for you, which is documented in the section on error views."),
+            ("Release notes 2.4", "Upgrading from 2.3: run the migration first. Upgrading is safe on a live cluster, and this page lists every change in the release with its pull request."),
+            ("cargo login - The Cargo Book", "This command will save the API token to disk so that commands that require authentication, such as cargo publish, will be automatically authenticated."),
+            ("Routine Database Maintenance Tasks", "PostgreSQL, like any database software, requires that certain tasks be performed regularly to achieve optimum performance. The tasks discussed here are required."),
+            ("reCAPTCHAs explained", text),
+        ] {
+            // Long enough not to be thin (T1), short enough for the keyword rules to look.
+            let body = format!("{body} {text}");
+            assert_eq!(rule(200, title, &body), None, "{title}");
+        }
+        // A thin page about logging in is thin, not a login wall.
+        assert_eq!(
+            rule(200, "cargo login - The Cargo Book", "Save an API token."),
+            Some(Rule::T1)
+        );
+        // Still classified: real error, login, maintenance and challenge pages.
+        assert_eq!(
+            rule(
+                200,
+                "Page not found - Example",
+                "Sorry, the page you asked for does not exist."
+            ),
+            Some(Rule::E3)
+        );
+        assert_eq!(
+            rule(200, "Sign in | Example", "Email and password, please."),
+            Some(Rule::L1)
+        );
+        assert_eq!(
+            rule(
+                200,
+                "Example",
+                "Please log in to continue to your dashboard."
+            ),
+            Some(Rule::L1)
+        );
+        assert_eq!(
+            rule(
+                200,
+                "Example",
+                "The site is down for maintenance. We'll be back soon."
+            ),
+            Some(Rule::M1)
+        );
+        assert_eq!(
+            rule(
+                200,
+                "Just a moment...",
+                "Checking your browser before accessing the site."
+            ),
+            Some(Rule::W1)
+        );
+        assert_eq!(
+            rule(200, "系统维护中", "网站正在升级，请稍后再来。"),
+            Some(Rule::M1)
+        );
+        // A status is evidence as the status.
+        assert_eq!(rule(404, "Order 34049", text), Some(Rule::E3));
+    }
+
+    #[test]
+    fn phrases_match_on_word_boundaries() {
+        assert!(has_phrase("error 404: not found.", "not found"));
+        assert!(!has_phrase("notfoundexception", "not found"));
+        assert!(!has_phrase("recaptchas", "captcha"));
+        assert!(has_phrase("(captcha)", "captcha"));
+        assert!(has_phrase("页面不存在啊", "页面不存在"));
+        assert!(has_phrase("é not found", "not found"));
+        assert!(!has_phrase("ébe back soonx", "be back soon"));
+    }
 }
