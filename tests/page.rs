@@ -433,6 +433,22 @@ fn the_cluster_command_writes_the_seed_report() {
     }
     assert_eq!(json["meta"]["total_urls"], 4);
     assert_eq!(json["meta"]["unreadable_lines"], 1);
+    assert_eq!(json["meta"]["sim_threshold"], 0.85);
+    // websiteSimilar's -sim-threshold: the structure threshold, echoed in meta; checked.
+    let with = |v: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+            .args(["cluster", "--sim-threshold", v])
+            .arg(&input)
+            .output()
+            .unwrap()
+    };
+    let o = with("0.9");
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["meta"]["sim_threshold"], 0.9);
+    assert_eq!(j["meta"]["thresholds"]["structure"], 0.9);
+    let o = with("1.5");
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a similarity between 0 and 1"));
     let urls = json["urls"].as_array().unwrap();
     let cid = urls[0]["cluster_id"].as_str().unwrap();
     assert!(cid.starts_with("cluster-"));

@@ -153,6 +153,8 @@ fn the_similar_command_renders_and_clusters() {
             "10s",
             "--allow",
             "127.0.0.1",
+            "-sim-threshold",
+            "0.85",
         ])
         .output()
         .unwrap();

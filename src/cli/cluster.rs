@@ -33,15 +33,24 @@ pub struct ClusterArgs {
     #[arg(long)]
     pub seed_thresholds: bool,
     /// Content-similarity threshold (default 0.95 = SimHash distance ≤ 3).
-    #[arg(long)]
+    #[arg(long, value_parser = unit_interval)]
     pub content: Option<f64>,
-    /// Structure-similarity threshold (default 0.85).
-    #[arg(long)]
+    /// Structure-similarity threshold (default 0.85); `--sim-threshold` (websiteSimilar's name)
+    /// is the same, and is reported as `meta.sim_threshold`.
+    #[arg(long, alias = "sim-threshold", value_parser = unit_interval)]
     pub structure: Option<f64>,
 }
 
 /// An input line longer than this is skipped (an HTML page at the parser's limit, escaped).
 const MAX_LINE_BYTES: usize = 4 * crate::page::features::MAX_HTML_BYTES;
+
+/// A threshold: a number in 0..1.
+pub(crate) fn unit_interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!("{s:?} is not a similarity between 0 and 1")),
+    }
+}
 
 /// One input line.
 #[derive(Debug, Deserialize)]
@@ -103,6 +112,8 @@ struct Meta {
     eligible_html_urls: usize,
     total_clusters: usize,
     unreadable_lines: usize,
+    /// websiteSimilar's field: the structure-similarity threshold (`--sim-threshold`).
+    sim_threshold: f64,
     thresholds: Thresholds,
     generated_at: String,
 }
@@ -327,6 +338,7 @@ pub(crate) fn report(
             eligible_html_urls: pages.iter().filter(|p| eligible(p)).count(),
             total_clusters: clusters.len(),
             unreadable_lines: unreadable,
+            sim_threshold: t.structure,
             thresholds: *t,
             generated_at: crate::events::now_rfc3339(),
         },

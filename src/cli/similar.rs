@@ -49,6 +49,11 @@ pub struct SimilarArgs {
     /// Use the seed's thresholds and scales exactly.
     #[arg(long)]
     pub seed_thresholds: bool,
+    /// The seed's similarity threshold, in 0..1: the structure-similarity threshold (the
+    /// seed's default 0.85 is ours). The seed only echoed it in `meta.sim_threshold`; here it
+    /// also takes effect. Content and visual keep their own thresholds (docs/page-clustering.md).
+    #[arg(long = "sim-threshold", value_parser = super::cluster::unit_interval)]
+    pub sim_threshold: Option<f64>,
 }
 
 /// The seed's single-dash long flags, rewritten to clap's double dash.
@@ -153,11 +158,14 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         pages.push(p);
         errors.push(r.error);
     }
-    let t = if a.seed_thresholds {
+    let mut t = if a.seed_thresholds {
         Thresholds::seed()
     } else {
         Thresholds::default()
     };
+    if let Some(s) = a.sim_threshold {
+        t.structure = s;
+    }
     rt.shutdown_timeout(Duration::from_secs(5));
     super::cluster::report(&pages, errors, 0, &t, Some(&a.output), "similar")
 }
