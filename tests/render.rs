@@ -312,3 +312,55 @@ async fn subresources_beyond_the_cap_are_refused() {
     let over = x.blocked.iter().filter(|b| b.contains("/img/")).count();
     assert_eq!(over, 4, "6 images, 2 allowed: {:?}", x.blocked);
 }
+
+/// Issue 14: `similar` leaves no Chromium profile directory behind, when it finishes and when it
+/// is interrupted (SIGINT while a page hangs).
+#[test]
+fn similar_removes_its_profile_directories() {
+    let base = serve();
+    let leftovers = |dir: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("crawlsieve-chromium-"))
+            .collect()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r.csv");
+    let run = |list: String| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+            .args(["similar", "-l", &list, "-o"])
+            .arg(&out)
+            .args(["--allow", "127.0.0.1", "-page-timeout", "30s"])
+            .env("TMPDIR", tmp.path())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let o = run(format!("{base}/a1,{base}/a2"))
+        .wait_with_output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(leftovers(tmp.path()), Vec::<String>::new(), "after a run");
+    let child = run(format!("{base}/hang"));
+    // Wait until the browser is up (its profile exists), then interrupt.
+    let t0 = std::time::Instant::now();
+    while leftovers(tmp.path()).is_empty() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !leftovers(tmp.path()).is_empty(),
+        "the browser never started"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(leftovers(tmp.path()), Vec::<String>::new(), "after SIGINT");
+}

@@ -12,7 +12,7 @@ use clap::Args;
 use crate::page::similarity::Thresholds;
 use crate::page::Page;
 use crate::render::safety::Policy;
-use crate::render::{RenderConfig, Renderer};
+use crate::render::{RenderConfig, Rendered, Renderer};
 
 use super::Dur;
 
@@ -123,31 +123,20 @@ pub fn run(a: SimilarArgs) -> Result<()> {
     };
     let rendered = rt.block_on(async {
         let r = Arc::new(Renderer::new(cfg).await?);
-        let bar = if std::io::stderr().is_terminal() {
-            indicatif::ProgressBar::new(list.len() as u64)
-        } else {
-            indicatif::ProgressBar::hidden()
-        };
-        let mut out = Vec::with_capacity(list.len());
-        for chunk in list.chunks(a.batch_size.max(1)) {
-            let tasks: Vec<_> = chunk
-                .iter()
-                .map(|u| {
-                    let (r, u, bar) = (r.clone(), u.clone(), bar.clone());
-                    tokio::spawn(async move {
-                        let x = r.render(&u).await;
-                        bar.inc(1);
-                        x
-                    })
-                })
-                .collect();
-            for t in tasks {
-                out.push(t.await.context("a render task failed")?);
+        // Ctrl-C or SIGTERM: close the browser and remove its profile before exiting.
+        let work = render_all(&r, &list, a.batch_size);
+        let out = tokio::select! {
+            out = work => out,
+            _ = stop_signal() => {
+                r.close().await;
+                eprintln!("crawlsieve similar: interrupted; the browser was closed");
+                std::process::exit(130);
             }
-        }
-        bar.finish_and_clear();
-        anyhow::Ok(out)
+        };
+        r.close().await;
+        out
     })?;
+
     let mut pages = Vec::with_capacity(rendered.len());
     let mut errors = Vec::with_capacity(rendered.len());
     for r in rendered {
@@ -168,4 +157,49 @@ pub fn run(a: SimilarArgs) -> Result<()> {
     }
     rt.shutdown_timeout(Duration::from_secs(5));
     super::cluster::report(&pages, errors, 0, &t, Some(&a.output), "similar")
+}
+
+/// Render every URL of `list`, `batch` at a time, with a progress bar on a terminal.
+async fn render_all(r: &Arc<Renderer>, list: &[String], batch: usize) -> Result<Vec<Rendered>> {
+    let bar = if std::io::stderr().is_terminal() {
+        indicatif::ProgressBar::new(list.len() as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for chunk in list.chunks(batch.max(1)) {
+        let tasks: Vec<_> = chunk
+            .iter()
+            .map(|u| {
+                let (r, u, bar) = (r.clone(), u.clone(), bar.clone());
+                tokio::spawn(async move {
+                    let x = r.render(&u).await;
+                    bar.inc(1);
+                    x
+                })
+            })
+            .collect();
+        for t in tasks {
+            out.push(t.await.context("a render task failed")?);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(out)
+}
+
+/// SIGINT or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut i), Ok(mut t)) => {
+            tokio::select! {
+                _ = i.recv() => {}
+                _ = t.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
 }

@@ -127,7 +127,49 @@ impl Rendered {
 struct Live {
     browser: Browser,
     handler: tokio::task::JoinHandle<()>,
-    _profile: tempfile::TempDir,
+    profile: Option<tempfile::TempDir>,
+}
+
+impl Drop for Live {
+    /// Stop the browser and remove its profile directory, on every path (a relaunch, the end of
+    /// a run, a panic unwinding). The directory is removed only after the browser process is
+    /// gone, and once more a moment later: Chromium's network service writes its cache index
+    /// on the way out, which recreated removed directories (116 were left in `/tmp` before).
+    fn drop(&mut self) {
+        self.handler.abort();
+        if let Some(child) = self.browser.get_mut_child() {
+            let child = child.as_mut_inner();
+            if !matches!(child.try_wait(), Ok(Some(_))) {
+                let _ = child.start_kill();
+                let t0 = Instant::now();
+                while t0.elapsed() < Duration::from_secs(2) && matches!(child.try_wait(), Ok(None))
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+        if let Some(profile) = self.profile.take() {
+            let path = profile.path().to_path_buf();
+            let _ = profile.close();
+            std::thread::sleep(Duration::from_millis(100));
+            if path.exists() {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+    }
+}
+
+impl Live {
+    /// Close the browser the polite way (its processes end, then it exits), within 5 s; the
+    /// drop that follows removes the profile.
+    async fn close(mut self) {
+        if tokio::time::timeout(Duration::from_secs(3), self.browser.close())
+            .await
+            .is_ok()
+        {
+            let _ = tokio::time::timeout(Duration::from_secs(2), self.browser.wait()).await;
+        }
+    }
 }
 
 /// One browser and its tabs.
@@ -209,7 +251,7 @@ async fn launch(cfg: &RenderConfig, proxy: &str) -> Result<Live> {
     Ok(Live {
         browser,
         handler,
-        _profile: profile,
+        profile: Some(profile),
     })
 }
 
@@ -249,6 +291,14 @@ impl Renderer {
             launches: std::sync::atomic::AtomicU64::new(1),
             blocked: Arc::default(),
         })
+    }
+
+    /// Close the browser (politely, then by force) and remove its profile directory. Dropping
+    /// the renderer does the same by force; call this at the end of a run.
+    pub async fn close(&self) {
+        if let Some(l) = self.live.lock().await.take() {
+            l.close().await;
+        }
     }
 
     /// The egress proxy every connection of the browser goes through.
@@ -324,7 +374,7 @@ impl Renderer {
             if dead || attempt == 1 {
                 if let Some(mut old) = live.take() {
                     let _ = old.browser.kill().await;
-                    old.handler.abort();
+                    drop(old); // removes its profile
                 }
                 *live = Some(launch(&self.cfg, &self.egress.proxy_server()).await?);
                 self.launches
