@@ -2,7 +2,9 @@
 //! navigation + the same screenshot, on the same local pages in the same run; and the browser's
 //! memory (PSS of every Chromium process, from /proc/*/smaps_rollup).
 //!
-//! Run: `cargo bench --bench render` (`RENDER_PAGES`, default 60; `RENDER_TABS`, default 2).
+//! Run: `cargo bench --bench render` (`RENDER_PAGES`, default 60; `RENDER_TABS`, default 2;
+//! `RENDER_SETTLE_MS`, the settle budget, default the renderer's own — the settle wait is part
+//! of what `similar` and the render stage pay per page, so it is measured).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -90,6 +92,10 @@ async fn bare(urls: &[String], tabs: usize) -> (f64, Vec<u8>) {
 fn main() {
     let n: usize = env("RENDER_PAGES", 60);
     let tabs: usize = env("RENDER_TABS", 2);
+    let settle_ms: u64 = env(
+        "RENDER_SETTLE_MS",
+        RenderConfig::default().settle_max.as_millis() as u64,
+    );
     let base = common::site::serve();
     let paths = ["/a1", "/a2", "/js", "/login"];
     let urls: Vec<String> = (0..n)
@@ -116,7 +122,7 @@ fn main() {
         let r = std::sync::Arc::new(
             Renderer::new(RenderConfig {
                 tabs,
-                settle_max: Duration::from_millis(0),
+                settle_max: Duration::from_millis(settle_ms),
                 policy: Policy { allow: vec!["127.0.0.1".into()] },
                 ..RenderConfig::default()
             })
@@ -145,7 +151,7 @@ fn main() {
         }
         let ours = n as f64 / start.elapsed().as_secs_f64();
         println!(
-            "render/{n} pages, {tabs} tabs: bare navigation + screenshot {bare_rate:.2} pages/s; crawlsieve render + features + hashes + clustering {ours:.2} pages/s ({:+.1}%); features + clustering {:.2} ms per page, screenshot hashing {hash_ms:.2} ms per page (bare page time {:.0} ms); Chromium PSS peak {:.0} MiB",
+            "render/{n} pages, {tabs} tabs, settle budget {settle_ms} ms: bare navigation + screenshot {bare_rate:.2} pages/s; crawlsieve render + features + hashes + clustering {ours:.2} pages/s ({:+.1}%); features + clustering {:.2} ms per page, screenshot hashing {hash_ms:.2} ms per page (bare page time {:.0} ms); Chromium PSS peak {:.0} MiB",
             100.0 * (bare_rate / ours - 1.0),
             1000.0 * feature_secs / n as f64,
             1000.0 * tabs as f64 / bare_rate,
