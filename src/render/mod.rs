@@ -2,8 +2,8 @@
 //! DevTools protocol): one browser, a few tabs, a fresh profile directory per launch.
 //!
 //! Per page: check the URL against the [`safety::Policy`], navigate, wait until the page is
-//! stable (the seed's rule: no new resource for 500 ms and the DOM unchanged over 3 checks, at
-//! most [`RenderConfig::settle_max`]), then read the final URL, the redirect chain, the status,
+//! stable (the seed's rule, on events: loaded, and no DOM change nor completed resource for
+//! [`SETTLE_QUIET`], at most [`RenderConfig::settle_max`]), then read the final URL, the redirect chain, the status,
 //! the rendered HTML, the navigation timings, and a quarter-scale screenshot hashed two ways
 //! (Gradient and Median-DCT; `image_hasher`'s Mean-DCT gives every white page one hash). A page
 //! that fails or hangs becomes a [`Rendered`] with an error, never a stuck caller; a browser that
@@ -255,7 +255,22 @@ async fn launch(cfg: &RenderConfig, proxy: &str) -> Result<Live> {
     })
 }
 
-const STATE_JS: &str = "(() => [document.documentElement ? document.documentElement.outerHTML.length : 0, performance.getEntriesByType('resource').length, document.readyState])()";
+/// A page is stable after this long without a DOM change or a completed resource (the seed's
+/// 500 ms).
+pub const SETTLE_QUIET: Duration = Duration::from_millis(500);
+
+/// Wait in the page until it is quiet (`"quiet"`), over the subresource cap (`"cap"`), or `WAIT`
+/// ms passed (`"wait"`). The observers are installed once per document, under a non-enumerable
+/// property; attribute changes (animations, carousels) do not count, as they never settle.
+const SETTLE_JS: &str = "(() => { const k = '__crawlsieve_settle'; let s = window[k]; \
+if (!s) { s = { last: performance.now() }; const bump = () => { s.last = performance.now(); }; \
+try { new MutationObserver(bump).observe(document, { subtree: true, childList: true, characterData: true }); } catch (e) {} \
+try { new PerformanceObserver(bump).observe({ type: 'resource' }); } catch (e) {} \
+Object.defineProperty(window, k, { value: s, enumerable: false }); } \
+return new Promise(resolve => { const t0 = performance.now(); const tick = () => { const now = performance.now(); \
+if (performance.getEntriesByType('resource').length > CAP) return resolve('cap'); \
+if (document.readyState === 'complete' && now - s.last >= QUIET) return resolve('quiet'); \
+if (now - t0 >= WAIT) return resolve('wait'); setTimeout(tick, 50); }; tick(); }); })()";
 const READ_JS: &str = "(() => { const n = performance.getEntriesByType('navigation')[0]; \
 const d = document.doctype ? '<!DOCTYPE ' + document.doctype.name + '>' : ''; \
 return [location.href, d + (document.documentElement ? document.documentElement.outerHTML : ''), \
@@ -526,35 +541,25 @@ impl Renderer {
                 out.content_type = ev.response.mime_type.clone();
             }
         }
-        // Settle: no new resource and the same DOM size for 3 checks 500 ms apart.
+        // Settle on events, not fixed polls: an observer in the page notes every DOM change
+        // (nodes added or removed, text changed) and every resource that completes; the page is
+        // stable once it has loaded and [`SETTLE_QUIET`] passed without either, at most
+        // `settle_max`. Each wait is one DevTools call of at most 2 s (under the request
+        // timeout); a call that fails (the page navigated: a new document) waits again.
         let start = Instant::now();
-        let mut last: Option<(i64, i64)> = None;
-        let mut same = 0;
         while start.elapsed() < self.cfg.settle_max {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            let v: Vec<serde_json::Value> = page
-                .evaluate(STATE_JS)
-                .await
-                .context("reading the page state")?
-                .into_value()
-                .unwrap_or_default();
-            let now = (
-                v.first().and_then(|x| x.as_i64()).unwrap_or(0),
-                v.get(1).and_then(|x| x.as_i64()).unwrap_or(0),
-            );
-            if now.1 as usize > self.cfg.max_subresources {
-                break;
+            let wait = (self.cfg.settle_max - start.elapsed()).min(Duration::from_secs(2));
+            let js = SETTLE_JS
+                .replace("QUIET", &SETTLE_QUIET.as_millis().to_string())
+                .replace("WAIT", &wait.as_millis().to_string())
+                .replace("CAP", &self.cfg.max_subresources.to_string());
+            match page.evaluate(js).await {
+                Ok(v) => match v.into_value::<String>().as_deref() {
+                    Ok("quiet") | Ok("cap") => break,
+                    _ => {}
+                },
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             }
-            let complete = v.get(2).and_then(|x| x.as_str()) == Some("complete");
-            if Some(now) == last && complete {
-                same += 1;
-                if same >= 2 {
-                    break; // three equal readings
-                }
-            } else {
-                same = 0;
-            }
-            last = Some(now);
         }
         // One round trip for the final URL, the DOM and the timings.
         let (final_url, html, t): (String, String, Option<[f64; 3]>) = page
