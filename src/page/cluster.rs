@@ -306,6 +306,7 @@ pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
                 structure: 1.0,
                 visual: if with_visual { 1.0 } else { 0.0 },
                 behavior: 1.0,
+                text: Some(1.0),
             };
             out[c].similarity_to_canonical = 1.0;
             for (m, s) in cluster {

@@ -64,6 +64,10 @@ pub struct Features {
     pub visible_chars: usize,
     /// SimHash of the main text.
     pub simhash: u64,
+    /// MinHash signature of the main text's token 3-shingles ([`minhash`]); empty when there is
+    /// no text (and in features stored before it existed).
+    #[serde(default)]
+    pub minhash: Vec<u32>,
     /// xxh3 of the whitespace-normalized visible text (rule-cluster grouping).
     pub visible_fp: u64,
     /// Element count.
@@ -436,6 +440,7 @@ pub fn extract(html: &str) -> Features {
     let main_text = content[main.0..main.1].trim_end();
     f.text_chars = main_text.chars().count();
     f.simhash = simhash(main_text);
+    f.minhash = minhash(main_text);
     f.visible_chars = visible_chars;
     f.visible_fp = vis_hash.digest();
     f.title = title.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -534,9 +539,76 @@ pub fn simhash(text: &str) -> u64 {
         .fold(0u64, |acc, (i, &x)| if x > 0 { acc | 1 << i } else { acc })
 }
 
+/// MinHash values per page: the Jaccard estimate's standard error is √(J(1−J)/64) ≤ 0.0625.
+pub const MINHASH_LEN: usize = 64;
+
+/// The MinHash signature of `text`'s token 3-shingles (the tokens of [`tokens`]; a text of
+/// fewer than 3 tokens is shingled by single tokens): [`MINHASH_LEN`] minima, each under its own
+/// mix of the shingle's 64-bit hash. Empty for an empty text.
+pub fn minhash(text: &str) -> Vec<u32> {
+    let mut toks: Vec<u64> = Vec::new();
+    tokens(text, |t| toks.push(xxh3_64(t.as_bytes())));
+    if toks.is_empty() {
+        return Vec::new();
+    }
+    let k = 3.min(toks.len());
+    let mut sig = [u64::MAX; MINHASH_LEN];
+    for w in toks.windows(k) {
+        let sh = w.iter().fold(0x9e37_79b9_7f4a_7c15u64, |a, &h| {
+            (a ^ h).wrapping_mul(0xff51_afd7_ed55_8ccd).rotate_left(29)
+        });
+        for (i, m) in sig.iter_mut().enumerate() {
+            // splitmix64 of the shingle under the i-th seed.
+            let mut z = sh ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            if z < *m {
+                *m = z;
+            }
+        }
+    }
+    sig.iter().map(|&m| (m >> 32) as u32).collect()
+}
+
+/// The Jaccard similarity of two texts' shingle sets, estimated from their MinHash signatures;
+/// `None` when either has none (an empty text, or features from before signatures existed).
+pub fn jaccard_estimate(a: &[u32], b: &[u32]) -> Option<f64> {
+    if a.is_empty() || a.len() != b.len() {
+        return None;
+    }
+    Some(a.iter().zip(b).filter(|(x, y)| x == y).count() as f64 / a.len() as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn minhash_estimates_shingle_jaccard() {
+        let words: Vec<String> = (0..400).map(|i| format!("w{i}")).collect();
+        let a = words.join(" ");
+        // The same text with its last quarter replaced: 300 of 400 tokens shared.
+        let b = format!(
+            "{} {}",
+            words[..300].join(" "),
+            (0..100)
+                .map(|i| format!("x{i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let j = jaccard_estimate(&minhash(&a), &minhash(&b)).unwrap();
+        // True Jaccard of the 3-shingle sets: 298 / (398 + 100) ≈ 0.60.
+        assert!((j - 0.60).abs() < 0.19, "{j}");
+        assert_eq!(jaccard_estimate(&minhash(&a), &minhash(&a)), Some(1.0));
+        let c = (0..400)
+            .map(|i| format!("z{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(jaccard_estimate(&minhash(&a), &minhash(&c)).unwrap() < 0.1);
+        assert_eq!(jaccard_estimate(&minhash(""), &minhash(&a)), None);
+        assert_eq!(minhash("一个").len(), MINHASH_LEN);
+    }
 
     fn toks(s: &str) -> Vec<String> {
         let mut v = Vec::new();

@@ -245,6 +245,7 @@ impl OnlineClusterer {
                 structure: 1.0,
                 visual: 0.0,
                 behavior: 0.0,
+                text: Some(1.0),
             },
             created: true,
         }

@@ -41,6 +41,9 @@ pub struct Thresholds {
     pub content_scale: f64,
     /// Perceptual-hash distance at which visual similarity reaches 0.
     pub visual_scale: f64,
+    /// The least estimated Jaccard similarity of the two main texts' shingle sets (MinHash) for
+    /// any duplicate decision; 0 disables it (the seed's rule).
+    pub text: f64,
 }
 
 impl Default for Thresholds {
@@ -52,6 +55,7 @@ impl Default for Thresholds {
             visual_alone: 0.96,
             content_scale: 64.0,
             visual_scale: 64.0,
+            text: 0.75,
         }
     }
 }
@@ -66,6 +70,7 @@ impl Thresholds {
             visual_alone: 0.99,
             content_scale: 16.0,
             visual_scale: 20.0,
+            text: 0.0,
         }
     }
 
@@ -86,11 +91,18 @@ pub struct Similarity {
     pub visual: f64,
     /// Timings (display only).
     pub behavior: f64,
+    /// Estimated Jaccard similarity of the main texts' shingles (MinHash); `None` when a page
+    /// has no signature.
+    #[serde(default)]
+    pub text: Option<f64>,
 }
 
 impl Similarity {
     /// The seed's decision.
     pub fn is_duplicate(&self, t: &Thresholds) -> bool {
+        if self.text.is_some_and(|j| j < t.text) {
+            return false; // different texts, however alike their fingerprints and screenshots
+        }
         (self.content >= t.content && (self.structure >= t.structure || self.visual >= t.visual))
             || self.visual >= t.visual_alone
     }
@@ -205,6 +217,7 @@ pub fn compare(a: &Features, b: &Features, t: &Thresholds) -> Similarity {
         content: content(a, b, t),
         structure: structure(a, b),
         visual: visual(a, b, t),
+        text: super::features::jaccard_estimate(&a.minhash, &b.minhash),
         behavior: if a.timings.is_some() && b.timings.is_some() {
             cosine(
                 timing_vector(&a.timings).into_iter(),
