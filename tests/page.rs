@@ -521,6 +521,100 @@ fn the_cluster_command_reads_a_gzipped_warc() {
     assert_eq!(urls[2]["rule"], "E3");
 }
 
+/// Issue 14: rustdoc-like item pages — a short item description above a long block of shared
+/// trait boilerplate — are not merged with each other, while the same item page in two versions
+/// (a version string changed) is; in every content cluster each member is within the thresholds
+/// of its canonical and any two members within the documented bound (SimHash distance ≤ 2k,
+/// estimated Jaccard ≥ 2·text − 1).
+#[test]
+fn boilerplate_does_not_make_pages_duplicates_and_clusters_stay_tight() {
+    use crawlsieve::page::features::jaccard_estimate;
+    let boiler: String = (0..40)
+        .map(|i| format!("<p>impl Any for T where T: 'static fn type_id(&self) returns the TypeId of self, trait method number {i} documented at length here.</p>"))
+        .collect();
+    // Each item's own text uses the boilerplate's words (as rustdoc item pages do: the same
+    // vocabulary of types and traits) in its own order: word counts alike, sentences not — the
+    // case a word SimHash cannot tell apart.
+    let words: Vec<&str> = "impl Any for T where T static fn type_id self returns the TypeId of self trait method documented at length here"
+        .split(' ')
+        .collect();
+    let item = |name: &str, version: &str| {
+        let seed = name
+            .bytes()
+            .fold(7u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64));
+        let own: String = (0..14)
+            .map(|i| {
+                // A Fisher–Yates shuffle under a xorshift seeded by the item and paragraph.
+                let mut x = seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let mut s = words.clone();
+                for j in (1..s.len()).rev() {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    s.swap(j, (x % (j as u64 + 1)) as usize);
+                }
+                format!("<p>{}</p>", s.join(" "))
+            })
+            .collect();
+        format!(
+            "<!doctype html><html><head><title>{name} in std - Rust {version}</title></head><body>\
+             <nav>std {version} navigation</nav><main><h1>Struct {name}</h1>{own}{boiler}</main></body></html>"
+        )
+    };
+    let names = [
+        "MutexGuard",
+        "SendError",
+        "DirBuilder",
+        "Output",
+        "Reverse",
+        "TrySendError",
+    ];
+    let mut pages = Vec::new();
+    for v in ["1.62", "1.63"] {
+        for n in names {
+            pages.push(page(
+                &format!("https://doc.example/{v}/{n}.html"),
+                200,
+                &item(n, v),
+            ));
+        }
+    }
+    let t = Thresholds::default();
+    let a = cluster(&pages, &t);
+    for (i, n) in names.iter().enumerate() {
+        let (x, y) = (&a[i], &a[i + names.len()]);
+        assert!(
+            !x.cluster_id.is_empty() && x.cluster_id == y.cluster_id,
+            "{n}: its two versions: {a:?}"
+        );
+        for (j, m) in names.iter().enumerate().skip(i + 1) {
+            assert_ne!(x.cluster_id, a[j].cluster_id, "{n} merged with {m}");
+        }
+    }
+    // The bound, on every pair of every content cluster.
+    let k = t.max_content_distance();
+    let mut by: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, x) in a.iter().enumerate() {
+        if x.rule.is_none() && !x.cluster_id.is_empty() {
+            by.entry(&x.cluster_id).or_default().push(i);
+        }
+    }
+    for m in by.values() {
+        for &i in m {
+            let c = a[i].canonical;
+            let f = |i: usize| &pages[i].features;
+            assert!((f(i).simhash ^ f(c).simhash).count_ones() <= k);
+            assert!(jaccard_estimate(&f(i).minhash, &f(c).minhash).unwrap() >= t.text);
+            for &j in m {
+                assert!((f(i).simhash ^ f(j).simhash).count_ones() <= 2 * k);
+                assert!(
+                    jaccard_estimate(&f(i).minhash, &f(j).minhash).unwrap() >= 2.0 * t.text - 1.0
+                );
+            }
+        }
+    }
+}
+
 /// Issue 14: U1 (URL variants) is confirmed by content. `/shop/Item` and `/shop/item/` serving
 /// the same page are one U1 cluster; a case-sensitive server's `/shop/ITEM` with another page
 /// is not merged with them.
