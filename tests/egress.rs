@@ -8,7 +8,7 @@
 //! (and would pass the zero-hit test trivially) is noticed.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 
 use crawlsieve::render::safety::Policy;
 use crawlsieve::render::{RenderConfig, Renderer};
+
+mod common;
+
+use common::site::request_path;
 
 /// Chromium instances are heavy on two cores: one test at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -32,11 +36,7 @@ fn recorder() -> (u16, Arc<AtomicU64>) {
             std::thread::spawn(move || {
                 let mut s = s;
                 let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                let mut r = BufReader::new(s.try_clone().unwrap());
-                let mut line = String::new();
-                while r.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    line.clear();
-                }
+                let _ = request_path(&s);
                 let _ = s.write_all(
                     b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
                 );
@@ -124,16 +124,9 @@ fn site(b: u16) -> u16 {
         for s in l.incoming().flatten() {
             let pages = pages.clone();
             std::thread::spawn(move || {
-                let mut r = BufReader::new(s.try_clone().unwrap());
-                let mut line = String::new();
-                if r.read_line(&mut line).is_err() {
+                let Some(path) = request_path(&s) else {
                     return;
-                }
-                let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-                let mut h = String::new();
-                while r.read_line(&mut h).is_ok_and(|n| n > 2) {
-                    h.clear();
-                }
+                };
                 let (status, (ct, body)) = match pages.get(path.as_str()) {
                     Some(p) => ("200 OK", p.clone()),
                     None => ("404 Not Found", ("text/plain", String::new())),

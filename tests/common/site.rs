@@ -27,6 +27,19 @@ pub fn site(title: &str, body: &str, ad: &str) -> String {
     )
 }
 
+/// The path of the HTTP request on `stream`, its header read through; `None` if none came.
+pub fn request_path(stream: &std::net::TcpStream) -> Option<String> {
+    let mut r = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    r.read_line(&mut line).ok()?;
+    let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let mut h = String::new();
+    while r.read_line(&mut h).is_ok_and(|n| n > 2) {
+        h.clear();
+    }
+    Some(path)
+}
+
 /// A loopback server with the test's pages; returns its base URL.
 pub fn serve() -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -34,16 +47,9 @@ pub fn serve() -> String {
     std::thread::spawn(move || {
         for stream in l.incoming().flatten() {
             std::thread::spawn(move || {
-                let mut r = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                if r.read_line(&mut line).is_err() {
+                let Some(path) = request_path(&stream) else {
                     return;
-                }
-                let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-                let mut h = String::new();
-                while r.read_line(&mut h).is_ok_and(|n| n > 2) {
-                    h.clear();
-                }
+                };
                 let mut w = stream;
                 let page = |status: &str, body: String| {
                     format!(
