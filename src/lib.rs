@@ -14,10 +14,16 @@
 //! * [`page`] — page features, similarities, rule classes, near-duplicate clustering, URL-pattern
 //!   DOM verdicts (pure; seed 004 and 003).
 //! * [`input`] — bounded line reading (a megabyte line never becomes a problem).
-//! * [`cli`] — the `crawlsieve` command line (`dedup`, `check`, `canon`, `pattern`).
+//! * [`render`] — headless Chromium behind an egress proxy, and the render stage.
+//! * [`serve`] — the HTTP filter API.
+//! * [`config`] — what every component's configuration shares (durations, a new filter's
+//!   defaults); below `cli`.
+//! * [`cli`] — the `crawlsieve` command line. It imports everything; nothing imports it
+//!   (`tests/layers.rs` fails otherwise).
 
 pub mod bloom;
 pub mod cli;
+pub mod config;
 pub mod events;
 pub mod gate;
 pub mod input;

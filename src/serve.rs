@@ -497,7 +497,7 @@ pub fn router(cfg: &GateConfig, tokens: &[String], metrics: GateMetrics) -> Rout
         core_cfg: cfg.clone(),
         idem_ttl: sv
             .idempotency_ttl
-            .parse::<crate::cli::Dur>()
+            .parse::<crate::config::Dur>()
             .map(|d| d.0)
             .unwrap_or(std::time::Duration::from_secs(86_400)),
         cfg: sv,

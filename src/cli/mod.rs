@@ -19,7 +19,8 @@ mod similar;
 
 pub use similar::normalize_args;
 
-pub use redis::{BloomArgs, Dur, RedisArgs};
+pub use crate::config::{Dur, DEFAULT_CAPACITY, DEFAULT_FP_RATE};
+pub use redis::{BloomArgs, RedisArgs};
 
 use crate::bloom::{snapshot, BloomFilter, BloomParams};
 use crate::input::{Line, LineReader};
@@ -480,11 +481,6 @@ fn load_or_create(a: &DedupArgs) -> Result<BloomFilter> {
         a.fp_rate.unwrap_or(DEFAULT_FP_RATE),
     )?)?)
 }
-
-/// Default capacity of a new filter.
-pub const DEFAULT_CAPACITY: u64 = 10_000_000;
-/// Default FP target of a new filter.
-pub const DEFAULT_FP_RATE: f64 = 1e-4;
 
 /// The filter `dedup` uses: in-process (default) or a Redis namespace.
 enum DedupFilter {

@@ -6,32 +6,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 
+use crate::config::Dur;
 use crate::redis_filter::{snapshot, Expect, Mode, NamespaceSpec, RedisConfig, RedisFilter};
-
-/// A duration written `500ms`, `90s`, `15m`, `12h` or `30d` (a bare number is seconds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dur(pub Duration);
-
-impl std::str::FromStr for Dur {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Dur, String> {
-        let s = s.trim();
-        let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-        let (num, unit) = s.split_at(split);
-        let n: u64 = num
-            .parse()
-            .map_err(|_| format!("{s:?}: expected a number and a unit (ms, s, m, h, d)"))?;
-        let ms = match unit {
-            "ms" => n,
-            "" | "s" => n.saturating_mul(1000),
-            "m" => n.saturating_mul(60_000),
-            "h" => n.saturating_mul(3_600_000),
-            "d" => n.saturating_mul(86_400_000),
-            _ => return Err(format!("{s:?}: unknown unit {unit:?} (ms, s, m, h, d)")),
-        };
-        Ok(Dur(Duration::from_millis(ms)))
-    }
-}
 
 /// Where the shared filter lives. Without `--redis`, `dedup` uses an in-process filter.
 #[derive(Debug, Args, Clone)]

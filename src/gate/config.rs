@@ -116,15 +116,15 @@ impl GateConfig {
         let r = &self.redis;
         let mut c = crate::redis_filter::RedisConfig::new(&r.url);
         c.cluster |= r.cluster;
-        if let Ok(d) = r.timeout.parse::<crate::cli::Dur>() {
+        if let Ok(d) = r.timeout.parse::<crate::config::Dur>() {
             c.response_timeout = d.0;
             c.connect_timeout = d.0;
         }
         c.local_tier_slots = r.local_tier_slots;
-        if let Ok(d) = r.claim_ttl.parse::<crate::cli::Dur>() {
+        if let Ok(d) = r.claim_ttl.parse::<crate::config::Dur>() {
             c.claim_ttl = d.0;
         }
-        if let Ok(d) = r.busy_wait.parse::<crate::cli::Dur>() {
+        if let Ok(d) = r.busy_wait.parse::<crate::config::Dur>() {
             c.busy_wait = d.0;
         }
         c
@@ -405,8 +405,8 @@ impl Default for RedisSection {
             namespace: "default".into(),
             timeout: "2s".into(),
             create_missing: true,
-            capacity: crate::cli::DEFAULT_CAPACITY,
-            fp_rate: crate::cli::DEFAULT_FP_RATE,
+            capacity: crate::config::DEFAULT_CAPACITY,
+            fp_rate: crate::config::DEFAULT_FP_RATE,
             mode: crate::redis_filter::Mode::Fingerprints,
             max_namespaces: 64,
             local_tier_slots: 1 << 20,
@@ -593,7 +593,7 @@ impl GateConfig {
             return bad("kafka.batch_linger_ms must be at most 60000".into());
         }
         let r = &self.redis;
-        match r.claim_ttl.parse::<crate::cli::Dur>() {
+        match r.claim_ttl.parse::<crate::config::Dur>() {
             Err(e) => return bad(format!("redis.claim_ttl: {e}")),
             Ok(d) if d.0 < std::time::Duration::from_secs(1) => {
                 return bad(format!(
@@ -603,13 +603,13 @@ impl GateConfig {
             }
             Ok(_) => {}
         }
-        if let Err(e) = self.serve.idempotency_ttl.parse::<crate::cli::Dur>() {
+        if let Err(e) = self.serve.idempotency_ttl.parse::<crate::config::Dur>() {
             return bad(format!("serve.idempotency_ttl: {e}"));
         }
-        if let Err(e) = r.busy_wait.parse::<crate::cli::Dur>() {
+        if let Err(e) = r.busy_wait.parse::<crate::config::Dur>() {
             return bad(format!("redis.busy_wait: {e}"));
         }
-        if let Err(e) = r.timeout.parse::<crate::cli::Dur>() {
+        if let Err(e) = r.timeout.parse::<crate::config::Dur>() {
             return bad(format!("redis.timeout: {e}"));
         }
         if !crate::redis_filter::layout::is_namespace(&r.namespace) {
@@ -636,7 +636,7 @@ impl GateConfig {
                 &self.metrics.filter_stats_interval,
             ),
         ] {
-            if let Err(e) = v.parse::<crate::cli::Dur>() {
+            if let Err(e) = v.parse::<crate::config::Dur>() {
                 return bad(format!("{k} {v:?}: {e}"));
             }
         }

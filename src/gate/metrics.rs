@@ -448,7 +448,7 @@ pub fn spawn_probes(cfg: &crate::gate::config::GateConfig, metrics: GateMetrics)
     redis.local_tier_slots = 0; // statistics only: no lookups to cache
 
     let every = |s: &str| {
-        s.parse::<crate::cli::Dur>()
+        s.parse::<crate::config::Dur>()
             .map(|d| d.0)
             .unwrap_or_default()
     };

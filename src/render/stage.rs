@@ -110,7 +110,7 @@ impl RenderStage {
             tabs: r.tabs.max(1),
             page_timeout: r
                 .page_timeout
-                .parse::<crate::cli::Dur>()
+                .parse::<crate::config::Dur>()
                 .map_err(|e| anyhow::anyhow!("render.page_timeout: {e}"))?
                 .0,
             policy: super::safety::Policy {
