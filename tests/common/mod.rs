@@ -75,8 +75,15 @@ impl OwnRedis {
             child: None,
             args: args.iter().map(|s| s.to_string()).collect(),
         };
-        r.restart();
-        r
+        // The free port may be taken by another test before redis binds it: try another.
+        for _ in 0..3 {
+            if r.try_restart() {
+                return r;
+            }
+            r.kill();
+            r.port = free_port();
+        }
+        panic!("redis-server did not start on three free ports");
     }
 
     pub fn url(&self) -> String {
@@ -93,6 +100,13 @@ impl OwnRedis {
 
     /// Start it again on the same port and directory; waits until it answers PING.
     pub fn restart(&mut self) {
+        if !self.try_restart() {
+            panic!("redis-server on port {} did not start", self.port);
+        }
+    }
+
+    /// [`OwnRedis::restart`], false when it does not answer within 10 s or exits (port taken).
+    fn try_restart(&mut self) -> bool {
         self.kill();
         let child = std::process::Command::new("redis-server")
             .args([
@@ -110,17 +124,20 @@ impl OwnRedis {
             .spawn()
             .expect("redis-server must be installed (scripts/test.sh installs it)");
         self.child = Some(child);
-        for _ in 0..100 {
+        for _ in 0..200 {
             if let Ok(c) = redis::Client::open(self.url()) {
                 if let Ok(mut con) = c.get_connection() {
                     if redis::cmd("PING").query::<String>(&mut con).is_ok() {
-                        return;
+                        return true;
                     }
                 }
             }
+            if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
+                return false; // it exited: the port was taken
+            }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        panic!("redis-server on port {} did not start", self.port);
+        false
     }
 
     /// A plain connection for test-side commands.
