@@ -140,9 +140,9 @@ fn synthetic(n: usize) -> (Vec<Page>, Vec<(usize, usize)>) {
 /// The reference: bucket by host + top 16 bits + length/1000; compare every pair in a bucket;
 /// union the duplicates. Returns a cluster label per page.
 fn reference(pages: &[Page], t: &Thresholds) -> Vec<usize> {
-    let mut buckets: HashMap<(&str, u64, usize), Vec<usize>> = HashMap::new();
+    let mut buckets: HashMap<(std::borrow::Cow<str>, u64, usize), Vec<usize>> = HashMap::new();
     for (i, p) in pages.iter().enumerate() {
-        let host = crawlsieve::page::cluster::origin(&p.final_url);
+        let host = crawlsieve::url::lex::origin(&p.final_url);
         buckets
             .entry((host, p.features.simhash >> 48, p.features.text_chars / 1000))
             .or_default()

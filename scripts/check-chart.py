@@ -106,6 +106,12 @@ def check_pod(name, spec, component):
         for probe in ("livenessProbe", "readinessProbe"):
             if probe not in c:
                 fail(f"{name}/{c['name']}: no {probe}")
+        # Logs are JSON lines for the cluster's log pipeline, filtered by CRAWLSIEVE_LOG.
+        args = c.get("args", [])
+        if "--log-format" not in args or args[args.index("--log-format") + 1] != "json":
+            fail(f"{name}/{c['name']}: logs not JSON: args {args}")
+        if not any(e.get("name") == "CRAWLSIEVE_LOG" for e in c.get("env", [])):
+            fail(f"{name}/{c['name']}: no CRAWLSIEVE_LOG")
     if "checksum/config" not in spec["template"]["metadata"].get("annotations", {}):
         fail(f"{name}: no checksum/config annotation")
     if component == "render":

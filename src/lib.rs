@@ -1,25 +1,36 @@
 //! crawlsieve — the stage between a crawler's link extractor and its fetchers.
 //!
-//! A map of the crate, one line a module:
+//! The crate in layers, lowest first; a module imports only from layers below it
+//! (`tests/layers.rs` fails on an import that points up or on a cycle between modules):
 //!
-//! * [`url`] — URL candidates: the junk validator with its reason codes, canonicalization, and URL
-//!   patterns. Pure functions, no I/O.
-//! * [`bloom`] — Bloom filter sizing, the lock-free in-process filter, and snapshot files.
-//! * [`patterns`] — URL-pattern verdicts (seed 003): the Redis format the render stage writes and the gate reads.
-//! * [`redis_filter`] — the Redis-shared filter: namespaces, generations, local tier, snapshots.
-//! * [`sieve`] — the gate's core step: validate → canonicalize → check-and-set, shared by every
-//!   front end (embedded `dedup`, and later the Kafka gate and the HTTP API).
-//! * [`events`] — the gate's Kafka events (schemas/*.v1.json) and how a message is decoded.
-//! * [`gate`] — the Kafka gate stage: consumer group in, new URLs out, at least once.
-//! * [`page`] — page features, similarities, rule classes, near-duplicate clustering, URL-pattern
-//!   DOM verdicts (pure; seed 004 and 003).
-//! * [`input`] — bounded line reading (a megabyte line never becomes a problem).
-//! * [`render`] — headless Chromium behind an egress proxy, and the render stage.
-//! * [`serve`] — the HTTP filter API.
-//! * [`config`] — what every component's configuration shares (durations, a new filter's
-//!   defaults); below `cli`.
-//! * [`cli`] — the `crawlsieve` command line. It imports everything; nothing imports it
-//!   (`tests/layers.rs` fails otherwise).
+//! 1. Pure cores, no I/O:
+//!    * [`url`] — URL candidates: the junk rules and reason codes (`validate`),
+//!      canonicalization (`canon`), URL patterns, on a shared lexical layer (`lex`).
+//!    * [`bloom`] — Bloom filter sizing, the lock-free in-process filter, snapshot files.
+//!    * [`page`] — page features, similarities, rule classes, near-duplicate clustering,
+//!      URL-pattern DOM verdicts (seeds 003 and 004).
+//!    * [`input`] — bounded line reading (a megabyte line never becomes a problem).
+//! 2. Shared services:
+//!    * [`sieve`] — validate → canonicalize → check-and-set: the core step of embedded `dedup`.
+//!    * [`redis_filter`] — the Redis-shared filter: namespaces, claims, generations, snapshots.
+//!    * [`events`] — the Kafka events (`schemas/*.v1.json`) and how a message is decoded.
+//!    * [`patterns`] — URL-pattern verdicts: the Redis format render writes and the gate reads.
+//! 3. [`config`] — the layered configuration of every component (defaults → file →
+//!    `CRAWLSIEVE__*` → `--set`), typed at load, every problem reported at once.
+//! 4. [`observe`] — metric names (`observe::names`), registries, the one `/metrics` `/healthz`
+//!    `/readyz` server, readiness, the Redis probe, `tracing` logs.
+//! 5. [`stage`] — the Kafka stage runtime: batches, the worker's delivery discipline (produce,
+//!    await every report, finish, commit), offsets, signals, the run loop.
+//! 6. Components, each only its own decision:
+//!    * [`gate`] — the gate's decision ([`gate::GateCore`], a [`stage::Stage`]).
+//!    * [`render`] — headless Chromium behind an egress proxy, and the render stage's decision.
+//!    * [`serve`] — the HTTP filter API (calls the gate's decision per request).
+//! 7. [`cli`] — the `crawlsieve` command line (dedup, check, canon, pattern, bloom, gate,
+//!    cluster, similar, render, serve). It imports everything; nothing imports it.
+//!
+//! Where a change belongs: the render stage's decision → `render::stage`; the Kafka delivery
+//! discipline (batching, reports, commits, pauses) → `stage::worker`; a metric's name or help →
+//! `observe::names`; a configuration key → `config`; a junk rule → `url::validate`.
 
 pub mod bloom;
 pub mod cli;
@@ -27,10 +38,12 @@ pub mod config;
 pub mod events;
 pub mod gate;
 pub mod input;
+pub mod observe;
 pub mod page;
 pub mod patterns;
 pub mod redis_filter;
 pub mod render;
 pub mod serve;
 pub mod sieve;
+pub mod stage;
 pub mod url;

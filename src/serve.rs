@@ -26,19 +26,65 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum::Router;
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, Opts};
+use prometheus::{Histogram, IntCounter, IntCounterVec};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
-use crate::gate::config::{GateConfig, ServeSection};
-use crate::gate::core::{Direct, DirectError, GateCore, Idem};
-use crate::gate::metrics::GateMetrics;
-use crate::gate::signals::Stop;
+use crate::config::{Config, ServeSection};
+use crate::gate::{Direct, DirectError, GateCore, Idem};
+use crate::observe::{self, names, FilterMetrics, Metrics, ProbeMetrics};
+use crate::stage::Stop;
 use crate::url::Reason;
+
+/// The API's series (`crawlsieve_serve_…`): its own, the filter's and the Redis probe's.
+#[derive(Clone)]
+pub struct ApiMetrics {
+    /// The registry.
+    pub metrics: Metrics,
+    /// URLs received.
+    pub consumed: IntCounter,
+    /// New URLs answered.
+    pub emitted: IntCounter,
+    /// The filter's series.
+    pub filter: FilterMetrics,
+    /// The Redis probe's series.
+    pub probe: ProbeMetrics,
+    /// Requests by status code.
+    pub http: IntCounterVec,
+    /// Seconds per request.
+    pub seconds: Histogram,
+}
+
+impl ApiMetrics {
+    /// A registry with every series of the API.
+    pub fn new() -> ApiMetrics {
+        let m = Metrics::new("serve");
+        ApiMetrics {
+            consumed: m.counter(names::CONSUMED),
+            emitted: m.counter(names::EMITTED),
+            filter: FilterMetrics::new(&m),
+            probe: ProbeMetrics::new(&m),
+            http: m.counter_vec(names::REQUESTS, "code"),
+            seconds: m.histogram(
+                names::REQUEST_SECONDS,
+                &[
+                    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+                ],
+            ),
+            metrics: m,
+        }
+    }
+}
+
+impl Default for ApiMetrics {
+    fn default() -> Self {
+        ApiMetrics::new()
+    }
+}
 
 /// The environment variable holding bearer tokens (comma-separated).
 pub const TOKENS_ENV: &str = "CRAWLSIEVE_API_TOKENS";
@@ -101,7 +147,7 @@ impl Drop for Lease {
     fn drop(&mut self) {
         let core = match self.core.take() {
             Some(c) if !std::thread::panicking() => c,
-            _ => GateCore::new(self.api.core_cfg(), self.api.metrics.clone()),
+            _ => GateCore::new(self.api.core_cfg(), self.api.metrics.filter.clone()),
         };
         if let Ok(mut cores) = self.api.cores.lock() {
             cores.push(core);
@@ -117,10 +163,8 @@ struct Api {
     cores: Mutex<Vec<GateCore>>,
     core_permits: Arc<Semaphore>,
     requests: Semaphore,
-    metrics: GateMetrics,
-    core_cfg: GateConfig,
-    http: IntCounterVec,
-    seconds: Histogram,
+    metrics: ApiMetrics,
+    core_cfg: Config,
     /// `serve.idempotency_ttl`.
     idem_ttl: std::time::Duration,
 }
@@ -435,9 +479,9 @@ impl Api {
         }
         resp.rejected.sort_by_key(|r| r.index);
         for r in &resp.rejected {
-            m.rejected.with_label_values(&[&r.reason]).inc();
+            m.filter.rejected.with_label_values(&[&r.reason]).inc();
         }
-        m.duplicates.inc_by(resp.duplicates as u64);
+        m.filter.duplicates.inc_by(resp.duplicates as u64);
         m.emitted.inc_by(resp.new.len() as u64);
         let body = serde_json::to_vec(&resp).expect("a response serializes");
         let mut r = (StatusCode::OK, body).into_response();
@@ -452,42 +496,22 @@ impl Api {
         r
     }
 
-    fn core_cfg(&self) -> GateConfig {
+    fn core_cfg(&self) -> Config {
         self.core_cfg.clone()
     }
 }
 
 /// The API's routes over `cfg` (its `[redis]`, `[patterns]` and `[serve]` sections), with
-/// `tokens` (none: anonymous), counting into `metrics`.
-pub fn router(cfg: &GateConfig, tokens: &[String], metrics: GateMetrics) -> Router {
-    let http = IntCounterVec::new(
-        Opts::new(
-            "crawlsieve_serve_requests_total",
-            "HTTP filter API requests, by status code.",
-        ),
-        &["code"],
-    )
-    .expect("valid metric");
-    let seconds = Histogram::with_opts(
-        HistogramOpts::new(
-            "crawlsieve_serve_request_duration_seconds",
-            "Time per filter request, from its headers to its response.",
-        )
-        .buckets(vec![
-            0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-        ]),
-    )
-    .expect("valid metric");
-    for c in [
-        Box::new(http.clone()) as Box<dyn prometheus::core::Collector>,
-        Box::new(seconds.clone()),
-    ] {
-        metrics.registry.register(c).expect("unique metric");
-    }
+/// `tokens` (none: anonymous), counting into `metrics`; `/metrics`, `/healthz` and `/readyz`
+/// are [`observe::router`]'s, ready while Redis answers.
+pub fn router(cfg: &Config, tokens: &[String], metrics: ApiMetrics) -> Router {
     let sv = cfg.serve.clone();
     let cores = (0..sv.workers)
-        .map(|_| GateCore::new(cfg.clone(), metrics.clone()))
+        .map(|_| GateCore::new(cfg.clone(), metrics.filter.clone()))
         .collect();
+    let probe = metrics.probe.clone();
+    let observability =
+        observe::router(metrics.metrics.clone(), Arc::new(move || probe.not_ready()));
     let api = Arc::new(Api {
         default_ns: cfg.redis.namespace.clone(),
         tokens: tokens.iter().map(|t| digest(t.as_bytes())).collect(),
@@ -495,22 +519,10 @@ pub fn router(cfg: &GateConfig, tokens: &[String], metrics: GateMetrics) -> Rout
         core_permits: Arc::new(Semaphore::new(sv.workers)),
         requests: Semaphore::new(sv.max_concurrent_requests),
         core_cfg: cfg.clone(),
-        idem_ttl: sv
-            .idempotency_ttl
-            .parse::<crate::config::Dur>()
-            .map(|d| d.0)
-            .unwrap_or(std::time::Duration::from_secs(86_400)),
+        idem_ttl: sv.idempotency_ttl.0,
         cfg: sv,
         metrics,
-        http,
-        seconds,
     });
-    let text = |status: StatusCode, ctype: &'static str, body: String| {
-        let mut r = (status, body).into_response();
-        r.headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static(ctype));
-        r
-    };
     Router::new()
         .route(
             "/v1/filter",
@@ -518,37 +530,17 @@ pub fn router(cfg: &GateConfig, tokens: &[String], metrics: GateMetrics) -> Rout
                 |State(api): State<Arc<Api>>, headers: HeaderMap, body: Body| async move {
                     let t = Instant::now();
                     let r = api.clone().filter(headers, body).await;
-                    api.seconds.observe(t.elapsed().as_secs_f64());
-                    api.http.with_label_values(&[r.status().as_str()]).inc();
+                    api.metrics.seconds.observe(t.elapsed().as_secs_f64());
+                    api.metrics
+                        .http
+                        .with_label_values(&[r.status().as_str()])
+                        .inc();
                     r
                 },
             ),
         )
-        .route(
-            "/metrics",
-            get(move |State(api): State<Arc<Api>>| async move {
-                text(
-                    StatusCode::OK,
-                    "text/plain; version=0.0.4; charset=utf-8",
-                    api.metrics.render(),
-                )
-            }),
-        )
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route(
-            "/readyz",
-            get(move |State(api): State<Arc<Api>>| async move {
-                if api.metrics.redis_up.get() == 1 {
-                    text(StatusCode::OK, "text/plain", "ready\n".into())
-                } else {
-                    text(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "text/plain",
-                        "Redis does not answer\n".into(),
-                    )
-                }
-            }),
-        )
+        .with_state(api)
+        .merge(observability)
         .fallback(|| async {
             error(
                 StatusCode::NOT_FOUND,
@@ -563,19 +555,18 @@ pub fn router(cfg: &GateConfig, tokens: &[String], metrics: GateMetrics) -> Rout
                 "POST /v1/filter; GET /metrics, /healthz, /readyz",
             )
         })
-        .with_state(api)
 }
 
 /// Serve until `stop` (SIGTERM/SIGINT): requests in progress finish first.
-pub fn run(cfg: &GateConfig, stop: Stop) -> Result<()> {
+pub fn run(cfg: &Config, stop: Stop) -> Result<()> {
     let tokens = load_tokens(&cfg.serve, std::env::var(TOKENS_ENV).ok())?;
     if tokens.is_empty() && !cfg.serve.allow_anonymous {
         anyhow::bail!(
             "no API tokens: set {TOKENS_ENV} (comma-separated) or serve.token_file, or serve.allow_anonymous = true for a trusted network"
         );
     }
-    let metrics = GateMetrics::for_stage("serve");
-    crate::gate::metrics::spawn_probes(cfg, metrics.clone());
+    let metrics = ApiMetrics::new();
+    observe::probes::spawn(cfg, metrics.probe.clone(), Some(metrics.filter.clone()));
     let app = router(cfg, &tokens, metrics);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -584,11 +575,11 @@ pub fn run(cfg: &GateConfig, stop: Stop) -> Result<()> {
         let l = tokio::net::TcpListener::bind(&cfg.serve.listen)
             .await
             .with_context(|| format!("serve.listen: cannot listen on {}", cfg.serve.listen))?;
-        eprintln!(
-            "crawlsieve serve: listening on http://{} ({} token(s){})",
-            l.local_addr()?,
-            tokens.len(),
-            if tokens.is_empty() { ", anonymous" } else { "" }
+        tracing::info!(
+            address = %l.local_addr()?,
+            tokens = tokens.len(),
+            anonymous = tokens.is_empty(),
+            "listening"
         );
         axum::serve(l, app)
             .with_graceful_shutdown(async move {

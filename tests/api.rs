@@ -631,9 +631,9 @@ fn an_idempotency_key_answers_a_retry_with_the_first_answer() {
 /// in another process, finds the claims still under the key's token and answers new.
 #[test]
 fn an_idempotent_request_interrupted_after_claiming_is_answered_new_on_retry() {
-    use crawlsieve::gate::config::GateConfig;
-    use crawlsieve::gate::core::{Direct, GateCore, Idem};
-    use crawlsieve::gate::metrics::GateMetrics;
+    use crawlsieve::config::Config as GateConfig;
+    use crawlsieve::gate::{Direct, GateCore, Idem};
+    use crawlsieve::observe::FilterMetrics;
     use crawlsieve::redis_filter::{Expect, RedisConfig, RedisFilter};
     let ns = format!("idem-crash-{}", free_port());
     let mut cfg = GateConfig::default();
@@ -650,7 +650,7 @@ fn an_idempotent_request_interrupted_after_claiming_is_answered_new_on_retry() {
     ];
     // The "first process" claims under the key's token and dies before storing the answer.
     {
-        let mut core = GateCore::new(cfg.clone(), GateMetrics::new());
+        let mut core = GateCore::new(cfg.clone(), FilterMetrics::unregistered());
         core.filter_direct(&ns, None, &[], false, None)
             .unwrap()
             .unwrap();
@@ -670,7 +670,7 @@ fn an_idempotent_request_interrupted_after_claiming_is_answered_new_on_retry() {
     // Another client without the key waits on those claims, then (the holder being gone)
     // takes them over after its busy wait: it may publish them too (a repeat, never a loss).
     // The retry with the key answers them new.
-    let mut core = GateCore::new(cfg, GateMetrics::new());
+    let mut core = GateCore::new(cfg, FilterMetrics::unregistered());
     let (v, replayed) = core
         .filter_direct(&ns, None, &urls, false, Some(&idem))
         .unwrap()
@@ -696,4 +696,46 @@ fn an_idempotent_request_interrupted_after_claiming_is_answered_new_on_retry() {
         .unwrap();
     assert_eq!(v3, [Direct::Duplicate, Direct::Duplicate]);
     drop_ns(REDIS, &[ns]);
+}
+
+/// `crawlsieve serve --log-format json` writes one JSON object per line: the listening event
+/// carries the address as a field, and a SIGTERM ends the process cleanly.
+#[test]
+fn serve_logs_json_lines() {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args(["serve", "--log-format", "json", "--set"])
+        .arg(format!("serve.listen=127.0.0.1:{port}"))
+        .arg("--set")
+        .arg(format!("redis.url={REDIS}"))
+        .env("CRAWLSIEVE_API_TOKENS", TOKEN)
+        .env("CRAWLSIEVE_LOG", "info")
+        .env_remove("CRAWLSIEVE_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "serve did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(http_get(port, "/healthz").starts_with("HTTP/1.1 200"));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines = common::json_log_lines(&err);
+    let listening = common::log_event(&lines, "listening");
+    assert_eq!(listening["level"], "INFO", "{listening}");
+    assert_eq!(listening["target"], "crawlsieve::serve", "{listening}");
+    assert_eq!(
+        listening["fields"]["address"],
+        format!("127.0.0.1:{port}"),
+        "{listening}"
+    );
+    assert_eq!(listening["fields"]["tokens"], 1, "{listening}");
 }

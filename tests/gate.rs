@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use common::kafka::{committed, create_topics, produce, read_all, read_until, Got, Tansu};
 use common::{free_port, http_get, metric, promtool_check, OwnRedis, REDIS};
+use crawlsieve::config::Config as GateConfig;
 use crawlsieve::events::{DeadLetter, DeadLetterCode, FetchEvent, RejectedEvent, UrlEvent};
-use crawlsieve::gate::config::GateConfig;
-use crawlsieve::gate::core::{Batch, Dest, GateCore, Stage, Staged};
-use crawlsieve::gate::metrics::GateMetrics;
+use crawlsieve::gate::{GateCore, GateStaged};
+use crawlsieve::observe::FilterMetrics;
 use crawlsieve::redis_filter::{RedisConfig, RedisFilter};
+use crawlsieve::stage::{Batch, Dest, Stage, Staged};
 use crawlsieve::url::Reason;
 
 /// A namespace of this test run's own (dropped by [`Ns`]'s drop).
@@ -281,7 +282,7 @@ fn produce_in_chunks(b: &str, vals: &[Vec<u8>], chunks: usize, mut between: impl
 }
 
 /// The staged records for `dest`, decoded.
-fn staged_events<T: serde::de::DeserializeOwned>(st: &Staged, dest: Dest) -> Vec<T> {
+fn staged_events<T: serde::de::DeserializeOwned>(st: &GateStaged, dest: Dest) -> Vec<T> {
     (0..st.len())
         .map(|i| st.get(i))
         .filter(|r| r.0 == dest)
@@ -295,7 +296,7 @@ fn stage_claims_and_finish_marks_seen() {
     let mut cfg = GateConfig::default();
     cfg.redis.namespace = ns.name.clone();
     cfg.kafka.audit_topic = Some("audit".into());
-    let mut core = GateCore::new(cfg, GateMetrics::new());
+    let mut core = GateCore::new(cfg, FilterMetrics::unregistered());
     let mut batch = Batch::default();
     for (i, v) in [
         "https://a.example/x?utm_source=1",
@@ -310,17 +311,17 @@ fn stage_claims_and_finish_marks_seen() {
         batch.push(0, i as i64, Some(b"k"), Some(v.as_bytes()));
     }
     let mut st = Staged::default();
-    let dests = |st: &Staged| -> Vec<Dest> { (0..st.len()).map(|i| st.get(i).0).collect() };
+    let dests = |st: &GateStaged| -> Vec<Dest> { (0..st.len()).map(|i| st.get(i).0).collect() };
     core.stage("in", &batch, &mut st).unwrap();
     let first = dests(&st);
     assert_eq!(
         st.emitted, 2,
         "a.example/x once (the repeat is in the batch), b.example/y"
     );
-    assert_eq!(st.duplicates, 1);
+    assert_eq!(st.pending.duplicates, 1);
     let (_, key, payload) = (0..st.len())
         .map(|i| st.get(i))
-        .find(|r| r.0 == Dest::Fetch)
+        .find(|r| r.0 == Dest::Output)
         .unwrap();
     assert_eq!(
         key,
@@ -343,14 +344,14 @@ fn stage_claims_and_finish_marks_seen() {
     // URLs again (they are on their way).
     let mut next = Staged::default();
     core.stage("in", &batch, &mut next).unwrap();
-    assert_eq!((next.emitted, next.duplicates), (0, 3));
+    assert_eq!((next.emitted, next.pending.duplicates), (0, 3));
     // Staging only claimed the URLs: another worker staging the same batch waits on the
     // claims; this one never finishing (as if it had crashed), the other takes them over after
     // its busy wait (500 ms) and publishes them itself.
     let mut cfg2 = GateConfig::default();
     cfg2.redis.namespace = ns.name.clone();
     cfg2.kafka.audit_topic = Some("audit".into());
-    let mut other = GateCore::new(cfg2, GateMetrics::new());
+    let mut other = GateCore::new(cfg2, FilterMetrics::unregistered());
     let mut st2 = Staged::default();
     other.stage("in", &Batch::default(), &mut st2).unwrap(); // attach first
     let t = std::time::Instant::now();
@@ -362,9 +363,9 @@ fn stage_claims_and_finish_marks_seen() {
     assert_eq!(dests(&st2), first);
     assert_eq!(st2.emitted, 2);
     // Once finished, the URLs are in Redis: every worker sees them.
-    core.finish(&st).unwrap();
+    core.finish(&mut st).unwrap();
     other.stage("in", &batch, &mut st2).unwrap();
-    assert_eq!((st2.emitted, st2.duplicates), (0, 3));
+    assert_eq!((st2.emitted, st2.pending.duplicates), (0, 3));
 }
 
 #[test]

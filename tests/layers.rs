@@ -42,3 +42,138 @@ fn nothing_below_the_command_line_imports_it() {
         bad.join("\n")
     );
 }
+
+/// The layers of `src/lib.rs`'s map, lowest first. A module may import from its own layer or
+/// below; a new top-level module must be placed here (the test fails until it is).
+const LAYERS: &[&[&str]] = &[
+    &["url", "bloom", "page", "input"],
+    &["sieve", "redis_filter", "events", "patterns"],
+    &["config"],
+    &["observe"],
+    &["stage"],
+    &["gate", "render", "serve"],
+    &["cli"],
+];
+
+fn layer_of(m: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&m))
+}
+
+/// Top-level module → the top-level modules it names through `crate::…`.
+fn import_graph() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut g: std::collections::BTreeMap<_, std::collections::BTreeSet<_>> = Default::default();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        if rel == "main.rs" || rel == "lib.rs" {
+            continue;
+        }
+        let top = rel
+            .split('/')
+            .next()
+            .unwrap()
+            .trim_end_matches(".rs")
+            .to_string();
+        let text = std::fs::read_to_string(&f).unwrap();
+        let entry = g.entry(top.clone()).or_default();
+        for line in text.lines() {
+            let code = line.split("//").next().unwrap_or("");
+            let mut rest = code;
+            while let Some(i) = rest.find("crate::") {
+                rest = &rest[i + "crate::".len()..];
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() && name != top {
+                    entry.insert(name);
+                }
+            }
+        }
+    }
+    g
+}
+
+type Graph = std::collections::BTreeMap<String, std::collections::BTreeSet<String>>;
+
+/// What is wrong with `g`: imports pointing up, modules not placed, cycles.
+fn problems(g: &Graph) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (m, deps) in g {
+        let Some(lm) = layer_of(m) else {
+            bad.push(format!("{m}: not placed in LAYERS (and lib.rs's map)"));
+            continue;
+        };
+        for d in deps {
+            match layer_of(d) {
+                None => bad.push(format!("{m} -> {d}: {d} not placed in LAYERS")),
+                Some(ld) if ld > lm => bad.push(format!(
+                    "{m} (layer {}) imports {d} (layer {}): an import pointing up",
+                    lm + 1,
+                    ld + 1
+                )),
+                _ => {}
+            }
+        }
+    }
+    // No cycle, also within a layer: repeatedly remove modules that import no remaining one.
+    let mut left = g.clone();
+    loop {
+        let leaves: Vec<String> = left
+            .iter()
+            .filter(|(_, deps)| deps.iter().all(|d| !left.contains_key(d)))
+            .map(|(m, _)| m.clone())
+            .collect();
+        if leaves.is_empty() {
+            break;
+        }
+        for l in leaves {
+            left.remove(&l);
+        }
+    }
+    if !left.is_empty() {
+        bad.push(format!(
+            "an import cycle among {:?}",
+            left.keys().collect::<Vec<_>>()
+        ));
+    }
+    bad
+}
+
+#[test]
+fn imports_point_down_the_layers_and_form_no_cycle() {
+    let g = import_graph();
+    assert!(g.len() >= 12, "read the modules: {:?}", g.keys());
+    assert!(
+        g["gate"].contains("stage") && g["stage"].contains("config"),
+        "the graph holds real imports: {g:?}"
+    );
+    let bad = problems(&g);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// The checker itself: an import pointing up, a cycle inside one layer, and an unplaced
+/// module are each reported.
+#[test]
+fn the_layer_rule_catches_up_imports_cycles_and_strays() {
+    let graph = |edges: &[(&str, &str)]| -> Graph {
+        let mut g = Graph::new();
+        for (a, b) in edges {
+            g.entry(a.to_string()).or_default().insert(b.to_string());
+            g.entry(b.to_string()).or_default();
+        }
+        g
+    };
+    assert!(problems(&graph(&[("gate", "stage"), ("stage", "config")])).is_empty());
+    let up = problems(&graph(&[("config", "stage")]));
+    assert!(up.len() == 1 && up[0].contains("pointing up"), "{up:?}");
+    let cycle = problems(&graph(&[("gate", "serve"), ("serve", "gate")]));
+    assert!(cycle.len() == 1 && cycle[0].contains("cycle"), "{cycle:?}");
+    let stray = problems(&graph(&[("newthing", "url")]));
+    assert!(
+        stray.len() == 1 && stray[0].contains("not placed"),
+        "{stray:?}"
+    );
+}

@@ -200,7 +200,7 @@ fn run_stage(cmd: &str, config: &std::path::Path, sets: &[String]) -> String {
     c.arg(cmd)
         .arg("--config")
         .arg(config)
-        .args(["--idle-exit", "3s"]);
+        .args(["--idle-exit", "3s", "--log-format", "json"]);
     for s in sets {
         c.arg("--set").arg(s);
     }
@@ -246,9 +246,31 @@ fn gate_then_render_end_to_end() {
         .map(|p| format!("{base}{p}").into_bytes())
         .collect();
     produce(&b, "urls", 2, &urls);
-    run_stage("gate", &config, &["kafka.group_id=e2e-gate".into()]);
+    let gate_log = run_stage("gate", &config, &["kafka.group_id=e2e-gate".into()]);
     let err = run_stage("render", &config, &[]);
     assert!(err.contains("consumed 5 "), "{err}");
+    // Both stages log JSON lines: a start event naming the stage and its topics, a closing
+    // event with the counts as fields.
+    for (log, stage, input, output, consumed) in [
+        (&gate_log, "gate", "urls", "fetch", 5),
+        (&err, "render", "fetch", "results", 5),
+    ] {
+        let lines = common::json_log_lines(log);
+        let start = common::log_event(&lines, "starting");
+        assert_eq!(start["level"], "INFO", "{start}");
+        assert!(
+            start["target"]
+                .as_str()
+                .unwrap()
+                .starts_with("crawlsieve::"),
+            "{start}"
+        );
+        assert_eq!(start["fields"]["stage"], stage, "{start}");
+        assert_eq!(start["fields"]["input"], input, "{start}");
+        assert_eq!(start["fields"]["output"], output, "{start}");
+        let end = common::log_event(&lines, "consumed");
+        assert_eq!(end["fields"]["consumed"], consumed, "{end}");
+    }
 
     let results = read_all(&b, "results", 2, Duration::from_secs(2));
     assert_eq!(results.len(), 5);

@@ -33,6 +33,17 @@ use crate::url::{pattern, Canonicalizer, Merge, Profile, Reason, Validator};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Log lines on stderr: `json` (one object per line: level, target, fields, spans), `text`,
+    /// or `auto` (text on a terminal, JSON otherwise). Filter with `CRAWLSIEVE_LOG` or
+    /// `RUST_LOG` (default `info`).
+    #[arg(
+        long,
+        global = true,
+        env = "CRAWLSIEVE_LOG_FORMAT",
+        default_value = "auto",
+        value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::observe::log::LogFormat>())
+    )]
+    pub log_format: crate::observe::log::LogFormat,
 }
 
 /// Subcommands.
@@ -108,8 +119,8 @@ pub struct RuleArgs {
 
 impl RuleArgs {
     /// The same settings as a gate configuration's `[sieve]` (one builder for both).
-    fn section(&self) -> crate::gate::config::SieveSection {
-        crate::gate::config::SieveSection {
+    fn section(&self) -> crate::config::SieveSection {
+        crate::config::SieveSection {
             profile: self.profile,
             max_len: self.max_len,
             encoding_ratio: self.encoding_ratio,
@@ -230,6 +241,7 @@ pub struct PatternArgs {
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
+    crate::observe::log::init(cli.log_format);
     match cli.command {
         Command::Dedup(a) => dedup(a),
         Command::Check(a) => check(a),

@@ -278,7 +278,11 @@ mod tests {
             "30d".parse::<Dur>().unwrap().0,
             Duration::from_secs(30 * 86400)
         );
-        assert!("3w".parse::<Dur>().is_err());
+        assert!("3x".parse::<Dur>().is_err());
+        assert_eq!(
+            "2w".parse::<Dur>().unwrap().0,
+            Duration::from_secs(14 * 86400)
+        );
         assert!("".parse::<Dur>().is_err());
     }
 }

@@ -1,12 +1,18 @@
-//! `crawlsieve render`: the render stage (see [`crate::render::stage`]).
+//! `crawlsieve render`: the render stage's decision ([`crate::render::stage`]) on the stage
+//! runtime ([`crate::stage`]).
+
+use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
 
-use crate::gate::config::{self, GateConfig};
+use crate::config::Component;
+use crate::observe::FilterMetrics;
+use crate::render::metrics::RenderMetrics;
 use crate::render::stage::RenderStage;
+use crate::stage::run::{self, Observed, Spec};
 
-use super::gate::{run_stage, worker, StageArgs};
+use super::gate::{summary, StageArgs};
 
 /// `crawlsieve render` arguments (the gate's format, with a `[render]` section; by default the
 /// stage reads `fetch` and writes `results`).
@@ -16,36 +22,30 @@ pub struct RenderArgs {
     pub stage: StageArgs,
 }
 
-/// The render stage's built-in defaults: the gate's, reading the fetch topic.
-pub fn defaults() -> GateConfig {
-    let mut d = GateConfig::default();
-    d.kafka.input_topic = "fetch".into();
-    d.kafka.fetch_topic = "results".into();
-    d.kafka.dead_letter_topic = "fetch.dead-letter".into();
-    d.kafka.group_id = "crawlsieve-render".into();
-    d.kafka.batch_size = 8;
-    d.kafka.batch_linger_ms = 200;
-    d
-}
-
 /// Run the render stage until stopped.
 pub fn render(a: RenderArgs) -> Result<()> {
-    let s = &a.stage;
-    let cfg = config::load_over(&defaults(), s.config.as_deref(), std::env::vars(), &s.sets)?;
-    run_stage(
-        &cfg,
-        s.print_config,
-        s.idle_exit,
-        "render",
-        |cfg, metrics, stop, id, idle| {
-            worker(
-                cfg,
-                RenderStage::new(cfg, &metrics)?,
-                metrics,
-                stop,
-                id,
-                idle,
-            )
-        },
+    let Some(cfg) = a.stage.load(Component::Render)? else {
+        return Ok(());
+    };
+    let obs = Arc::new(Observed::new(Component::Render));
+    let rm = RenderMetrics::new(&obs.metrics);
+    let ready = {
+        let (obs, rm) = (obs.clone(), rm.clone());
+        Arc::new(move || obs.not_ready().or_else(|| rm.not_ready()))
+    };
+    let spec = Spec {
+        component: Component::Render,
+        cfg: &cfg,
+        idle_exit: a.stage.idle_exit.map(|d| d.0),
+        filter: None,
+        ready,
+    };
+    // The summary's rejected/duplicate counts are the gate's: zero here.
+    let none = FilterMetrics::unregistered();
+    run::run(
+        spec,
+        &obs,
+        |_| RenderStage::new(&cfg, Some(rm.clone())),
+        |elapsed, report| summary(&obs, &none, elapsed, report, "render"),
     )
 }

@@ -1,12 +1,12 @@
 //! `crawlsieve serve`: the HTTP filter API (see [`crate::serve`]).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 
-use crate::gate::config;
+use crate::config::{self, Component};
 
-/// `crawlsieve serve` arguments: the gate's configuration file (its `[redis]`, `[patterns]` and
-/// `[serve]` sections apply).
+/// `crawlsieve serve` arguments: the common configuration file (its `[serve]`, `[redis]`,
+/// `[sieve]` and `[patterns]` sections apply).
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// The configuration file (TOML; see docs/api.md). Without one the built-in defaults apply.
@@ -15,21 +15,22 @@ pub struct ServeArgs {
     /// Override one setting (repeatable): `--set serve.listen=0.0.0.0:8080`.
     #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Print the effective configuration and exit.
+    /// Print the effective configuration (passwords redacted) and exit.
     #[arg(long)]
     pub print_config: bool,
 }
 
 /// Serve until SIGTERM/SIGINT.
 pub fn serve(a: ServeArgs) -> Result<()> {
-    let cfg = config::load(a.config.as_deref(), std::env::vars(), &a.sets)?;
-    if a.print_config {
-        print!(
-            "{}",
-            toml::to_string(&cfg).context("printing the configuration")?
-        );
+    let cfg = config::load(
+        Component::Serve,
+        a.config.as_deref(),
+        std::env::vars(),
+        &a.sets,
+    )?;
+    if super::gate::print_config(&cfg, a.print_config)? {
         return Ok(());
     }
-    let stop = crate::gate::signals::install();
+    let stop = crate::stage::signals::install();
     crate::serve::run(&cfg, stop)
 }

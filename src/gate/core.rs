@@ -1,6 +1,6 @@
 //! The gate's decision for a batch of input messages, without Kafka: decode → reject junk →
 //! canonicalize → skip patterns verified similar → check the Redis filter → the records to
-//! produce. The Kafka driver ([`super::kafka`]) produces them, waits for every delivery report,
+//! produce. The stage runtime ([`crate::stage`]) produces them, waits for every delivery report,
 //! and only then calls [`Stage::finish`], which marks the new URLs seen.
 //!
 //! The split is what makes the stage at-least-once: a URL is written to the filter only after
@@ -11,133 +11,20 @@ use std::collections::{HashMap, HashSet};
 
 use url::Url;
 
+use crate::config::Config;
 use crate::events::{
-    now_rfc3339, DeadLetter, DeadLetterCode, DecodeError, FetchEvent, RejectedEvent, UrlEvent,
+    now_rfc3339, DeadLetterCode, DecodeError, FetchEvent, RejectedEvent, UrlEvent,
 };
+use crate::observe::FilterMetrics;
 use crate::patterns::PatternVerdicts;
-use crate::redis_filter::{
-    Conn, Expect, NamespaceSpec, RedisConfig, RedisFilter, RedisFilterError,
-};
+use crate::redis_filter::{Conn, Expect, RedisConfig, RedisFilter, RedisFilterError};
 use crate::sieve::Sieve;
+use crate::stage::{Batch, Dest, Stage, StageError, Staged};
 use crate::url::Reason;
 
-use super::config::GateConfig;
-use super::metrics::GateMetrics;
-
-/// Input messages, copied out of the consumer into one buffer (no allocation per message).
+/// What a staged batch of the gate carries until it is finished.
 #[derive(Debug, Default)]
-pub struct Batch {
-    msgs: Vec<Msg>,
-    data: Vec<u8>,
-}
-
-/// One input message's place in a [`Batch`].
-#[derive(Debug, Clone, Copy)]
-pub struct Msg {
-    /// Partition.
-    pub partition: i32,
-    /// Offset.
-    pub offset: i64,
-    key: Option<(usize, usize)>,
-    value: (usize, usize),
-}
-
-impl Batch {
-    /// Append a message (a missing value, a tombstone, is stored as empty).
-    pub fn push(&mut self, partition: i32, offset: i64, key: Option<&[u8]>, value: Option<&[u8]>) {
-        let mut span = |b: &[u8]| {
-            let s = self.data.len();
-            self.data.extend_from_slice(b);
-            (s, self.data.len())
-        };
-        let key = key.map(&mut span);
-        let value = span(value.unwrap_or_default());
-        self.msgs.push(Msg {
-            partition,
-            offset,
-            key,
-            value,
-        });
-    }
-
-    /// The messages, in arrival order.
-    pub fn msgs(&self) -> &[Msg] {
-        &self.msgs
-    }
-
-    /// Message `i`'s key.
-    pub fn key(&self, i: usize) -> Option<&[u8]> {
-        self.msgs[i].key.map(|(s, e)| &self.data[s..e])
-    }
-
-    /// Message `i`'s value.
-    pub fn value(&self, i: usize) -> &[u8] {
-        let (s, e) = self.msgs[i].value;
-        &self.data[s..e]
-    }
-
-    /// Number of messages.
-    pub fn len(&self) -> usize {
-        self.msgs.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.msgs.is_empty()
-    }
-
-    /// Empty it, keeping the buffers.
-    pub fn clear(&mut self) {
-        self.msgs.clear();
-        self.data.clear();
-    }
-
-    /// Keep only the messages `keep` accepts (their bytes stay where they are).
-    pub fn retain(&mut self, mut keep: impl FnMut(&Msg) -> bool) {
-        self.msgs.retain(|m| keep(m));
-    }
-
-    /// Move every message of `other` to the end of this batch.
-    pub fn append(&mut self, other: &mut Batch) {
-        for i in 0..other.len() {
-            let m = other.msgs[i];
-            let key = other.key(i).map(<[u8]>::to_vec);
-            let value = other.value(i).to_vec();
-            self.push(m.partition, m.offset, key.as_deref(), Some(&value));
-        }
-        other.clear();
-    }
-}
-
-/// Where a staged record goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dest {
-    /// The fetch topic (keyed by host).
-    Fetch,
-    /// The audit topic of rejected URLs.
-    Audit,
-    /// The dead-letter topic.
-    DeadLetter,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Record {
-    dest: Dest,
-    key: Option<(usize, usize)>,
-    payload: (usize, usize),
-    /// The input message it came from (its batch index), for output records.
-    source: Option<usize>,
-}
-
-/// What librdkafka adds to a record's key and value when it checks `message.max.bytes`
-/// (record batch header and framing), with a margin.
-const RECORD_OVERHEAD: usize = 512;
-
-/// What a batch turned into: records to produce, fingerprints to insert after delivery, counts.
-#[derive(Debug, Default)]
-pub struct Staged {
-    records: Vec<Record>,
-    buf: Vec<u8>,
+pub struct GatePending {
     /// (namespace, fingerprints of its new URLs): confirmed in the filter after delivery.
     inserts: Vec<(String, Vec<u128>)>,
     /// Fetch records and the URL each carries: (record, index into `inserts`, fingerprint).
@@ -145,141 +32,16 @@ pub struct Staged {
     /// (namespace, fingerprints) whose fetch event was refused for good: their claims are
     /// released, never confirmed, so the URL stays new for a later event.
     releases: Vec<(String, Vec<u128>)>,
-    /// Input messages the batch held.
-    pub consumed: u64,
-    /// Rejections per reason (indexed by [`Reason::index`]).
+    /// Rejections per reason.
     pub rejected: Vec<(Reason, u64)>,
     /// Duplicates.
     pub duplicates: u64,
-    /// Fetch events.
-    pub emitted: u64,
-    /// Dead letters per code.
-    pub dead: Vec<(DeadLetterCode, u64)>,
 }
 
-impl Staged {
-    /// Empty it, keeping the buffers.
-    pub fn clear(&mut self) {
-        self.records.clear();
-        self.buf.clear();
-        self.inserts.clear();
-        self.claimed.clear();
-        self.releases.clear();
-        self.consumed = 0;
-        self.rejected.clear();
-        self.duplicates = 0;
-        self.emitted = 0;
-        self.dead.clear();
-    }
-
-    fn record(&mut self, dest: Dest, key: Option<&[u8]>, write: impl FnOnce(&mut Vec<u8>)) {
-        let key = key.map(|k| {
-            let s = self.buf.len();
-            self.buf.extend_from_slice(k);
-            (s, self.buf.len())
-        });
-        let s = self.buf.len();
-        write(&mut self.buf);
-        self.records.push(Record {
-            dest,
-            key,
-            payload: (s, self.buf.len()),
-            source: None,
-        });
-    }
-
-    /// Stage `v` as JSON for `dest`.
-    pub fn json<T: serde::Serialize>(&mut self, dest: Dest, key: Option<&[u8]>, v: &T) {
-        self.record(dest, key, |buf| {
-            serde_json::to_writer(buf, v).expect("event types serialize")
-        });
-    }
-
-    /// Stage `v` as JSON for `dest`, made from input message `source` of the batch: if the
-    /// output cluster refuses it for good (too large), that message is dead-lettered instead.
-    pub fn json_from<T: serde::Serialize>(
-        &mut self,
-        source: usize,
-        dest: Dest,
-        key: Option<&[u8]>,
-        v: &T,
-    ) {
-        self.json(dest, key, v);
-        self.records.last_mut().expect("just pushed").source = Some(source);
-    }
-
-    /// The input message record `i` was made from, if it says.
-    pub fn source(&self, i: usize) -> Option<usize> {
-        self.records[i].source
-    }
-
-    /// Stage message `i` of `batch` as a dead letter with `err`, and count it.
-    pub fn dead_letter(&mut self, err: &DecodeError, topic: &str, batch: &Batch, i: usize) {
-        let m = batch.msgs()[i];
-        let d = DeadLetter::new(
-            err,
-            topic,
-            m.partition,
-            m.offset,
-            batch.key(i),
-            batch.value(i),
-        );
-        self.count_dead(err.code);
-        self.json(Dest::DeadLetter, batch.key(i), &d);
-    }
-
-    /// Bytes of record `i` (key and payload), as the producer counts them, roughly.
-    pub fn record_bytes(&self, i: usize) -> usize {
-        let r = self.records[i];
-        r.key.map_or(0, |(s, e)| e - s) + (r.payload.1 - r.payload.0) + RECORD_OVERHEAD
-    }
-
-    /// Take back the last record staged.
-    fn pop(&mut self) {
-        if let Some(r) = self.records.pop() {
-            self.buf.truncate(r.key.map_or(r.payload.0, |k| k.0));
-        }
-    }
-
-    /// Number of records to produce.
-    pub fn len(&self) -> usize {
-        self.records.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
-    }
-
-    /// Record `i`: destination, key, payload.
-    pub fn get(&self, i: usize) -> (Dest, Option<&[u8]>, &[u8]) {
-        let r = self.records[i];
-        (
-            r.dest,
-            r.key.map(|(s, e)| &self.buf[s..e]),
-            &self.buf[r.payload.0..r.payload.1],
-        )
-    }
-
-    /// Fingerprints [`Stage::finish`] will insert, per namespace.
+impl GatePending {
+    /// Fingerprints [`Stage::finish`] will confirm, per namespace.
     pub fn inserts(&self) -> &[(String, Vec<u128>)] {
         &self.inserts
-    }
-
-    /// Record `i` will not be delivered (the output cluster refused it for good): the URL it
-    /// carries must not be marked seen. Returns whether it carried one.
-    pub fn withdraw(&mut self, i: usize) -> bool {
-        let Some(pos) = self.claimed.iter().position(|c| c.0 == i) else {
-            return false;
-        };
-        let (_, ns, fp) = self.claimed.swap_remove(pos);
-        let (name, fps) = &mut self.inserts[ns];
-        fps.retain(|&f| f != fp);
-        match self.releases.iter_mut().find(|(n, _)| n == name) {
-            Some((_, v)) => v.push(fp),
-            None => self.releases.push((name.clone(), vec![fp])),
-        }
-        true
     }
 
     fn count_reject(&mut self, r: Reason) {
@@ -288,66 +50,17 @@ impl Staged {
             None => self.rejected.push((r, 1)),
         }
     }
-
-    /// Count a dead letter.
-    pub fn count_dead(&mut self, c: DeadLetterCode) {
-        match self.dead.iter_mut().find(|(x, _)| *x == c) {
-            Some((_, n)) => *n += 1,
-            None => self.dead.push((c, 1)),
-        }
-    }
-
-    /// Add the counts to `m` (called once the batch is finished).
-    pub fn account(&self, m: &GateMetrics) {
-        m.consumed.inc_by(self.consumed);
-        for (r, n) in &self.rejected {
-            m.rejected.with_label_values(&[r.code()]).inc_by(*n);
-        }
-        m.duplicates.inc_by(self.duplicates);
-        m.emitted.inc_by(self.emitted);
-        for (c, n) in &self.dead {
-            m.dead_lettered.with_label_values(&[c.code()]).inc_by(*n);
-        }
-    }
 }
 
-/// One step of the pipeline between consume and commit.
-pub trait Stage {
-    /// Turn `batch` into `out` (cleared first). Reads only: may be repeated after an error.
-    fn stage(
-        &mut self,
-        topic: &str,
-        batch: &Batch,
-        out: &mut Staged,
-    ) -> Result<(), RedisFilterError>;
-    /// After every record of `out` was delivered: record what must be remembered (idempotent).
-    fn finish(&mut self, out: &Staged) -> Result<(), RedisFilterError>;
-    /// Whether [`Stage::stage`] should fail with [`RedisFilterError::Claimed`] rather than wait
-    /// when another client holds claims it needs (the runtime then finishes the batch in
-    /// flight, which releases this stage's own claims, and stages again).
-    fn set_yield_on_busy(&mut self, _on: bool) {}
-}
+/// A batch as the gate stages it.
+pub type GateStaged = Staged<GatePending>;
 
-/// A bare consume → produce copy, the ceiling the gate is measured against: same batching, same
-/// delivery discipline, no decoding and no filter.
-#[derive(Debug, Default)]
-pub struct Passthrough;
-
-impl Stage for Passthrough {
-    fn stage(&mut self, _: &str, batch: &Batch, out: &mut Staged) -> Result<(), RedisFilterError> {
-        out.clear();
-        for i in 0..batch.len() {
-            out.record(Dest::Fetch, batch.key(i), |b| {
-                b.extend_from_slice(batch.value(i))
-            });
-        }
-        out.consumed = batch.len() as u64;
-        out.emitted = batch.len() as u64;
-        Ok(())
+impl StageError for RedisFilterError {
+    fn is_retryable(&self) -> bool {
+        RedisFilterError::is_retryable(self)
     }
-
-    fn finish(&mut self, _: &Staged) -> Result<(), RedisFilterError> {
-        Ok(())
+    fn is_busy(&self) -> bool {
+        matches!(self, RedisFilterError::Claimed(_))
     }
 }
 
@@ -444,7 +157,7 @@ pub enum Direct {
 
 /// The gate's stage: decode, sieve, pattern verdicts, the Redis filter.
 pub struct GateCore {
-    cfg: GateConfig,
+    cfg: Config,
     redis: RedisConfig,
     sieve: Sieve,
     source: Option<String>,
@@ -456,14 +169,14 @@ pub struct GateCore {
     /// URLs of batches staged and not yet finished (their fetch events are on their way): a
     /// later batch staged meanwhile counts them as duplicates instead of emitting them again.
     unfinished: HashSet<(usize, u128)>,
-    metrics: GateMetrics,
+    metrics: FilterMetrics,
     yield_on_busy: bool,
 }
 
 impl GateCore {
     /// A stage for `cfg`; Redis is connected on first use.
-    pub fn new(cfg: GateConfig, metrics: GateMetrics) -> GateCore {
-        let redis = cfg.redis_config();
+    pub fn new(cfg: Config, metrics: FilterMetrics) -> GateCore {
+        let redis = cfg.redis.client();
         let sieve = Sieve::new(
             cfg.sieve.validator().unwrap_or_default(), // checked when the config loaded
             cfg.sieve.canonicalizer(),
@@ -500,9 +213,7 @@ impl GateCore {
         }
         let mut filter = match RedisFilter::attach(self.redis.clone(), ns, &Expect::default()) {
             Err(RedisFilterError::NotFound(_)) if r.create_missing => {
-                let mut spec = NamespaceSpec::new(r.capacity, r.fp_rate);
-                spec.mode = r.mode;
-                RedisFilter::create(self.redis.clone(), ns, &spec)?
+                RedisFilter::create(self.redis.clone(), ns, &r.new_namespace())?
             }
             Err(RedisFilterError::NotFound(_)) => {
                 return Ok(Err(format!(
@@ -513,7 +224,7 @@ impl GateCore {
         };
         filter.set_yield_on_busy(self.yield_on_busy);
         for w in filter.warnings() {
-            eprintln!("crawlsieve gate: namespace {ns}: {w}");
+            tracing::warn!(namespace = ns, "{w}");
         }
         self.metrics.attached(ns);
         self.namespaces.insert(
@@ -695,13 +406,12 @@ impl GateCore {
         }
         let r = &self.cfg.redis;
         let detail = if r.create_missing {
-            let mut spec = NamespaceSpec::new(r.capacity, r.fp_rate);
-            spec.mode = r.mode;
-            match RedisFilter::create(self.redis.clone(), ns, &spec) {
+            match RedisFilter::create(self.redis.clone(), ns, &r.new_namespace()) {
                 Ok(mut f) => {
                     f.set_yield_on_busy(self.yield_on_busy);
-                    eprintln!(
-                        "crawlsieve gate: namespace {ns} was missing from Redis (restarted without its data?); created it again: its URLs are new again"
+                    tracing::warn!(
+                        namespace = ns,
+                        "the namespace was missing from Redis (restarted without its data?); created it again: its URLs are new again"
                     );
                     if let Some(state) = self.namespaces.get_mut(ns) {
                         state.filter = f;
@@ -729,8 +439,8 @@ impl GateCore {
         self.source = source.map(String::from);
     }
 
-    fn reject(&self, out: &mut Staged, ev: &UrlEvent, reason: Reason, now: &str) {
-        out.count_reject(reason);
+    fn reject(&self, out: &mut GateStaged, ev: &UrlEvent, reason: Reason, now: &str) {
+        out.pending.count_reject(reason);
         if self.cfg.kafka.audit_topic.is_some() {
             let r = RejectedEvent {
                 url: ev.url.clone(),
@@ -746,11 +456,14 @@ impl GateCore {
 }
 
 impl Stage for GateCore {
+    type Error = RedisFilterError;
+    type Pending = GatePending;
+
     fn stage(
         &mut self,
         topic: &str,
         batch: &Batch,
-        out: &mut Staged,
+        out: &mut GateStaged,
     ) -> Result<(), RedisFilterError> {
         out.clear();
         self.pending.clear();
@@ -877,10 +590,10 @@ impl Stage for GateCore {
                 || self.unfinished.contains(&(p.ns, p.fp))
                 || self.seen.contains(&(p.ns, p.fp))
             {
-                out.duplicates += 1;
+                out.pending.duplicates += 1;
                 continue;
             }
-            let host = host_of(&p.canonical).to_string();
+            let host = crate::url::lex::host_port(&p.canonical).to_string();
             let ev = p.event;
             let fe = FetchEvent {
                 url: p.canonical,
@@ -897,7 +610,7 @@ impl Stage for GateCore {
                 gated_at: now.clone(),
             };
             let key = fe.host.clone();
-            out.json_from(p.idx, Dest::Fetch, Some(key.as_bytes()), &fe);
+            out.json_from(p.idx, Dest::Output, Some(key.as_bytes()), &fe);
             let size = out.record_bytes(out.len() - 1);
             if size > limit {
                 out.pop();
@@ -913,7 +626,8 @@ impl Stage for GateCore {
             out.emitted += 1;
             self.seen.insert((p.ns, p.fp));
             inserts[p.ns].push(p.fp);
-            out.claimed.push((out.len() - 1, p.ns, p.fp));
+            let rec = out.len() - 1;
+            out.pending.claimed.push((rec, p.ns, p.fp));
         }
         // Claimed URLs no event of the batch could publish: released, never marked seen.
         let mut releases: Vec<Vec<u128>> = vec![Vec::new(); self.names.len()];
@@ -922,7 +636,7 @@ impl Stage for GateCore {
                 releases[ns].push(fp);
             }
         }
-        out.releases = self
+        out.pending.releases = self
             .names
             .iter()
             .cloned()
@@ -933,11 +647,12 @@ impl Stage for GateCore {
         // Only now, when nothing can fail any more: a failed stage is repeated from scratch.
         self.unfinished.extend(self.seen.iter().copied());
         // One entry per attached namespace (indexed like `names`), so `claimed` can point in.
-        out.inserts = self.names.iter().cloned().zip(inserts).collect();
+        out.pending.inserts = self.names.iter().cloned().zip(inserts).collect();
         Ok(())
     }
 
-    fn finish(&mut self, out: &Staged) -> Result<(), RedisFilterError> {
+    fn finish(&mut self, out: &mut GateStaged) -> Result<(), RedisFilterError> {
+        let out = &out.pending;
         let t = std::time::Instant::now();
         // Queue the confirmations (delivered) and releases (refused for good) in each
         // namespace's filter, then send them. A failed settle leaves them queued (settle drops
@@ -987,19 +702,36 @@ impl Stage for GateCore {
         Ok(())
     }
 
+    /// Fetch record `i` will not be delivered (the output cluster refused it for good): its
+    /// URL is released, never marked seen.
+    fn withdraw(&mut self, out: &mut GateStaged, i: usize) {
+        let p = &mut out.pending;
+        let Some(pos) = p.claimed.iter().position(|c| c.0 == i) else {
+            return;
+        };
+        let (_, ns, fp) = p.claimed.swap_remove(pos);
+        let (name, fps) = &mut p.inserts[ns];
+        fps.retain(|&f| f != fp);
+        match p.releases.iter_mut().find(|(n, _)| n == name) {
+            Some((_, v)) => v.push(fp),
+            None => p.releases.push((name.clone(), vec![fp])),
+        }
+    }
+
+    fn account(&self, out: &GateStaged) {
+        for (r, n) in &out.pending.rejected {
+            self.metrics
+                .rejected
+                .with_label_values(&[r.code()])
+                .inc_by(*n);
+        }
+        self.metrics.duplicates.inc_by(out.pending.duplicates);
+    }
+
     fn set_yield_on_busy(&mut self, on: bool) {
         self.yield_on_busy = on;
         for state in self.namespaces.values_mut() {
             state.filter.set_yield_on_busy(on);
         }
     }
-}
-
-/// The host (with a non-default port) of a canonical absolute URL: the authority without
-/// userinfo.
-pub fn host_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let auth = &rest[..end];
-    auth.rsplit_once('@').map_or(auth, |(_, h)| h)
 }

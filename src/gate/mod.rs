@@ -1,23 +1,13 @@
-//! The Kafka gate stage: consumers in one group read URL events, reject junk, canonicalize,
-//! check the Redis-shared filter, and emit new URLs to the fetch topic — at least once, never
-//! losing a URL.
+//! The gate's decision: decode a URL event, reject junk with a reason code, canonicalize, skip
+//! URL patterns the render stage found to be near-identical, and claim the URL in the
+//! Redis-shared filter; only new URLs become fetch events. [`core::GateCore`] is a
+//! [`crate::stage::Stage`]: the shared runtime ([`crate::stage`]) brings the consumer group, the
+//! at-least-once delivery and the commits; the HTTP API ([`crate::serve`]) calls its
+//! [`core::GateCore::filter_direct`].
 //!
-//! * [`config`] — `gate.toml` with environment and `--set` overrides.
-//! * [`core`] — the decision for a batch, without Kafka ([`core::GateCore`]), and the bare
-//!   copy it is benchmarked against ([`core::Passthrough`]).
-//! * [`kafka`] — the worker: poll → stage → produce and await every report → mark seen →
-//!   commit the finished prefix; pause and back off while Redis or Kafka is away.
-//! * [`offsets`] — which offset of a partition may be committed when messages finish out of
-//!   order.
-//! * [`metrics`] — Prometheus metrics and the `/metrics` listener.
-//! * [`signals`] — SIGTERM/SIGINT: finish, commit, exit; a second signal exits at once.
-//!
-//! The events it reads and writes are in [`crate::events`]; the URL-pattern feedback it reads is
-//! in [`crate::patterns`].
+//! Owns: what the gate emits and why. May import `config`, `stage`, `observe`, `sieve`, `url`,
+//! `events`, `patterns`, `redis_filter`; never `render`, `serve` or `cli`.
 
-pub mod config;
 pub mod core;
-pub mod kafka;
-pub mod metrics;
-pub mod offsets;
-pub mod signals;
+
+pub use self::core::{Direct, DirectError, GateCore, GatePending, GateStaged, Idem};

@@ -110,23 +110,14 @@ pub struct Assignment {
     pub similarity_to_canonical: f64,
 }
 
-/// Origin (`scheme://host[:port]`) of a URL.
-pub fn origin(url: &str) -> &str {
-    match url.find("://") {
-        Some(i) => {
-            let rest = &url[i + 3..];
-            let end = rest.find(['/', '?', '#']).map_or(url.len(), |j| i + 3 + j);
-            &url[..end]
-        }
-        None => "",
-    }
-}
+/// Origin (`scheme://host[:port]`, no userinfo) of a URL: one definition for the crate.
+pub use crate::url::lex::origin;
 
 /// The seed's U1 key: the URL with its path normalized — lower-cased, `index.*`/`default.*` and
 /// trailing slashes dropped; the query is kept (it selects content), the fragment is not.
 fn url_variant_key(url: &str) -> String {
     let o = origin(url);
-    let rest = &url[o.len()..];
+    let rest = &url[crate::url::lex::authority_end(url)..];
     let rest = rest.split('#').next().unwrap_or("");
     let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
     let mut p = path.to_ascii_lowercase();
@@ -257,7 +248,7 @@ pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
         }
     }
     // 3. Content clusters among the eligible pages left, per host.
-    let mut by_host: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_host: HashMap<std::borrow::Cow<str>, Vec<usize>> = HashMap::new();
     for &i in &free {
         if eligible(&pages[i]) {
             by_host

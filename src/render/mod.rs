@@ -8,8 +8,18 @@
 //! (Gradient and Median-DCT; `image_hasher`'s Mean-DCT gives every white page one hash). A page
 //! that fails or hangs becomes a [`Rendered`] with an error, never a stuck caller; a browser that
 //! died is relaunched on the next page.
+//!
+//! * [`egress`] — the forward proxy every browser connection goes through.
+//! * [`safety`] — which addresses a page may reach.
+//! * [`stage`] — the render stage's decision ([`stage::RenderStage`], a [`crate::stage::Stage`]):
+//!   render, cluster, assign, feed URL-pattern verdicts back to the gate.
+//! * [`metrics`] — its series.
+//!
+//! Owns: the browser and what a page may reach. May import `page`, `config`, `stage`,
+//! `observe`, `events`, `patterns`, `redis_filter`, `url`; never `gate`, `serve` or `cli`.
 
 pub mod egress;
+pub mod metrics;
 pub mod safety;
 pub mod stage;
 

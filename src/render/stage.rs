@@ -1,5 +1,6 @@
-//! `crawlsieve render`: the render stage as a [`Stage`] of the gate's Kafka worker, so it has
-//! the same at-least-once discipline (produce, await every report, then remember, then commit).
+//! `crawlsieve render`: the render stage as a [`Stage`] of the shared runtime
+//! ([`crate::stage`]), so it has the same at-least-once discipline (produce, await every
+//! report, then remember, then commit).
 //!
 //! Per batch of fetch events: render the URLs concurrently (one browser, `render.tabs` tabs),
 //! extract features, assign each page online (per host; the host's clusters are loaded from
@@ -15,18 +16,28 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::Config;
 use crate::events::{now_rfc3339, DeadLetterCode, DecodeError, FetchEvent};
-use crate::gate::config::GateConfig;
-use crate::gate::core::{Batch, Dest, Stage, Staged};
-use crate::gate::metrics::{GateMetrics, RenderMetrics};
-use crate::page::cluster::origin;
 use crate::page::online::OnlineClusterer;
 use crate::page::patterns::{Sampler, Verdict};
 use crate::page::similarity::{Similarity, Thresholds};
 use crate::page::Page;
 use crate::redis_filter::{Conn, RedisConfig, RedisFilterError};
+use crate::stage::{Batch, Dest, Stage, Staged};
+use crate::url::lex::origin;
 
+use super::metrics::RenderMetrics;
 use super::{RenderConfig, Rendered, Renderer};
+
+/// What a staged batch of the render stage carries until its assignments are delivered: the
+/// verdicts it decided and the hosts whose clusters it changed, written in [`Stage::finish`].
+#[derive(Debug, Default)]
+pub struct RenderPending {
+    /// (namespace, pattern, samples, similarity) decided in the batch.
+    verdicts: Vec<(String, String, u32, f64)>,
+    /// Hosts whose cluster checkpoint is to be written.
+    touched: BTreeSet<String>,
+}
 
 /// A page's cluster assignment, for the results topic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,9 +96,6 @@ pub struct RenderStage {
     redis: RedisConfig,
     conn: Option<Conn>,
     max_bytes: usize,
-    /// (namespace, pattern, samples, similarity) decided in the staged batch.
-    verdicts: Vec<(String, String, u32, f64)>,
-    touched: BTreeSet<String>,
     metrics: Option<RenderMetrics>,
     launches_seen: u64,
 }
@@ -97,9 +105,8 @@ fn state_key(host: &str) -> String {
 }
 
 impl RenderStage {
-    /// Launch the browser for `cfg`; `metrics` gets the `crawlsieve_render_*` series when it
-    /// has them ([`GateMetrics::for_stage`]`("render")`).
-    pub fn new(cfg: &GateConfig, metrics: &GateMetrics) -> anyhow::Result<RenderStage> {
+    /// Launch the browser for `cfg`, counting into `metrics` when given.
+    pub fn new(cfg: &Config, metrics: Option<RenderMetrics>) -> anyhow::Result<RenderStage> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .worker_threads(2)
@@ -108,18 +115,13 @@ impl RenderStage {
         let rc = RenderConfig {
             chromium: r.chromium.clone().into(),
             tabs: r.tabs.max(1),
-            page_timeout: r
-                .page_timeout
-                .parse::<crate::config::Dur>()
-                .map_err(|e| anyhow::anyhow!("render.page_timeout: {e}"))?
-                .0,
+            page_timeout: r.page_timeout.0,
             policy: super::safety::Policy {
                 allow: r.allow.clone(),
             },
             ..RenderConfig::default()
         };
         let renderer = Arc::new(rt.block_on(Renderer::new(rc))?);
-        let metrics = metrics.render.clone();
         if let Some(m) = &metrics {
             m.chromium_up.set(1);
             // Between batches too: /readyz turns 503 when the browser is gone while idle (it
@@ -135,7 +137,7 @@ impl RenderStage {
                     }
                 })?;
         }
-        let redis = cfg.redis_config();
+        let redis = cfg.redis.client();
         Ok(RenderStage {
             rt,
             renderer,
@@ -147,8 +149,6 @@ impl RenderStage {
             redis,
             conn: None,
             max_bytes: cfg.kafka.max_message_bytes,
-            verdicts: Vec::new(),
-            touched: BTreeSet::new(),
             metrics,
             launches_seen: 1,
         })
@@ -177,9 +177,7 @@ impl RenderStage {
         };
         if let Some(json) = got {
             if let Err(e) = self.clusterer.import(host, &json) {
-                eprintln!(
-                    "crawlsieve render: {host}: unreadable checkpoint ({e}); starting afresh"
-                );
+                tracing::warn!(host, error = %e, "unreadable cluster checkpoint; starting afresh");
             }
         }
         Ok(())
@@ -187,16 +185,17 @@ impl RenderStage {
 }
 
 impl Stage for RenderStage {
+    type Error = RedisFilterError;
+    type Pending = RenderPending;
+
     fn stage(
         &mut self,
         topic: &str,
         batch: &Batch,
-        out: &mut Staged,
+        out: &mut Staged<RenderPending>,
     ) -> Result<(), RedisFilterError> {
         out.clear();
         out.consumed = batch.len() as u64;
-        self.verdicts.clear();
-        self.touched.clear();
         let mut events: Vec<(usize, FetchEvent)> = Vec::new();
         for i in 0..batch.len() {
             let v = batch.value(i);
@@ -217,8 +216,11 @@ impl Stage for RenderStage {
             }
         }
         // One checkpoint read per new host (not per event: a host is known only once assigned).
-        let hosts: BTreeSet<&str> = events.iter().map(|(_, ev)| origin(&ev.url)).collect();
-        for host in hosts {
+        let hosts: BTreeSet<String> = events
+            .iter()
+            .map(|(_, ev)| origin(&ev.url).into_owned())
+            .collect();
+        for host in &hosts {
             self.ensure_host(host)?;
         }
         let renderer = self.renderer.clone();
@@ -284,7 +286,9 @@ impl Stage for RenderStage {
                 m.egress_refused
                     .inc_by(refused.saturating_sub(m.egress_refused.get()));
             }
-            self.touched.insert(origin(&p.final_url).to_string());
+            out.pending
+                .touched
+                .insert(origin(&p.final_url).into_owned());
             // Sample a pattern only until it is decided: its verdict is written once.
             if self.sampler.wants(&ev.pattern) {
                 if !r.error.is_empty() {
@@ -294,7 +298,7 @@ impl Stage for RenderStage {
                         self.sampler.sample(&ev.pattern, p.features.clone())
                     {
                         let samples = self.sampler.sample_count as u32;
-                        self.verdicts.push((
+                        out.pending.verdicts.push((
                             ev.namespace.clone(),
                             ev.pattern.clone(),
                             samples,
@@ -326,7 +330,7 @@ impl Stage for RenderStage {
                 rendered_at: now.clone(),
             };
             out.emitted += 1;
-            out.json_from(*idx, Dest::Fetch, Some(ev.host.as_bytes()), &event);
+            out.json_from(*idx, Dest::Output, Some(ev.host.as_bytes()), &event);
         }
         if let Some(m) = &self.metrics {
             let launches = self
@@ -341,26 +345,21 @@ impl Stage for RenderStage {
         Ok(())
     }
 
-    fn finish(&mut self, _: &Staged) -> Result<(), RedisFilterError> {
-        let verdicts = std::mem::take(&mut self.verdicts);
-        let touched = std::mem::take(&mut self.touched);
-        let r = (|| {
-            for (ns, pattern, samples, sim) in &verdicts {
-                crate::patterns::write(self.conn()?, ns, pattern, *samples, *sim)?;
+    /// Write the batch's verdicts and cluster checkpoints; on an error what was written is
+    /// taken off the batch and the rest written on the next call.
+    fn finish(&mut self, out: &mut Staged<RenderPending>) -> Result<(), RedisFilterError> {
+        let p = &mut out.pending;
+        while let Some((ns, pattern, samples, sim)) = p.verdicts.first().cloned() {
+            let r = self
+                .conn()
+                .and_then(|c| crate::patterns::write(c, &ns, &pattern, samples, sim));
+            if let Err(e) = r {
+                self.conn = None;
+                return Err(e);
             }
-            for host in &touched {
-                if let Some(json) = self.clusterer.export(host) {
-                    let cmd = redis::cmd("SET").arg(state_key(host)).arg(json).clone();
-                    self.conn()?
-                        .query::<()>(&cmd)
-                        .map_err(|e| RedisFilterError::from_redis(e, false))?;
-                }
-            }
-            Ok(())
-        })();
-        if let (Ok(()), Some(m)) = (&r, &self.metrics) {
-            for (.., sim) in &verdicts {
-                let v = if *sim >= self.sampler.threshold {
+            p.verdicts.remove(0);
+            if let Some(m) = &self.metrics {
+                let v = if sim >= self.sampler.threshold {
                     "similar"
                 } else {
                     "different"
@@ -368,12 +367,20 @@ impl Stage for RenderStage {
                 m.verdicts.with_label_values(&[v]).inc();
             }
         }
-        if r.is_err() {
-            // Retried by the worker: keep what is still to write.
-            self.conn = None;
-            self.verdicts = verdicts;
-            self.touched = touched;
+        while let Some(host) = p.touched.first().cloned() {
+            if let Some(json) = self.clusterer.export(&host) {
+                let cmd = redis::cmd("SET").arg(state_key(&host)).arg(json).clone();
+                let r = self.conn().and_then(|c| {
+                    c.query::<()>(&cmd)
+                        .map_err(|e| RedisFilterError::from_redis(e, false))
+                });
+                if let Err(e) = r {
+                    self.conn = None;
+                    return Err(e);
+                }
+            }
+            p.touched.remove(&host);
         }
-        r
+        Ok(())
     }
 }

@@ -29,7 +29,8 @@
 
 use url::Url;
 
-use super::validate::scheme_of;
+use super::lex::strip_session_params;
+use super::lex::{completes_escape, hex, is_unreserved, scheme_of};
 
 /// The canonicalization policy knobs.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -162,19 +163,6 @@ impl Default for Canonicalizer {
     }
 }
 
-const fn is_unreserved(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
-}
-
-const fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
-
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
 #[derive(Clone, Copy, PartialEq)]
@@ -235,52 +223,6 @@ fn normalize_escapes(src: &str, part: Part, out: &mut String) {
             push_escape(out, c);
         }
         i += 1;
-    }
-}
-
-/// The text with escapes of unreserved characters decoded exactly as step 3 decodes them (and
-/// nothing else changed), or `None` when there is none: the validator judges code patterns on
-/// what canonicalization will produce (`)%2Eswitch(` is `).switch(`).
-pub(crate) fn decode_unreserved(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    let (mut i, mut start, mut changed) = (0, 0, false);
-    while let Some(off) = super::find_byte(b'%', &b[i..]) {
-        let p = i + off;
-        if let (Some(h), Some(l)) = (
-            b.get(p + 1).and_then(|&x| hex(x)),
-            b.get(p + 2).and_then(|&x| hex(x)),
-        ) {
-            let v = h * 16 + l;
-            out.push_str(&s[start..p]);
-            if is_unreserved(v) && !completes_escape(&out, v) {
-                out.push(v as char);
-                changed = true;
-            } else {
-                out.push_str(&s[p..p + 3]);
-            }
-            i = p + 3;
-            start = i;
-        } else {
-            i = p + 1;
-        }
-    }
-    out.push_str(&s[start..]);
-    changed.then_some(out)
-}
-
-/// Whether pushing the decoded hex digit `v` would complete a `%` or `%X` already at the end of
-/// `out` (from a lone `%` in the input) into a new escape: `%%30a` must not become `%0a`, or a
-/// second pass would change it again.
-fn completes_escape(out: &str, v: u8) -> bool {
-    if !v.is_ascii_hexdigit() {
-        return false;
-    }
-    let b = out.as_bytes();
-    match b {
-        [.., b'%'] => true,
-        [.., b'%', x] => x.is_ascii_hexdigit(),
-        _ => false,
     }
 }
 
@@ -686,27 +628,6 @@ fn trim_residue_end(out: &mut String) {
     out.truncate(keep);
 }
 
-/// A path with `;jsessionid=...` removed from every segment (step 5), or `None` when it has none.
-/// Not where what is left would be a dot segment (`..;jsessionid=x` → `..`), which a second parse
-/// would resolve. Shared with the validator, which judges the path as it will be.
-pub(crate) fn strip_session_params(path: &str) -> Option<String> {
-    super::find_byte(b';', path.as_bytes())?;
-    let mut kept = String::with_capacity(path.len());
-    let mut changed = false;
-    for (i, seg) in path.split('/').enumerate() {
-        if i > 0 {
-            kept.push('/');
-        }
-        let cut = seg
-            .find(';')
-            .filter(|&c| seg[c + 1..].to_ascii_lowercase().starts_with("jsessionid="))
-            .filter(|&c| !super::is_dot_segment(&seg[..c]));
-        changed |= cut.is_some();
-        kept.push_str(cut.map_or(seg, |c| &seg[..c]));
-    }
-    changed.then_some(kept)
-}
-
 /// `s` split at the first ASCII byte `c` (memchr: faster than `str::split_once` on short text).
 #[inline]
 fn split_at_byte(s: &str, c: u8) -> Option<(&str, &str)> {
@@ -809,6 +730,7 @@ fn is_host_port(b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::url::lex::decode_unreserved;
 
     fn c(s: &str) -> String {
         Canonicalizer::default().canonicalize(s, None).unwrap().url

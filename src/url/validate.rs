@@ -27,6 +27,7 @@
 
 use std::borrow::Cow;
 
+use super::lex::scheme_of;
 use super::reason::Reason;
 
 /// A named bundle of thresholds (`--profile`).
@@ -801,13 +802,13 @@ impl Validator {
         // (`;` is code punctuation, which the scan reports.)
         if sc.has_code_punct && super::find_byte(b';', b).is_some() {
             let q = super::find_byte(b'?', b).unwrap_or(b.len());
-            if let Some(path) = super::canon::strip_session_params(&s[..q]) {
+            if let Some(path) = super::lex::strip_session_params(&s[..q]) {
                 self.check_trimmed(&format!("{path}{}", &s[q..]))?;
             }
         }
         if sc.has_unreserved_escape {
             // Judge the text canonicalization will produce, with the escape ratio of the original.
-            if let Some(decoded) = super::canon::decode_unreserved(s) {
+            if let Some(decoded) = super::lex::decode_unreserved(s) {
                 let mut sc2 = scan(decoded.as_bytes());
                 sc2.suspicious_escape_bytes = sc.suspicious_escape_bytes;
                 sc2.bad_escapes = sc.bad_escapes;
@@ -1175,31 +1176,6 @@ fn number_list(b: &[u8]) -> bool {
 
 fn starts_with_ignore_case(b: &[u8], p: &[u8]) -> bool {
     b.len() >= p.len() && b[..p.len()].eq_ignore_ascii_case(p)
-}
-
-/// The explicit scheme of a candidate, if it has one. `host:8080/path` and `localhost:3000` are a
-/// host and port without a scheme, not a scheme named `host`.
-pub(crate) fn scheme_of(b: &[u8]) -> Option<&[u8]> {
-    if b.is_empty() || !b[0].is_ascii_alphabetic() {
-        return None;
-    }
-    let mut i = 1;
-    while i < b.len() && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'+' | b'-' | b'.')) {
-        i += 1;
-    }
-    if i >= b.len() || b[i] != b':' {
-        return None;
-    }
-    // `word:digits` followed by end, `/`, `?` or `#` is host:port.
-    let rest = &b[i + 1..];
-    let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
-    if digits > 0
-        && digits <= 5
-        && (digits == rest.len() || matches!(rest[digits], b'/' | b'?' | b'#'))
-    {
-        return None;
-    }
-    Some(&b[..i])
 }
 
 /// `/`, `./`, `../`, `.`, `..`, `../../` ...: real relative references without a letter.

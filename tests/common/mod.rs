@@ -222,10 +222,35 @@ pub mod kafka;
 pub mod proxy;
 pub mod site;
 
-/// `GET path` on 127.0.0.1:`port`: the whole response (status line, headers, body).
+/// `GET path` on 127.0.0.1:`port`: the whole response (status line, headers, body). HTTP/1.1
+/// with `Connection: close` (hyper answers an HTTP/1.0 request with an HTTP/1.0 status line).
 #[allow(dead_code)]
 pub fn http_get(port: u16, path: &str) -> String {
-    http_request(port, &format!("GET {path} HTTP/1.0\r\n\r\n").into_bytes())
+    let raw = http_request(
+        port,
+        &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            .into_bytes(),
+    );
+    // A chunked body (Prometheus sends large answers so) is returned de-chunked.
+    let Some((head, body)) = raw.split_once("\r\n\r\n") else {
+        return raw;
+    };
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return raw;
+    }
+    let (mut rest, mut out) = (body, String::new());
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).unwrap_or(0);
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].strip_prefix("\r\n").unwrap_or(&after[n..]);
+    }
+    format!("{head}\r\n\r\n{out}")
 }
 
 /// Send raw `request` bytes to 127.0.0.1:`port` and read the response until the server
@@ -279,4 +304,36 @@ pub fn metric(text: &str, name: &str, labels: &str) -> f64 {
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0)
+}
+
+/// The log lines of a component run with `--log-format json`: every line of `stderr` must be
+/// one JSON object with `timestamp`, `level`, `target` and `fields` (a line that is not fails
+/// the test, naming it).
+#[allow(dead_code)]
+pub fn json_log_lines(stderr: &str) -> Vec<serde_json::Value> {
+    stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {l}"));
+            for k in ["timestamp", "level", "target", "fields"] {
+                assert!(v.get(k).is_some(), "no {k:?} in the log line {l}");
+            }
+            v
+        })
+        .collect()
+}
+
+/// The first log line whose message is `message`.
+#[allow(dead_code)]
+pub fn log_event<'a>(lines: &'a [serde_json::Value], message: &str) -> &'a serde_json::Value {
+    lines
+        .iter()
+        .find(|l| {
+            l["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(message))
+        })
+        .unwrap_or_else(|| panic!("no log event {message:?} in {lines:#?}"))
 }

@@ -47,8 +47,10 @@ spec:
         - name: {{ .component }}
           image: "{{ .image.repository }}:{{ default $root.Chart.AppVersion .image.tag }}"
           imagePullPolicy: {{ .image.pullPolicy }}
-          args: [{{ .command | quote }}, "--config", "/etc/crawlsieve/{{ .component }}.toml"]
+          args: [{{ .command | quote }}, "--config", "/etc/crawlsieve/{{ .component }}.toml", "--log-format", {{ $root.Values.logging.format | quote }}]
           env:
+            - name: CRAWLSIEVE_LOG
+              value: {{ $root.Values.logging.level | quote }}
             {{- with include "crawlsieve.secretEnv" $sel }}
             {{- . | nindent 12 }}
             {{- end }}

@@ -1,12 +1,11 @@
-//! The Kafka side of the gate: one worker = one consumer in the group, one producer, one
-//! [`Stage`]. Per batch:
+//! One worker = one consumer in the group, one producer, one [`Stage`]. Per batch:
 //!
 //! 1. poll up to `batch_size` messages (waiting at most `batch_linger_ms` once one arrived);
-//! 2. [`Stage::stage`] — decode, sieve, read the filter (retried while Redis is unavailable);
+//! 2. [`Stage::stage`] — the component's decision (retried while its store is unavailable);
 //! 3. produce every record; then, while the *next* batch is polled and staged, wait for
 //!    **every delivery report** of this one — failed records are produced again (retried while
 //!    Kafka is unavailable);
-//! 4. [`Stage::finish`] — mark the emitted URLs seen in the filter;
+//! 4. [`Stage::finish`] — record what must be remembered (the gate marks the emitted URLs seen);
 //! 5. mark the batch's offsets done and commit the finished prefix of each partition.
 //!
 //! At most two batches are in the pipeline: one staged and sent, awaiting its reports, and the
@@ -32,11 +31,9 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::{ClientContext, Message, Offset, TopicPartitionList};
 
-use super::config::GateConfig;
-use super::core::{Batch, Dest, Stage, Staged};
-use super::metrics::GateMetrics;
 use super::offsets::PartitionOffsets;
-use super::signals::Stop;
+use super::{Batch, Dest, Stage, StageError, StageMetrics, Staged, Stop};
+use crate::config::KafkaConfig;
 use crate::events::{DeadLetterCode, DecodeError};
 
 /// Delivery reports of one produce attempt.
@@ -100,13 +97,15 @@ const TAG_MASK: usize = (1 << TAG_BITS) - 1;
 /// `message.timeout.ms` (30 s by default here); this only guards against a missing report.
 const REPORT_WAIT: Duration = Duration::from_secs(120);
 
-/// Times a stage yields to another gate's claims before it waits on them instead.
+/// Times a stage yields to another client's claims before it waits on them instead.
 const MAX_YIELDS: u32 = 8;
 
 /// A batch staged and sent, not yet finished.
-struct InFlight {
+struct InFlight<P> {
+    /// Its number in this worker (for the logs).
+    seq: u64,
     batch: Batch,
-    staged: Staged,
+    staged: Staged<P>,
     /// The attempt whose reports are awaited, and how many records it sent.
     attempt: Option<(usize, usize)>,
     /// Records to produce (again).
@@ -120,36 +119,47 @@ struct InFlight {
 enum Blocked {
     /// Records were not delivered.
     Kafka(String),
-    /// Redis did not answer (a retryable error).
-    Redis(String),
+    /// The stage's store did not answer (a retryable error).
+    Store(String),
+}
+
+/// The topics of a stage.
+#[derive(Debug, Clone)]
+pub struct Topics {
+    /// Read in the consumer group.
+    pub input: String,
+    /// [`Dest::Output`]: fetch events (gate), cluster assignments (render).
+    pub output: String,
+    /// [`Dest::Audit`]; the dead-letter topic when none.
+    pub audit: Option<String>,
+    /// [`Dest::DeadLetter`].
+    pub dead_letter: String,
 }
 
 /// What the worker and the rebalance callback share: everything needed to finish a batch.
-struct Pipeline<S> {
-    topic: String,
-    fetch_topic: String,
-    audit_topic: Option<String>,
-    dead_topic: String,
+struct Pipeline<S: Stage> {
+    topics: Topics,
     producer: ThreadedProducer<Deliveries>,
     stage: S,
     offsets: HashMap<i32, PartitionOffsets>,
-    inflight: Option<InFlight>,
-    spare: Vec<(Batch, Staged)>,
+    inflight: Option<InFlight<S::Pending>>,
+    spare: Vec<(Batch, Staged<S::Pending>)>,
     attempt: usize,
-    metrics: GateMetrics,
+    metrics: StageMetrics,
 }
 
 impl<S: Stage> Pipeline<S> {
     fn topic_of(&self, d: Dest) -> &str {
+        let t = &self.topics;
         match d {
-            Dest::Fetch => &self.fetch_topic,
-            Dest::Audit => self.audit_topic.as_deref().unwrap_or(&self.dead_topic),
-            Dest::DeadLetter => &self.dead_topic,
+            Dest::Output => &t.output,
+            Dest::Audit => t.audit.as_deref().unwrap_or(&t.dead_letter),
+            Dest::DeadLetter => &t.dead_letter,
         }
     }
 
     /// Queue the records `f.todo` under a new attempt number (does not wait).
-    fn send(&mut self, f: &mut InFlight) {
+    fn send(&mut self, f: &mut InFlight<S::Pending>) {
         self.attempt = (self.attempt + 1) & (usize::MAX >> TAG_BITS);
         let attempt = self.attempt;
         let mut sent = 0;
@@ -220,7 +230,8 @@ impl<S: Stage> Pipeline<S> {
                         let _ = po.done(m.offset);
                     }
                 }
-                f.staged.account(&self.metrics);
+                self.metrics.account(&f.staged);
+                self.stage.account(&f.staged);
                 self.metrics
                     .batch_seconds
                     .observe(f.started.elapsed().as_secs_f64());
@@ -236,31 +247,39 @@ impl<S: Stage> Pipeline<S> {
     /// and return the new records' indices. A refused record with no input message, or a dead
     /// letter refused itself (its value is cut to 1 KiB, so only a broker limit below that
     /// does it), cannot be replaced: it is reported and counted, not retried forever.
-    fn replace_refused(&mut self, f: &mut InFlight, refused: &[(usize, String)]) -> Vec<usize> {
+    fn replace_refused(
+        &mut self,
+        f: &mut InFlight<S::Pending>,
+        refused: &[(usize, String)],
+    ) -> Vec<usize> {
         let mut out = Vec::new();
         for (i, why) in refused {
             let (dest, _, payload) = f.staged.get(*i);
             let bytes = payload.len();
             match (dest, f.staged.source(*i)) {
-                (Dest::Fetch | Dest::Audit, Some(src)) => {
+                (Dest::Output | Dest::Audit, Some(src)) => {
                     let e = DecodeError {
                         code: DeadLetterCode::TooLarge,
                         detail: format!(
                             "its output event ({bytes} bytes) was refused by the output cluster: {why}"
                         ),
                     };
-                    if dest == Dest::Fetch {
+                    if dest == Dest::Output {
                         f.staged.emitted = f.staged.emitted.saturating_sub(1);
-                        // Its URL was not published: release it, never mark it seen.
-                        f.staged.withdraw(*i);
+                        // Not published: the stage forgets it (the gate releases its URL,
+                        // never marks it seen).
+                        self.stage.withdraw(&mut f.staged, *i);
                     }
-                    f.staged.dead_letter(&e, &self.topic, &f.batch, src);
+                    f.staged.dead_letter(&e, &self.topics.input, &f.batch, src);
                     out.push(f.staged.len() - 1);
                 }
                 _ => {
                     self.metrics.undeliverable.inc();
-                    eprintln!(
-                        "crawlsieve: a {dest:?} record of {bytes} bytes cannot be delivered ({why}); dropped"
+                    tracing::error!(
+                        dest = ?dest,
+                        bytes,
+                        why = %why,
+                        "a record cannot be delivered and has no input message to dead-letter; dropped"
                     );
                 }
             }
@@ -268,7 +287,7 @@ impl<S: Stage> Pipeline<S> {
         out
     }
 
-    fn advance_one(&mut self, f: &mut InFlight) -> Result<Result<(), Blocked>> {
+    fn advance_one(&mut self, f: &mut InFlight<S::Pending>) -> Result<Result<(), Blocked>> {
         while !f.delivered {
             if f.attempt.is_none() {
                 self.send(f);
@@ -322,10 +341,10 @@ impl<S: Stage> Pipeline<S> {
             f.todo = n;
             return Ok(Err(Blocked::Kafka(why)));
         }
-        match self.stage.finish(&f.staged) {
+        match self.stage.finish(&mut f.staged) {
             Ok(()) => Ok(Ok(())),
-            Err(e) if e.is_retryable() => Ok(Err(Blocked::Redis(e.to_string()))),
-            Err(e) => Err(e).context("the Redis filter refused an insert"),
+            Err(e) if e.is_retryable() => Ok(Err(Blocked::Store(e.to_string()))),
+            Err(e) => Err(anyhow::Error::new(e)).context("the stage could not finish a batch"),
         }
     }
 
@@ -368,10 +387,10 @@ fn tpl(topic: &str, list: &[(i32, i64)]) -> TopicPartitionList {
 
 /// Consumer callbacks: on revocation, finish the batch in flight if that needs no waiting,
 /// commit, and tell the worker which partitions went.
-struct GroupContext<S> {
+struct GroupContext<S: Stage> {
     pipeline: Arc<Mutex<Pipeline<S>>>,
     revoked: Mutex<Vec<i32>>,
-    metrics: GateMetrics,
+    metrics: StageMetrics,
     /// Partitions this consumer holds (the process gauge is the sum over its workers).
     assigned: std::sync::atomic::AtomicI64,
     topic: String,
@@ -412,7 +431,7 @@ impl<S: Stage + Send + 'static> ConsumerContext for GroupContext<S> {
                 // what finished before was committed when it finished.
                 match self.pipeline.try_lock() {
                     Ok(mut p) => {
-                        let topic = p.topic.clone();
+                        let topic = p.topics.input.clone();
                         gone.extend(
                             list.elements_for_topic(&topic)
                                 .iter()
@@ -421,9 +440,9 @@ impl<S: Stage + Send + 'static> ConsumerContext for GroupContext<S> {
                         if !consumer.assignment_lost() {
                             if let Ok(Err(b)) = p.advance() {
                                 let why = match b {
-                                    Blocked::Kafka(w) | Blocked::Redis(w) => w,
+                                    Blocked::Kafka(w) | Blocked::Store(w) => w,
                                 };
-                                eprintln!("crawlsieve gate: revocation: the batch in flight cannot finish now ({why}); its partitions' next owner repeats it");
+                                tracing::warn!(why = %why, partitions = ?gone, "revocation: the batch in flight cannot finish now; its partitions' next owner repeats it");
                             }
                             let list = p.to_commit(true, Some(&gone));
                             if !list.is_empty() {
@@ -450,7 +469,7 @@ impl<S: Stage + Send + 'static> ConsumerContext for GroupContext<S> {
             Rebalance::Assign(_) => {
                 self.metrics.rebalances.with_label_values(&["assign"]).inc();
             }
-            Rebalance::Error(e) => eprintln!("crawlsieve gate: rebalance error: {e}"),
+            Rebalance::Error(e) => tracing::error!(error = %e, "rebalance error"),
         }
     }
 
@@ -508,7 +527,10 @@ pub struct Worker<S: Stage + Send + 'static> {
     linger: Duration,
     consumer: BaseConsumer<GroupContext<S>>,
     pipeline: Arc<Mutex<Pipeline<S>>>,
-    metrics: GateMetrics,
+    metrics: StageMetrics,
+    /// Batches staged so far (the `batch` field of the logs' spans).
+    seq: u64,
+    span: tracing::Span,
     stop: Stop,
     batch: Batch,
     held: Batch,
@@ -518,41 +540,43 @@ pub struct Worker<S: Stage + Send + 'static> {
     last_error: Option<(String, Instant)>,
 }
 
-/// librdkafka settings: the gate's defaults, then `[kafka.client]`, then the role's own table.
+/// librdkafka settings: the runtime's defaults, then `[kafka.client]`, then the role's own table.
 fn client_config(
-    cfg: &GateConfig,
+    k: &KafkaConfig,
     defaults: &[(&str, &str)],
     role: &std::collections::BTreeMap<String, String>,
 ) -> ClientConfig {
     let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", &cfg.kafka.brokers);
+    c.set("bootstrap.servers", &k.brokers);
     for (k, v) in defaults {
         c.set(*k, *v);
     }
-    for (k, v) in cfg.kafka.client.iter().chain(role) {
+    for (k, v) in k.client.iter().chain(role) {
         c.set(k, v);
     }
     c
 }
 
 impl<S: Stage + Send + 'static> Worker<S> {
-    /// Connect a worker (the group is joined on the first poll).
+    /// Connect worker `id` of stage `name` (`gate`, `render`: its Kafka clients are
+    /// `crawlsieve-<name>-<id>`); the group is joined on the first poll.
     pub fn new(
-        cfg: &GateConfig,
+        k: &KafkaConfig,
+        topics: Topics,
+        name: &str,
         stage: S,
-        metrics: GateMetrics,
+        metrics: StageMetrics,
         stop: Stop,
         id: usize,
     ) -> Result<Self> {
-        let k = &cfg.kafka;
-        let client_id = format!("crawlsieve-gate-{id}");
+        let client_id = format!("crawlsieve-{name}-{id}");
         // An output event carries its input's URL, metadata and source plus the canonical URL
         // and its pattern: room for 3× the largest input accepted, so an accepted event is never
         // refused by our own producer (a broker with a lower limit still can: then the input
         // becomes a `too_large` dead letter and its URL is released, never marked seen).
         let max_out = k.default_producer_max_bytes().to_string();
         let producer: ThreadedProducer<Deliveries> = client_config(
-            cfg,
+            k,
             &[
                 ("client.id", &client_id),
                 ("message.max.bytes", &max_out),
@@ -567,11 +591,9 @@ impl<S: Stage + Send + 'static> Worker<S> {
         )
         .create_with_context(Deliveries::default())
         .context("creating the Kafka producer")?;
+        let input = topics.input.clone();
         let pipeline = Arc::new(Mutex::new(Pipeline {
-            topic: k.input_topic.clone(),
-            fetch_topic: k.fetch_topic.clone(),
-            audit_topic: k.audit_topic.clone(),
-            dead_topic: k.dead_letter_topic.clone(),
+            topics,
             producer,
             stage,
             offsets: HashMap::new(),
@@ -585,10 +607,10 @@ impl<S: Stage + Send + 'static> Worker<S> {
             revoked: Mutex::default(),
             metrics: metrics.clone(),
             assigned: Default::default(),
-            topic: k.input_topic.clone(),
+            topic: input.clone(),
         };
         let consumer: BaseConsumer<GroupContext<S>> = client_config(
-            cfg,
+            k,
             &[
                 ("group.id", &k.group_id),
                 ("client.id", &client_id),
@@ -603,7 +625,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
         .create_with_context(ctx)
         .context("creating the Kafka consumer")?;
         consumer
-            .subscribe(&[&k.input_topic])
+            .subscribe(&[&input])
             .context("subscribing to the input topic")?;
         Ok(Worker {
             batch_size: k.batch_size,
@@ -611,6 +633,8 @@ impl<S: Stage + Send + 'static> Worker<S> {
             consumer,
             pipeline,
             metrics,
+            seq: 0,
+            span: tracing::info_span!("worker", stage = name, worker = id),
             stop,
             batch: Batch::default(),
             held: Batch::default(),
@@ -628,6 +652,8 @@ impl<S: Stage + Send + 'static> Worker<S> {
     /// Run until a stop is requested (or, with `idle_exit`, until no message arrived for that
     /// long after the first one). Returns after a synchronous commit.
     pub fn run(&mut self, idle_exit: Option<Duration>) -> Result<Report> {
+        let span = self.span.clone();
+        let _in = span.enter();
         // Finish what is in flight unless that means waiting out an outage after a stop; on a
         // fatal error, still commit what finished before it.
         let r = self
@@ -665,6 +691,8 @@ impl<S: Stage + Send + 'static> Worker<S> {
         let mut backoff = Backoff::new();
         let (mut batch, mut staged) = self.pipe().spare.pop().unwrap_or_default();
         std::mem::swap(&mut batch, &mut self.batch);
+        let span = batch_span(self.seq + 1, &batch);
+        let _in = span.enter();
         // Claims another gate holds: first yield (finish the batch in flight, so this gate
         // holds no claim anyone waits on, back off a few ms at random, stage again); after a
         // few yields, wait (and take over after redis.busy_wait).
@@ -673,12 +701,12 @@ impl<S: Stage + Send + 'static> Worker<S> {
         loop {
             let r = {
                 let mut p = self.pipe();
-                let topic = p.topic.clone();
+                let topic = p.topics.input.clone();
                 p.stage.stage(&topic, &batch, &mut staged)
             };
             match r {
                 Ok(()) => break,
-                Err(crate::redis_filter::RedisFilterError::Claimed(_)) => {
+                Err(e) if e.is_busy() => {
                     yields += 1;
                     if !self.finish_inflight()? {
                         return Ok(false);
@@ -686,11 +714,11 @@ impl<S: Stage + Send + 'static> Worker<S> {
                     if yields >= MAX_YIELDS {
                         self.pipe().stage.set_yield_on_busy(false);
                     }
-                    let jitter = crate::redis_filter::layout::unique_u64() % 20 + 1;
+                    let jitter = random_u64() % 20 + 1;
                     std::thread::sleep(Duration::from_millis(jitter));
                 }
                 Err(e) if e.is_retryable() => {
-                    eprintln!("crawlsieve gate: redis unavailable ({e}); pausing");
+                    tracing::warn!(error = %e, "the stage's store is unavailable; pausing");
                     if !self.wait(backoff.next(), "redis") {
                         return Ok(false);
                     }
@@ -702,10 +730,12 @@ impl<S: Stage + Send + 'static> Worker<S> {
                         }
                     }
                 }
-                Err(e) => return Err(e).context("the Redis filter refused the batch"),
+                Err(e) => return Err(anyhow::Error::new(e)).context("the stage refused the batch"),
             }
         }
+        self.seq += 1;
         let mut f = InFlight {
+            seq: self.seq,
             todo: (0..staged.len()).collect(),
             batch,
             staged,
@@ -730,22 +760,24 @@ impl<S: Stage + Send + 'static> Worker<S> {
     /// Finish the batch in flight, waiting out outages with the partitions paused. False when
     /// a stop interrupted a wait.
     fn finish_inflight(&mut self) -> Result<bool> {
-        if self.pipe().inflight.is_none() {
+        let Some(seq) = self.pipe().inflight.as_ref().map(|f| f.seq) else {
             return Ok(true);
-        }
+        };
+        let span = tracing::info_span!("batch", batch = seq);
+        let _in = span.enter();
         let mut backoff = Backoff::new();
         loop {
             let r = self.pipe().advance()?;
             match r {
                 Ok(()) => break,
                 Err(Blocked::Kafka(why)) => {
-                    eprintln!("crawlsieve gate: {why}; pausing");
+                    tracing::warn!(why = %why, "output not delivered; pausing");
                     if !self.wait(backoff.next(), "kafka") {
                         return Ok(false);
                     }
                 }
-                Err(Blocked::Redis(why)) => {
-                    eprintln!("crawlsieve gate: redis unavailable ({why}); pausing");
+                Err(Blocked::Store(why)) => {
+                    tracing::warn!(error = %why, "the stage's store is unavailable; pausing");
                     if !self.wait(backoff.next(), "redis") {
                         return Ok(false);
                     }
@@ -780,7 +812,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
                 if last_error.as_ref().map_or(true, |(m, t)| {
                     *m != msg || now.duration_since(*t) > Duration::from_secs(10)
                 }) {
-                    eprintln!("crawlsieve gate: consumer: {msg}");
+                    tracing::warn!(error = %msg, "consumer");
                     *last_error = Some((msg, now));
                 }
                 return false;
@@ -892,7 +924,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
     fn commit(&mut self, mode: CommitMode, all: bool) {
         let (topic, list) = {
             let p = self.pipe();
-            (p.topic.clone(), p.to_commit(all, None))
+            (p.topics.input.clone(), p.to_commit(all, None))
         };
         if list.is_empty() {
             return;
@@ -901,8 +933,24 @@ impl<S: Stage + Send + 'static> Worker<S> {
             Ok(()) => self.pipe().committed(&list),
             Err(e) => {
                 self.metrics.commit_failures.inc();
-                eprintln!("crawlsieve gate: commit failed ({e}); the next commit covers it");
+                tracing::warn!(error = %e, "commit failed; the next commit covers it");
             }
         }
     }
+}
+
+/// A random number (jitter), without a generator of its own: std's per-process random hash keys.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(Instant::now().elapsed().as_nanos() as u64);
+    h.finish()
+}
+
+/// The span of one batch: its number in this worker and the partitions it holds.
+fn batch_span(seq: u64, batch: &Batch) -> tracing::Span {
+    let mut parts: Vec<i32> = batch.msgs().iter().map(|m| m.partition).collect();
+    parts.sort_unstable();
+    parts.dedup();
+    tracing::info_span!("batch", batch = seq, partitions = ?parts)
 }

@@ -1,0 +1,234 @@
+//! Loading: built-in defaults → the file → `CRAWLSIEVE__…` environment → `--set` flags, then
+//! one pass that types every key and collects every problem.
+
+use std::path::Path;
+
+use super::{Component, Config};
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not TOML, or problems with its keys and values: every one found, a line each.
+    #[error("{}", problems(.0))]
+    Invalid(Vec<String>),
+}
+
+fn problems(v: &[String]) -> String {
+    match v {
+        [one] => one.clone(),
+        many => {
+            let mut s = format!("{} problems in the configuration:", many.len());
+            for p in many {
+                s.push_str("\n  - ");
+                s.push_str(p);
+            }
+            s
+        }
+    }
+}
+
+impl ConfigError {
+    fn one(m: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid(vec![m.into()])
+    }
+
+    /// The problems, one per entry (empty for a read error).
+    pub fn problems(&self) -> &[String] {
+        match self {
+            ConfigError::Invalid(v) => v,
+            ConfigError::Read { .. } => &[],
+        }
+    }
+}
+
+/// Build `component`'s configuration: its defaults, then `file` (if any), then environment
+/// variables (`env` as (name, value) pairs; only `CRAWLSIEVE__*` are read), then `--set`
+/// overrides.
+pub fn load(
+    component: Component,
+    file: Option<&Path>,
+    env: impl IntoIterator<Item = (String, String)>,
+    sets: &[String],
+) -> Result<Config, ConfigError> {
+    let defaults = Config::defaults(component);
+    let mut doc =
+        toml::Table::try_from(&defaults).map_err(|e| ConfigError::one(format!("defaults: {e}")))?;
+    // What the user wrote, all layers merged (to tell a default from a choice).
+    let mut user = match file {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                path: p.display().to_string(),
+                source,
+            })?;
+            text.parse::<toml::Table>()
+                .map_err(|e| ConfigError::one(format!("{}: {e}", p.display())))?
+        }
+        None => toml::Table::new(),
+    };
+    let mut errors = Vec::new();
+    let mut env: Vec<(String, String)> = env
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let path = k.strip_prefix("CRAWLSIEVE__")?;
+            let mut parts: Vec<String> = path.split("__").map(|s| s.to_ascii_lowercase()).collect();
+            // librdkafka property names are dotted, which environment names cannot be:
+            // CRAWLSIEVE__KAFKA__CLIENT__SASL_PASSWORD sets kafka.client."sasl.password".
+            if parts.len() == 3
+                && parts[0] == "kafka"
+                && matches!(parts[1].as_str(), "client" | "consumer" | "producer")
+            {
+                parts[2] = format!("\"{}\"", parts[2].replace('_', "."));
+            }
+            Some((parts.join("."), v))
+        })
+        .collect();
+    env.sort();
+    for (path, value) in env {
+        if let Err(e) = set(&mut user, &path, &value) {
+            errors.push(format!("environment CRAWLSIEVE__…: {e}"));
+        }
+    }
+    for s in sets {
+        match s.split_once('=') {
+            None => errors.push(format!("--set {s:?}: expected section.key=value")),
+            Some((path, value)) => {
+                if let Err(e) = set(&mut user, path.trim(), value.trim()) {
+                    errors.push(format!("--set {s:?}: {e}"));
+                }
+            }
+        }
+    }
+    legacy(component, &mut user);
+    merge(&mut doc, user);
+    let cfg = typed(doc, &mut errors);
+    if let Some(cfg) = &cfg {
+        errors.extend(cfg.problems(component));
+    }
+    match cfg {
+        Some(cfg) if errors.is_empty() => Ok(cfg),
+        _ => Err(ConfigError::Invalid(errors)),
+    }
+}
+
+/// Names kept for configurations written before they changed: the render stage's output was
+/// `kafka.fetch_topic` (it is `kafka.results_topic`).
+fn legacy(component: Component, user: &mut toml::Table) {
+    if component != Component::Render {
+        return;
+    }
+    if let Some(toml::Value::Table(k)) = user.get_mut("kafka") {
+        if !k.contains_key("results_topic") {
+            if let Some(v) = k.remove("fetch_topic") {
+                tracing::warn!(
+                    "kafka.fetch_topic names the render stage's output in an older format: read as kafka.results_topic"
+                );
+                k.insert("results_topic".into(), v);
+            }
+        }
+    }
+}
+
+/// Type the merged document. Every key of every section is tried on its own first (the
+/// sections default every field), so each unknown key and each value of the wrong type is
+/// reported, not just the first; `None` when any was.
+fn typed(doc: toml::Table, errors: &mut Vec<String>) -> Option<Config> {
+    let before = errors.len();
+    for (section, v) in &doc {
+        let Some(table) = v.as_table() else {
+            errors.push(format!("{section}: expected a section (a table)"));
+            continue;
+        };
+        let mut empty = toml::Table::new();
+        empty.insert(section.clone(), toml::Value::Table(toml::Table::new()));
+        if toml::Value::Table(empty).try_into::<Config>().is_err() {
+            errors.push(format!("[{section}]: unknown section"));
+            continue;
+        }
+        for (key, value) in table {
+            let mut one = toml::Table::new();
+            one.insert(key.clone(), value.clone());
+            let mut probe = toml::Table::new();
+            probe.insert(section.clone(), toml::Value::Table(one));
+            if let Err(e) = toml::Value::Table(probe).try_into::<Config>() {
+                errors.push(format!("{section}.{key}: {}", e.message().trim()));
+            }
+        }
+    }
+    if errors.len() > before {
+        return None;
+    }
+    match toml::Value::Table(doc).try_into::<Config>() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            errors.push(e.to_string());
+            None
+        }
+    }
+}
+
+/// Overlay `over` on `base`, table by table.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+/// Set `path` (dotted; a quoted last part may contain dots: `kafka.client."security.protocol"`)
+/// to `value` read as a TOML scalar or array if it is one (`render.allow=["127.0.0.1"]`), else
+/// as a string.
+fn set(doc: &mut toml::Table, path: &str, value: &str) -> Result<(), String> {
+    let parts = split_path(path)?;
+    let (last, tables) = parts.split_last().ok_or("empty key")?;
+    let mut t = doc;
+    for p in tables {
+        let entry = t
+            .entry(p.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        t = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("{p} is a value, not a section"))?;
+    }
+    let parsed = format!("v = {value}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut tb| tb.remove("v"))
+        .filter(|v| !v.is_table());
+    t.insert(
+        last.clone(),
+        parsed.unwrap_or_else(|| toml::Value::String(value.to_string())),
+    );
+    Ok(())
+}
+
+fn split_path(path: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('"') {
+            let end = r.find('"').ok_or("unclosed quote")?;
+            out.push(r[..end].to_string());
+            rest = r[end + 1..].strip_prefix('.').unwrap_or(&r[end + 1..]);
+        } else {
+            let (head, tail) = rest.split_once('.').unwrap_or((rest, ""));
+            if head.is_empty() {
+                return Err(format!("empty part in {path:?}"));
+            }
+            out.push(head.to_string());
+            rest = tail;
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,346 @@
+//! The configuration's sections, one struct each, with their built-in defaults.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Dur, DEFAULT_CAPACITY, DEFAULT_FP_RATE};
+
+/// `[render]` (read by `crawlsieve render`; the gate ignores it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RenderSection {
+    /// The Chromium binary.
+    pub chromium: String,
+    /// Browser tabs.
+    pub tabs: usize,
+    /// Budget of one page, e.g. `"20s"`.
+    pub page_timeout: Dur,
+    /// Hosts or addresses allowed although not public: `host` or an address (any port), or
+    /// `host:port`, `1.2.3.4:port`, `[::1]:port` (that port only).
+    pub allow: Vec<String>,
+    /// Content canonicals remembered per host.
+    pub max_canonicals: usize,
+}
+
+impl Default for RenderSection {
+    fn default() -> Self {
+        RenderSection {
+            chromium: "/usr/bin/chromium".into(),
+            tabs: 2,
+            page_timeout: Dur(Duration::from_secs(20)),
+            allow: Vec::new(),
+            max_canonicals: 10_000,
+        }
+    }
+}
+
+impl RedisSection {
+    /// The Redis client settings of `[redis]` (URL, cluster, timeouts, local tier).
+    pub fn client(&self) -> crate::redis_filter::RedisConfig {
+        let mut c = crate::redis_filter::RedisConfig::new(&self.url);
+        c.cluster |= self.cluster;
+        c.response_timeout = self.timeout.0;
+        c.connect_timeout = self.timeout.0;
+        c.local_tier_slots = self.local_tier_slots;
+        c.claim_ttl = self.claim_ttl.0;
+        c.busy_wait = self.busy_wait.0;
+        c
+    }
+
+    /// The parameters of a namespace this client creates.
+    pub fn new_namespace(&self) -> crate::redis_filter::NamespaceSpec {
+        let mut spec = crate::redis_filter::NamespaceSpec::new(self.capacity, self.fp_rate);
+        spec.mode = self.mode;
+        spec
+    }
+}
+
+/// `[sieve]`: the validator and canonicalization settings, as `crawlsieve dedup`'s flags of the
+/// same names. The gate and the HTTP API use them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SieveSection {
+    /// Threshold profile: `loose`, `standard`, `strict`.
+    pub profile: crate::url::Profile,
+    /// Override the profile's maximum candidate length (bytes).
+    pub max_len: Option<usize>,
+    /// Override the profile's maximum share of needless %XX escapes (0–1].
+    pub encoding_ratio: Option<f64>,
+    /// Extra query parameters to drop (`name` or `prefix*`).
+    pub strip_params: Vec<String>,
+    /// Keep tracking parameters (utm_*, gclid, …) and session ids.
+    pub keep_tracking: bool,
+    /// Sort query parameters (off: keep their order).
+    pub sort_query: bool,
+    /// Opt-in equivalences for deduplication only: `scheme`, `www`, `trailing-slash`, `index`,
+    /// `slashes`. Each may merge pages a server tells apart.
+    pub merge: Vec<crate::url::Merge>,
+}
+
+impl Default for SieveSection {
+    fn default() -> Self {
+        SieveSection {
+            profile: crate::url::Profile::Standard,
+            max_len: None,
+            encoding_ratio: None,
+            strip_params: Vec::new(),
+            keep_tracking: false,
+            sort_query: true,
+            merge: Vec::new(),
+        }
+    }
+}
+
+impl SieveSection {
+    /// The validator these settings describe.
+    pub fn validator(&self) -> Result<crate::url::Validator, String> {
+        let mut cfg = crate::url::ValidatorConfig::from_profile(self.profile);
+        if let Some(n) = self.max_len {
+            cfg.max_len = n;
+        }
+        if let Some(r) = self.encoding_ratio {
+            cfg.encoding_ratio = r;
+        }
+        crate::url::Validator::new(cfg).map_err(|e| format!("invalid validator settings: {e}"))
+    }
+
+    /// The canonicalizer these settings describe.
+    pub fn canonicalizer(&self) -> crate::url::Canonicalizer {
+        let mut cfg = crate::url::CanonConfig::default();
+        if self.keep_tracking {
+            cfg.strip_params.clear();
+            cfg.session_params.clear();
+        }
+        cfg.strip_params.extend(self.strip_params.iter().cloned());
+        cfg.sort_query = self.sort_query;
+        cfg.merge = self.merge.clone();
+        crate::url::Canonicalizer::new(&cfg)
+    }
+}
+
+/// `[serve]`: the HTTP filter API (`crawlsieve serve`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeSection {
+    /// `host:port` to listen on (the API, and `/metrics`, `/healthz`, `/readyz`).
+    pub listen: String,
+    /// Largest request body accepted (413 beyond it).
+    pub max_body_bytes: usize,
+    /// Most URLs in one request (413 beyond it).
+    pub max_urls: usize,
+    /// Requests handled at once; more get 503 `overloaded` at once instead of queueing.
+    pub max_concurrent_requests: usize,
+    /// Filter clients (each one Redis connection per namespace) serving requests in parallel.
+    pub workers: usize,
+    /// A file of bearer tokens, one per line (a mounted Secret). Tokens also come from the
+    /// environment variable `CRAWLSIEVE_API_TOKENS` (comma-separated).
+    pub token_file: Option<String>,
+    /// Serve without tokens. Off: `crawlsieve serve` refuses to start without a token.
+    pub allow_anonymous: bool,
+    /// How long the answer to a request with an `Idempotency-Key` header is kept: a retry of
+    /// the same request within it gets the first answer.
+    pub idempotency_ttl: Dur,
+}
+
+impl Default for ServeSection {
+    fn default() -> Self {
+        ServeSection {
+            listen: "127.0.0.1:8080".into(),
+            max_body_bytes: 4 << 20,
+            max_urls: 10_000,
+            max_concurrent_requests: 64,
+            workers: 2,
+            token_file: None,
+            allow_anonymous: false,
+            idempotency_ttl: Dur(Duration::from_secs(86_400)),
+        }
+    }
+}
+
+/// `[metrics]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSection {
+    /// `host:port` to serve `/metrics`, `/healthz` and `/readyz` on; none = no listener.
+    pub listen: Option<String>,
+    /// How often Redis is probed (`PING`, for `/readyz` and `crawlsieve_*_redis_up`).
+    pub probe_interval: Dur,
+    /// How often the per-namespace filter gauges are refreshed (`BITCOUNT` over the filter: a
+    /// few ms per 100 MB of filter on Redis' side). `0s` turns them off.
+    pub filter_stats_interval: Dur,
+}
+
+impl Default for MetricsSection {
+    fn default() -> Self {
+        MetricsSection {
+            listen: None,
+            probe_interval: Dur(Duration::from_secs(5)),
+            filter_stats_interval: Dur(Duration::from_secs(60)),
+        }
+    }
+}
+
+/// `[kafka]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KafkaConfig {
+    /// `bootstrap.servers`.
+    pub brokers: String,
+    /// Consumer group.
+    pub group_id: String,
+    /// Topic of URL events.
+    pub input_topic: String,
+    /// The gate's output: fetch events (keyed by host).
+    pub fetch_topic: String,
+    /// The render stage's output: cluster assignments (keyed by host).
+    pub results_topic: String,
+    /// Topic of dead letters.
+    pub dead_letter_topic: String,
+    /// Topic of rejected-URL events; none = not published.
+    pub audit_topic: Option<String>,
+    /// Messages per batch.
+    pub batch_size: usize,
+    /// How long to wait for a batch to fill before processing what arrived (milliseconds).
+    pub batch_linger_ms: u64,
+    /// Larger input messages are dead-lettered.
+    pub max_message_bytes: usize,
+    /// Consumers in this process (each a thread with its own consumer, producer and Redis
+    /// connection; partitions are spread over them by the group protocol).
+    pub workers: usize,
+    /// librdkafka properties for both clients, passed through (`security.protocol`, `sasl.*`,
+    /// `ssl.*`, …). Values may be strings, numbers or booleans.
+    #[serde(deserialize_with = "scalar_map")]
+    pub client: BTreeMap<String, String>,
+    /// librdkafka properties for the consumer only (applied after `client`).
+    #[serde(deserialize_with = "scalar_map")]
+    pub consumer: BTreeMap<String, String>,
+    /// librdkafka properties for the producer only (applied after `client`).
+    #[serde(deserialize_with = "scalar_map")]
+    pub producer: BTreeMap<String, String>,
+}
+
+impl KafkaConfig {
+    /// The producer's `message.max.bytes` unless `[kafka.producer]` sets it: room for an
+    /// output event 3× the largest input accepted (an output event carries its input's URL,
+    /// metadata and source plus the canonical URL and its pattern), so an accepted event is
+    /// never refused by our own producer.
+    pub fn default_producer_max_bytes(&self) -> usize {
+        (self.max_message_bytes.saturating_mul(3) + 65_536).clamp(1_000_000, 1_000_000_000)
+    }
+
+    /// The output limit the stage checks fetch events against: `[kafka.producer]`'s or
+    /// `[kafka.client]`'s `message.max.bytes`, else the default above. (A broker with a lower
+    /// limit can still refuse an event: its input then becomes a `too_large` dead letter and
+    /// its URL is released, never marked seen.)
+    pub fn producer_max_bytes(&self) -> usize {
+        self.producer
+            .get("message.max.bytes")
+            .or_else(|| self.client.get("message.max.bytes"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| self.default_producer_max_bytes())
+    }
+}
+
+impl Default for KafkaConfig {
+    fn default() -> Self {
+        KafkaConfig {
+            brokers: "127.0.0.1:9092".into(),
+            group_id: "crawlsieve-gate".into(),
+            input_topic: "urls".into(),
+            fetch_topic: "fetch".into(),
+            results_topic: "results".into(),
+            dead_letter_topic: "urls.dead-letter".into(),
+            audit_topic: None,
+            batch_size: 1000,
+            batch_linger_ms: 20,
+            max_message_bytes: crate::events::DEFAULT_MAX_MESSAGE_BYTES,
+            workers: 1,
+            client: BTreeMap::new(),
+            consumer: BTreeMap::new(),
+            producer: BTreeMap::new(),
+        }
+    }
+}
+
+/// A table of librdkafka properties: every value becomes the string librdkafka expects
+/// (`6000` and `"6000"`, `true` and `"true"` are the same setting).
+fn scalar_map<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
+    use serde::de::Error;
+    let raw = BTreeMap::<String, toml::Value>::deserialize(d)?;
+    raw.into_iter()
+        .map(|(k, v)| {
+            let s = match v {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                other => {
+                    return Err(D::Error::custom(format!(
+                        "{k}: expected a string, number or boolean, found {}",
+                        other.type_str()
+                    )))
+                }
+            };
+            Ok((k, s))
+        })
+        .collect()
+}
+
+/// `[redis]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisSection {
+    /// URL, or comma-separated cluster seeds.
+    pub url: String,
+    /// Force the cluster protocol with one seed.
+    pub cluster: bool,
+    /// Default namespace (an event may name its own).
+    pub namespace: String,
+    /// Request timeout, e.g. `"2s"`.
+    pub timeout: Dur,
+    /// Create a namespace an event names (or the default one) when it does not exist, with the
+    /// parameters below; when false such events wait (back-pressure) until it is created.
+    pub create_missing: bool,
+    /// Capacity of namespaces the gate creates.
+    pub capacity: u64,
+    /// FP target of namespaces the gate creates.
+    pub fp_rate: f64,
+    /// Storage mode of namespaces the gate creates.
+    pub mode: crate::redis_filter::Mode,
+    /// Distinct namespaces one worker serves; events naming more are dead-lettered
+    /// (`namespace_limit`).
+    pub max_namespaces: usize,
+    /// Local first-tier slots per namespace (16 bytes each; 0 disables the tier).
+    pub local_tier_slots: usize,
+    /// How long the claim on a URL being published lasts if its gate dies before the delivery
+    /// report (docs/redis-filter.md): the longest another gate waits for that URL after a crash.
+    /// Give every client of a namespace the same value.
+    pub claim_ttl: Dur,
+    /// How long to wait for a URL another gate is publishing before publishing it too (a
+    /// repeat, never a loss): ends the wait when two gates each wait on the other's batch in
+    /// flight, or when the other gate died.
+    pub busy_wait: Dur,
+}
+
+impl Default for RedisSection {
+    fn default() -> Self {
+        RedisSection {
+            url: "redis://127.0.0.1:6379".into(),
+            cluster: false,
+            namespace: "default".into(),
+            timeout: Dur(Duration::from_secs(2)),
+            create_missing: true,
+            capacity: DEFAULT_CAPACITY,
+            fp_rate: DEFAULT_FP_RATE,
+            mode: crate::redis_filter::Mode::Fingerprints,
+            max_namespaces: 64,
+            local_tier_slots: 1 << 20,
+            claim_ttl: Dur(Duration::from_secs(30)),
+            busy_wait: Dur(Duration::from_millis(500)),
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The Redis probe every component runs (`redis_up`, the PING round trip), and the filter's
+//! series (gate and serve), whose per-namespace gauges the probe refreshes.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use prometheus::{GaugeVec, Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec};
+
+use super::{names, Metrics, SECONDS};
+use crate::config::Config;
+use crate::redis_filter::{Conn, Expect, NamespaceStats, RedisFilter};
+
+/// `redis_up` and the PING round trip.
+#[derive(Clone)]
+pub struct ProbeMetrics {
+    /// 1 while the last Redis probe answered.
+    pub redis_up: IntGauge,
+    /// Seconds per probe round trip.
+    pub redis_ping_seconds: Histogram,
+}
+
+impl ProbeMetrics {
+    /// Register the probe's series in `m`.
+    pub fn new(m: &Metrics) -> ProbeMetrics {
+        ProbeMetrics {
+            redis_ping_seconds: m.histogram(names::REDIS_PING_SECONDS, SECONDS),
+            redis_up: m.gauge(names::REDIS_UP),
+        }
+    }
+
+    /// Why Redis makes the component unready, if it does.
+    pub fn not_ready(&self) -> Option<String> {
+        (self.redis_up.get() == 0).then(|| "Redis does not answer".to_string())
+    }
+}
+
+/// The filter's series: verdicts, time in Redis, and per-namespace Bloom figures.
+#[derive(Clone)]
+pub struct FilterMetrics {
+    /// Candidates rejected, by reason code (including `pattern_similar`).
+    pub rejected: IntCounterVec,
+    /// Candidates whose canonical form was already seen.
+    pub duplicates: IntCounter,
+    /// Seconds spent in Redis filter calls (check + insert) per batch or request.
+    pub filter_seconds: Histogram,
+    /// Fraction of the filter's bits set (fingerprint-store load in exact mode).
+    pub fill: GaugeVec,
+    /// False-positive rate at the current fill.
+    pub estimated_fp: GaugeVec,
+    /// The false-positive rate the namespace was sized for.
+    pub target_fp: GaugeVec,
+    /// New URLs counted into the namespace.
+    pub items: IntGaugeVec,
+    /// The item count the namespace was sized for.
+    pub capacity: IntGaugeVec,
+    /// Redis memory of the namespace's keys.
+    pub memory_bytes: IntGaugeVec,
+    /// Namespaces this process attached (the gauges cover these).
+    pub namespaces: Arc<Mutex<BTreeSet<String>>>,
+}
+
+impl FilterMetrics {
+    /// Register the filter's series in `m`.
+    pub fn new(m: &Metrics) -> FilterMetrics {
+        let ns = "filter_namespace";
+        FilterMetrics {
+            rejected: m.counter_vec(names::REJECTED, "reason"),
+            duplicates: m.counter(names::DUPLICATES),
+            filter_seconds: m.histogram(names::FILTER_SECONDS, SECONDS),
+            fill: m.float_gauge_vec(names::FILTER_FILL, ns),
+            estimated_fp: m.float_gauge_vec(names::FILTER_ESTIMATED_FP, ns),
+            target_fp: m.float_gauge_vec(names::FILTER_TARGET_FP, ns),
+            items: m.gauge_vec(names::FILTER_ITEMS, ns),
+            capacity: m.gauge_vec(names::FILTER_CAPACITY, ns),
+            memory_bytes: m.gauge_vec(names::FILTER_MEMORY, ns),
+            namespaces: Arc::default(),
+        }
+    }
+
+    /// Series for tests and tools that do not export them.
+    pub fn unregistered() -> FilterMetrics {
+        FilterMetrics::new(&Metrics::new("gate"))
+    }
+
+    /// Remember that this process attached namespace `ns` (its gauges get refreshed).
+    pub fn attached(&self, ns: &str) {
+        self.namespaces
+            .lock()
+            .expect("namespaces lock")
+            .insert(ns.to_string());
+    }
+
+    /// Set the gauges of one namespace from its statistics.
+    pub fn set(&self, s: &NamespaceStats) {
+        let ns = [s.namespace.as_str()];
+        // The newest generation is the one filling up; older ones only add to the FP rate.
+        let fill = s.generations.last().map_or(0.0, |g| g.fill);
+        self.fill.with_label_values(&ns).set(fill);
+        self.estimated_fp.with_label_values(&ns).set(s.estimated_fp);
+        self.target_fp.with_label_values(&ns).set(s.spec.fp_rate);
+        self.items.with_label_values(&ns).set(s.items as i64);
+        self.capacity
+            .with_label_values(&ns)
+            .set(s.spec.capacity as i64);
+        self.memory_bytes
+            .with_label_values(&ns)
+            .set(s.memory_bytes as i64);
+    }
+}
+
+/// Probe Redis for the life of the process, from a thread of its own: a `PING` every
+/// `metrics.probe_interval`, and (with `filter`) the statistics of every namespace this process
+/// attached every `metrics.filter_stats_interval`.
+pub fn spawn(cfg: &Config, probe: ProbeMetrics, filter: Option<FilterMetrics>) {
+    let mut redis = cfg.redis.client();
+    redis.local_tier_slots = 0; // statistics only: no lookups to cache
+    let every = cfg.metrics.probe_interval.0.max(Duration::from_millis(100));
+    let stats_every = cfg.metrics.filter_stats_interval.0;
+    std::thread::Builder::new()
+        .name("probes".into())
+        .spawn(move || {
+            let mut conn: Option<Conn> = None;
+            let mut filters: std::collections::HashMap<String, RedisFilter> = Default::default();
+            let mut last_stats: Option<Instant> = None;
+            loop {
+                let t = Instant::now();
+                let ok = conn
+                    .take()
+                    .map_or_else(|| Conn::connect(&redis), Ok)
+                    .and_then(|mut c| {
+                        c.query::<String>(&redis::cmd("PING"))?;
+                        Ok(c)
+                    });
+                probe.redis_ping_seconds.observe(t.elapsed().as_secs_f64());
+                probe.redis_up.set(ok.is_ok() as i64);
+                if let Err(e) = &ok {
+                    tracing::debug!(error = %e, "redis probe failed");
+                }
+                conn = ok.ok();
+                let due = last_stats.map_or(true, |l| l.elapsed() >= stats_every);
+                if let Some(fm) = filter.as_ref().filter(|_| conn.is_some()) {
+                    if !stats_every.is_zero() && due {
+                        last_stats = Some(Instant::now());
+                        let names: Vec<String> = fm
+                            .namespaces
+                            .lock()
+                            .expect("namespaces lock")
+                            .iter()
+                            .cloned()
+                            .collect();
+                        for ns in names {
+                            if !filters.contains_key(&ns) {
+                                match RedisFilter::attach(redis.clone(), &ns, &Expect::default()) {
+                                    Ok(f) => {
+                                        filters.insert(ns.clone(), f);
+                                    }
+                                    Err(_) => continue,
+                                }
+                            }
+                            let f = filters.get_mut(&ns).expect("attached above");
+                            match f.stats() {
+                                Ok(s) => fm.set(&s),
+                                Err(_) => {
+                                    filters.remove(&ns);
+                                }
+                            }
+                        }
+                    }
+                }
+                std::thread::sleep(every);
+            }
+        })
+        .expect("spawn the probe thread");
+}

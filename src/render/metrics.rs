@@ -1,0 +1,56 @@
+//! The render stage's own series (`crawlsieve_render_…`, names in [`crate::observe::names`]).
+
+use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge};
+
+use crate::observe::{names, Metrics};
+
+/// The render stage's series.
+#[derive(Clone)]
+pub struct RenderMetrics {
+    /// Pages rendered without an error.
+    pub pages: IntCounter,
+    /// Pages that failed, by kind (see [`crate::render::Rendered::failure_kind`]).
+    pub failures: IntCounterVec,
+    /// Seconds per page, successful or not.
+    pub page_seconds: Histogram,
+    /// Assignments by outcome: `canonical` (a new cluster or a page alone), `duplicate`, `rule`.
+    pub assignments: IntCounterVec,
+    /// Clusters created (a page became the canonical of a new cluster).
+    pub clusters_created: IntCounter,
+    /// Subresource and redirect requests the safety policy blocked.
+    pub blocked_requests: IntCounter,
+    /// Connections the egress proxy refused (any frame, worker, WebSocket, popup).
+    pub egress_refused: IntCounter,
+    /// Chromium relaunches after it died or stopped opening tabs.
+    pub chromium_restarts: IntCounter,
+    /// 1 while the browser runs.
+    pub chromium_up: IntGauge,
+    /// URL-pattern verdicts written back to the gate, by verdict (`similar`, `different`).
+    pub verdicts: IntCounterVec,
+}
+
+impl RenderMetrics {
+    /// Register the render stage's series in `m`.
+    pub fn new(m: &Metrics) -> RenderMetrics {
+        RenderMetrics {
+            pages: m.counter(names::PAGES),
+            failures: m.counter_vec(names::FAILURES, "kind"),
+            page_seconds: m.histogram(
+                names::PAGE_SECONDS,
+                &[0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0],
+            ),
+            assignments: m.counter_vec(names::ASSIGNMENTS, "outcome"),
+            clusters_created: m.counter(names::CLUSTERS_CREATED),
+            blocked_requests: m.counter(names::BLOCKED_REQUESTS),
+            egress_refused: m.counter(names::EGRESS_REFUSED),
+            chromium_restarts: m.counter(names::CHROMIUM_RESTARTS),
+            chromium_up: m.gauge(names::CHROMIUM_UP),
+            verdicts: m.counter_vec(names::PATTERN_VERDICTS, "verdict"),
+        }
+    }
+
+    /// Why the browser makes the stage unready, if it does.
+    pub fn not_ready(&self) -> Option<String> {
+        (self.chromium_up.get() == 0).then(|| "Chromium is not running".to_string())
+    }
+}

@@ -1,0 +1,231 @@
+//! The lexical layer both the validator and the canonicalizer build on: byte search, the
+//! pieces of a URL read without parsing it (scheme, authority, origin), escapes as
+//! canonicalization decodes them, residue and dot segments. Neither `validate` nor `canon`
+//! imports the other; both import this.
+
+/// Byte search tuned for URL-sized text: a plain loop below 64 bytes (where `memchr`'s dispatch
+/// costs more than the scan), `memchr` above.
+#[inline]
+pub(crate) fn find_byte(c: u8, b: &[u8]) -> Option<usize> {
+    if b.len() < 64 {
+        b.iter().position(|&x| x == c)
+    } else {
+        memchr::memchr(c, b)
+    }
+}
+
+/// The first of two bytes; see [`find_byte`].
+#[inline]
+pub(crate) fn find_byte2(c1: u8, c2: u8, b: &[u8]) -> Option<usize> {
+    if b.len() < 64 {
+        b.iter().position(|&x| x == c1 || x == c2)
+    } else {
+        memchr::memchr2(c1, c2, b)
+    }
+}
+
+/// The first of three bytes; see [`find_byte`].
+#[inline]
+pub(crate) fn find_byte3(c1: u8, c2: u8, c3: u8, b: &[u8]) -> Option<usize> {
+    if b.len() < 64 {
+        b.iter().position(|&x| x == c1 || x == c2 || x == c3)
+    } else {
+        memchr::memchr3(c1, c2, c3, b)
+    }
+}
+
+/// Trailing extraction residue removed — `\\` (JS string escapes), `'`, `>`, and whitespace
+/// left before them — unless that would
+/// leave a dot segment at the end (`..'` stays: trimming it would turn a name into `..`, which
+/// a second parse resolves). Shared by the validator's `clean` and the canonicalizer, so both read
+/// a candidate's end alike.
+pub(crate) fn trim_residue(s: &str) -> &str {
+    let mut t = s;
+    while let Some(&last) = t.as_bytes().last() {
+        // Whitespace too: once a `'` goes, a space before it is the end, and the parser trims it.
+        if !matches!(last, b'\\' | b'\'' | b'>' | b' ' | b'\t') {
+            break;
+        }
+        let rest = &t[..t.len() - 1];
+        let seg = rest.rsplit('/').next().unwrap_or(rest);
+        if is_dot_segment(seg) {
+            break;
+        }
+        t = rest;
+    }
+    t
+}
+
+/// `.`, `..` and their escaped forms (`%2e`, `.%2E`, ...), as the WHATWG parser reads them.
+pub(crate) fn is_dot_segment(seg: &str) -> bool {
+    let lower = seg.to_ascii_lowercase();
+    matches!(
+        lower.as_str(),
+        "." | ".." | "%2e" | ".%2e" | "%2e." | "%2e%2e"
+    )
+}
+
+pub(crate) const fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+pub(crate) const fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// The text with escapes of unreserved characters decoded exactly as step 3 decodes them (and
+/// nothing else changed), or `None` when there is none: the validator judges code patterns on
+/// what canonicalization will produce (`)%2Eswitch(` is `).switch(`).
+pub(crate) fn decode_unreserved(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let (mut i, mut start, mut changed) = (0, 0, false);
+    while let Some(off) = find_byte(b'%', &b[i..]) {
+        let p = i + off;
+        if let (Some(h), Some(l)) = (
+            b.get(p + 1).and_then(|&x| hex(x)),
+            b.get(p + 2).and_then(|&x| hex(x)),
+        ) {
+            let v = h * 16 + l;
+            out.push_str(&s[start..p]);
+            if is_unreserved(v) && !completes_escape(&out, v) {
+                out.push(v as char);
+                changed = true;
+            } else {
+                out.push_str(&s[p..p + 3]);
+            }
+            i = p + 3;
+            start = i;
+        } else {
+            i = p + 1;
+        }
+    }
+    out.push_str(&s[start..]);
+    changed.then_some(out)
+}
+
+/// Whether pushing the decoded hex digit `v` would complete a `%` or `%X` already at the end of
+/// `out` (from a lone `%` in the input) into a new escape: `%%30a` must not become `%0a`, or a
+/// second pass would change it again.
+pub(crate) fn completes_escape(out: &str, v: u8) -> bool {
+    if !v.is_ascii_hexdigit() {
+        return false;
+    }
+    let b = out.as_bytes();
+    match b {
+        [.., b'%'] => true,
+        [.., b'%', x] => x.is_ascii_hexdigit(),
+        _ => false,
+    }
+}
+
+/// A path with `;jsessionid=...` removed from every segment (step 5), or `None` when it has none.
+/// Not where what is left would be a dot segment (`..;jsessionid=x` → `..`), which a second parse
+/// would resolve. Shared with the validator, which judges the path as it will be.
+pub(crate) fn strip_session_params(path: &str) -> Option<String> {
+    find_byte(b';', path.as_bytes())?;
+    let mut kept = String::with_capacity(path.len());
+    let mut changed = false;
+    for (i, seg) in path.split('/').enumerate() {
+        if i > 0 {
+            kept.push('/');
+        }
+        let cut = seg
+            .find(';')
+            .filter(|&c| seg[c + 1..].to_ascii_lowercase().starts_with("jsessionid="))
+            .filter(|&c| !is_dot_segment(&seg[..c]));
+        changed |= cut.is_some();
+        kept.push_str(cut.map_or(seg, |c| &seg[..c]));
+    }
+    changed.then_some(kept)
+}
+
+/// The explicit scheme of a candidate, if it has one. `host:8080/path` and `localhost:3000` are a
+/// host and port without a scheme, not a scheme named `host`.
+pub(crate) fn scheme_of(b: &[u8]) -> Option<&[u8]> {
+    if b.is_empty() || !b[0].is_ascii_alphabetic() {
+        return None;
+    }
+    let mut i = 1;
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'+' | b'-' | b'.')) {
+        i += 1;
+    }
+    if i >= b.len() || b[i] != b':' {
+        return None;
+    }
+    // `word:digits` followed by end, `/`, `?` or `#` is host:port.
+    let rest = &b[i + 1..];
+    let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    if digits > 0
+        && digits <= 5
+        && (digits == rest.len() || matches!(rest[digits], b'/' | b'?' | b'#'))
+    {
+        return None;
+    }
+    Some(&b[..i])
+}
+
+/// Where the path of an absolute URL starts (after `scheme://authority`); 0 when there is no
+/// `://`.
+pub fn authority_end(url: &str) -> usize {
+    let Some(i) = url.find("://") else {
+        return 0;
+    };
+    let rest = &url[i + 3..];
+    i + 3 + rest.find(['/', '?', '#']).unwrap_or(rest.len())
+}
+
+/// The authority of an absolute URL (`scheme://authority/...`) without its userinfo: the host
+/// and, when it has one, the port. `""` when there is no `://`.
+pub fn host_port(url: &str) -> &str {
+    let Some(i) = url.find("://") else {
+        return "";
+    };
+    let rest = &url[i + 3..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let auth = &rest[..end];
+    auth.rsplit_once('@').map_or(auth, |(_, h)| h)
+}
+
+/// The origin of an absolute URL, `scheme://host[:port]` (no userinfo): the unit the render
+/// stage clusters pages by. `""` when there is no `://`.
+pub fn origin(url: &str) -> std::borrow::Cow<'_, str> {
+    let Some(i) = url.find("://") else {
+        return "".into();
+    };
+    let rest = &url[i + 3..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    if rest[..end].contains('@') {
+        format!("{}://{}", &url[..i], host_port(url)).into()
+    } else {
+        url[..i + 3 + end].into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_and_origin_agree_and_drop_userinfo() {
+        for (u, host, origin_) in [
+            ("https://a.example/x?y#z", "a.example", "https://a.example"),
+            (
+                "http://u:p@a.example:8080/x",
+                "a.example:8080",
+                "http://a.example:8080",
+            ),
+            ("https://a.example", "a.example", "https://a.example"),
+            ("https://a.example?q", "a.example", "https://a.example"),
+            ("a.example/x", "", ""),
+        ] {
+            assert_eq!(host_port(u), host, "{u}");
+            assert_eq!(origin(u), origin_, "{u}");
+        }
+    }
+}
