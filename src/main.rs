@@ -6,6 +6,7 @@ use clap::Parser;
 fn main() {
     let args = crawlsieve::cli::normalize_args(std::env::args().collect());
     let cli = crawlsieve::cli::Cli::parse_from(args);
+    let json = cli.log_format == crawlsieve::observe::log::LogFormat::Json;
     if let Err(e) = crawlsieve::cli::run(cli) {
         // A closed stdout (`| head`) is not an error worth a message, but it still fails the
         // run: what was not written was not delivered, so no state was saved.
@@ -15,7 +16,12 @@ fn main() {
         }) {
             std::process::exit(1);
         }
-        eprintln!("crawlsieve: error: {e:#}");
+        if json {
+            // Asked for JSON lines (the chart does): the last line is one too.
+            tracing::error!(error = format!("{e:#}"), "crawlsieve: error: {e:#}");
+        } else {
+            eprintln!("crawlsieve: error: {e:#}");
+        }
         std::process::exit(1);
     }
 }

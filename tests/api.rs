@@ -738,4 +738,27 @@ fn serve_logs_json_lines() {
         "{listening}"
     );
     assert_eq!(listening["fields"]["tokens"], 1, "{listening}");
+    // A fatal error is a JSON line too (exit status 1).
+    let out = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args([
+            "serve",
+            "--log-format",
+            "json",
+            "--set",
+            "serve.listen=nonsense",
+        ])
+        .env_remove("CRAWLSIEVE_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let lines = common::json_log_lines(&String::from_utf8_lossy(&out.stderr));
+    let e = common::log_event(&lines, "error");
+    assert_eq!(e["level"], "ERROR", "{e}");
+    assert!(
+        e["fields"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("serve.listen"),
+        "{e}"
+    );
 }

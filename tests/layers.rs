@@ -177,3 +177,28 @@ fn the_layer_rule_catches_up_imports_cycles_and_strays() {
         "{stray:?}"
     );
 }
+
+/// Inside `url`, the validator and the canonicalizer share `url::lex` and never import each
+/// other (issue 15).
+#[test]
+fn validate_and_canon_do_not_import_each_other() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/url");
+    let mut files = Vec::new();
+    rust_files(&src.join("validate"), &mut files);
+    let mut bad = Vec::new();
+    for (files, other) in [
+        (files, "canon::"),
+        (vec![src.join("canon.rs")], "validate::"),
+    ] {
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if code.contains(other) {
+                    bad.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

@@ -3,6 +3,9 @@
 //!
 //! Every filter works on the 128-bit [`fingerprint`] of a canonical URL, so the layers above
 //! (the gate, the Redis filter, the exact-confirm store) hash a URL once.
+//!
+//! Owns: Bloom sizing, the in-process filter, snapshot files. Layer 1 (pure): imports nothing of
+//! the crate.
 
 mod local;
 pub mod math;

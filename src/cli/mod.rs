@@ -1,5 +1,8 @@
 //! Command-line interface: arguments are parsed into validated objects before anything runs,
 //! then each subcommand streams its input once. Every flag has a `CRAWLSIEVE_*` env var.
+//!
+//! Owns: flags, their parsing and the user-facing summaries. The top layer: imports everything;
+//! nothing imports it (`tests/layers.rs`).
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write};

@@ -3,6 +3,9 @@
 //! configures (`url`, `redis_filter`, `patterns`, `events`) and nothing above them (no `stage`,
 //! `gate`, `render`, `serve`, `cli`).
 //!
+//! Owns: every configuration key, its default and its check. Layer 3: may import `url`,
+//! `redis_filter`, `patterns`, `events`; never `observe`, `stage`, the components or `cli`.
+//!
 //! Values are typed at load: durations are [`Dur`] (parsed once, here), and every problem in a
 //! file — unknown keys, wrong types, values out of range — is reported at once, one line each,
 //! not the first only.

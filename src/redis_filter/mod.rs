@@ -19,6 +19,9 @@
 //!
 //! The fault table (what each component sees under each fault, and why no URL is lost) is in
 //! `docs/redis-filter.md`.
+//!
+//! Owns: the Redis key layout (`cs:{ns}:…`), claims, generations, the local tier. Layer 2: may
+//! import `bloom`; never `config`, `stage`, the components or `cli`.
 
 mod conn;
 pub mod layout;

@@ -1,0 +1,103 @@
+//! What the validator and the canonicalizer look at: [`clean`] trims a candidate and removes
+//! extraction residue (WHATWG whitespace handling, trailing escapes and quotes).
+
+use super::*;
+
+/// Trim what the WHATWG parser trims at the ends: ASCII whitespace (C0 controls other than
+/// whitespace are kept, so that they are reported).
+pub(super) fn trim(s: &str) -> &str {
+    s.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0c'))
+}
+
+/// What the validator and the canonicalizer look at: [`trim`]med, tabs and newlines removed (as
+/// the WHATWG parser does), then extraction residue removed
+/// — trailing backslashes (JS string escapes), single quotes and `>` (`<https://x/issue/1>`); and,
+/// for an absolute URL, anything from the first `"`, `<` or backtick on
+/// (`http://h/x.js"></script>` → `http://h/x.js`).
+/// A relative candidate is not cut: `/api/" + id` must stay recognisable as code.
+pub fn clean(s: &str) -> Cow<'_, str> {
+    // One pass tells which of the rare bytes occur at all; most candidates skip every search.
+    let mask = s
+        .as_bytes()
+        .iter()
+        .fold(0u8, |m, &c| m | CLEAN_CLASS[c as usize]);
+    if mask & (K_TAB_NL | K_BACKSLASH) == 0 {
+        return Cow::Borrowed(clean_stripped(s, mask));
+    }
+    // The WHATWG parser removes ASCII tabs and newlines anywhere, before it reads the scheme:
+    // `java\tscript:` is `javascript:`.
+    let mut t: String = trim(s)
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
+    // JSON-escaped slashes (`https:\/\/h\/a`, common in URLs lifted from JSON) are slashes.
+    if t.contains("\\/") {
+        t = t.replace("\\/", "/");
+    }
+    let mut t = clean_stripped(&t, u8::MAX).to_owned();
+    // In the path a backslash is a slash to the parser (http and https are special schemes).
+    let head_end = t.find(['?', '#']).unwrap_or(t.len());
+    if t[..head_end].contains('\\') {
+        let head = t[..head_end].replace('\\', "/");
+        t.replace_range(..head_end, &head);
+    }
+    Cow::Owned(t)
+}
+
+// Byte classes for `clean`.
+pub(super) const K_TAB_NL: u8 = 1;
+pub(super) const K_BACKSLASH: u8 = 2;
+pub(super) const K_HASH: u8 = 4;
+pub(super) const K_QUESTION: u8 = 8;
+pub(super) const K_CUT: u8 = 16; // `"`, `<`, backtick
+
+pub(super) static CLEAN_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b'\t' as usize] = K_TAB_NL;
+    t[b'\n' as usize] = K_TAB_NL;
+    t[b'\r' as usize] = K_TAB_NL;
+    t[b'\\' as usize] = K_BACKSLASH;
+    t[b'#' as usize] = K_HASH;
+    t[b'?' as usize] = K_QUESTION;
+    t[b'"' as usize] = K_CUT;
+    t[b'<' as usize] = K_CUT;
+    t[b'`' as usize] = K_CUT;
+    t
+};
+
+/// `clean` without tabs, newlines or backslashes; `mask` says which of `#`, `?` and the cut
+/// bytes may occur (`u8::MAX`: unknown).
+pub(super) fn clean_stripped(s: &str, mask: u8) -> &str {
+    let mut t = trim(s);
+    // The fragment goes first (canonicalization drops it), so that residue before it is trailing
+    // residue: `6'#x` and `6'` must clean alike. A fragment-only candidate is kept for the rules.
+    if mask & K_HASH != 0 {
+        if let Some(h) = crate::url::find_byte(b'#', t.as_bytes()).filter(|&h| h > 0) {
+            t = trim(&t[..h]);
+        }
+    }
+    if mask & K_CUT == 0 {
+        // nothing to cut
+    } else if let Some(sch) = scheme_of(t.as_bytes()) {
+        if t.as_bytes()[sch.len() + 1..].starts_with(b"//") {
+            if let Some(cut) = crate::url::find_byte3(b'"', b'<', b'`', t.as_bytes()) {
+                t = trim(&t[..cut]);
+            }
+        }
+    }
+    // Then a query that canonicalization empties (`x'?`, `x?=&`), so what precedes it is trailing.
+    let q = if mask & K_QUESTION != 0 {
+        crate::url::find_byte(b'?', t.as_bytes())
+    } else {
+        None
+    };
+    if let Some(q) = q.filter(|&q| q > 0) {
+        if t.as_bytes()[q + 1..]
+            .split(|&c| c == b'&')
+            .all(|p| p.is_empty() || p == b"=")
+        {
+            t = &t[..q];
+        }
+    }
+    crate::url::trim_residue(t)
+}
