@@ -76,10 +76,7 @@ impl PatternVerdict {
 
 /// The Redis key of a pattern's verdict in namespace `ns`.
 pub fn key(ns: &str, pattern: &str) -> String {
-    format!(
-        "cs:pv:{{{ns}:{:016x}}}",
-        xxhash_rust::xxh3::xxh3_64(pattern.as_bytes())
-    )
+    crate::redis_filter::Keys::pattern_verdict(ns, xxhash_rust::xxh3::xxh3_64(pattern.as_bytes()))
 }
 
 /// Write a measurement (the render stage's side; tests use it too).

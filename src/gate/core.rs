@@ -17,7 +17,7 @@ use crate::events::{
 };
 use crate::observe::FilterMetrics;
 use crate::patterns::PatternVerdicts;
-use crate::redis_filter::{Conn, Expect, RedisConfig, RedisFilter, RedisFilterError};
+use crate::redis_filter::{Expect, LazyConn, RedisConfig, RedisFilter, RedisFilterError};
 use crate::sieve::Sieve;
 use crate::stage::{Batch, Dest, Stage, StageError, Staged};
 use crate::url::Reason;
@@ -163,7 +163,7 @@ pub struct GateCore {
     source: Option<String>,
     names: Vec<String>,
     namespaces: HashMap<String, Namespace>,
-    patterns_conn: Option<Conn>,
+    patterns_conn: LazyConn,
     pending: Vec<Pending>,
     seen: HashSet<(usize, u128)>,
     /// URLs of batches staged and not yet finished (their fetch events are on their way): a
@@ -183,13 +183,13 @@ impl GateCore {
             None,
         );
         GateCore {
+            patterns_conn: LazyConn::new(redis.clone()),
             cfg,
             redis,
             sieve,
             source: None,
             names: Vec::new(),
             namespaces: HashMap::new(),
-            patterns_conn: None,
             pending: Vec::new(),
             seen: HashSet::new(),
             unfinished: HashSet::new(),
@@ -263,18 +263,9 @@ impl GateCore {
         if !self.cfg.patterns.enable_url_pattern_dom_dedup || patterns.is_empty() {
             return Ok(());
         }
-        if self.patterns_conn.is_none() {
-            self.patterns_conn = Some(
-                Conn::connect(&self.redis).map_err(|e| RedisFilterError::from_redis(e, false))?,
-            );
-        }
-        let conn = self.patterns_conn.as_mut().expect("connected above");
         let state = self.namespaces.get_mut(ns).expect("an attached namespace");
-        let r = state.verdicts.skip_batch(conn, patterns, skip);
-        if r.is_err() {
-            self.patterns_conn = None;
-        }
-        r
+        self.patterns_conn
+            .with(|conn| state.verdicts.skip_batch(conn, patterns, skip))
     }
 
     /// The HTTP filter API's path ([`crate::serve`]): sieve `urls` for namespace `ns` (relative

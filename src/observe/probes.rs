@@ -9,7 +9,7 @@ use prometheus::{GaugeVec, Histogram, IntCounter, IntCounterVec, IntGauge, IntGa
 
 use super::{names, Metrics, SECONDS};
 use crate::config::Config;
-use crate::redis_filter::{Conn, Expect, NamespaceStats, RedisFilter};
+use crate::redis_filter::{Expect, LazyConn, NamespaceStats, RedisFilter, RedisFilterError};
 
 /// `redis_up` and the PING round trip.
 #[derive(Clone)]
@@ -120,26 +120,22 @@ pub fn spawn(cfg: &Config, probe: ProbeMetrics, filter: Option<FilterMetrics>) {
     std::thread::Builder::new()
         .name("probes".into())
         .spawn(move || {
-            let mut conn: Option<Conn> = None;
+            let mut conn = LazyConn::new(redis.clone());
             let mut filters: std::collections::HashMap<String, RedisFilter> = Default::default();
             let mut last_stats: Option<Instant> = None;
             loop {
                 let t = Instant::now();
-                let ok = conn
-                    .take()
-                    .map_or_else(|| Conn::connect(&redis), Ok)
-                    .and_then(|mut c| {
-                        c.query::<String>(&redis::cmd("PING"))?;
-                        Ok(c)
-                    });
+                let ok = conn.with(|c| {
+                    c.query::<String>(&redis::cmd("PING"))
+                        .map_err(|e| RedisFilterError::from_redis(e, false))
+                });
                 probe.redis_ping_seconds.observe(t.elapsed().as_secs_f64());
                 probe.redis_up.set(ok.is_ok() as i64);
                 if let Err(e) = &ok {
                     tracing::debug!(error = %e, "redis probe failed");
                 }
-                conn = ok.ok();
                 let due = last_stats.map_or(true, |l| l.elapsed() >= stats_every);
-                if let Some(fm) = filter.as_ref().filter(|_| conn.is_some()) {
+                if let Some(fm) = filter.as_ref().filter(|_| ok.is_ok()) {
                     if !stats_every.is_zero() && due {
                         last_stats = Some(Instant::now());
                         let names: Vec<String> = fm

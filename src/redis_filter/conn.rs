@@ -215,3 +215,45 @@ fn raw_error(e: RawError) -> RedisFilterError {
         RawError::Protocol(m) => RedisFilterError::Corrupt(m),
     }
 }
+
+/// A connection made on first use and dropped after an error, so the next use reconnects: how
+/// every component outside the filter's hot path (the gate's pattern verdicts, the render
+/// stage's checkpoints and verdicts, the probes) holds Redis.
+pub struct LazyConn {
+    cfg: RedisConfig,
+    conn: Option<Conn>,
+}
+
+impl LazyConn {
+    /// Nothing is connected until [`LazyConn::get`].
+    pub fn new(cfg: RedisConfig) -> LazyConn {
+        LazyConn { cfg, conn: None }
+    }
+
+    /// The connection, made now if there is none.
+    pub fn get(&mut self) -> Result<&mut Conn, super::RedisFilterError> {
+        if self.conn.is_none() {
+            let c = Conn::connect(&self.cfg)
+                .map_err(|e| super::RedisFilterError::from_redis(e, false))?;
+            self.conn = Some(c);
+        }
+        Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    /// Run `f` on the connection; on an error the connection is dropped (its state unknown).
+    pub fn with<T>(
+        &mut self,
+        f: impl FnOnce(&mut Conn) -> Result<T, super::RedisFilterError>,
+    ) -> Result<T, super::RedisFilterError> {
+        let r = self.get().and_then(f);
+        if r.is_err() {
+            self.conn = None;
+        }
+        r
+    }
+
+    /// Drop the connection (the next use reconnects).
+    pub fn reset(&mut self) {
+        self.conn = None;
+    }
+}

@@ -405,6 +405,16 @@ impl Keys {
         let _ = write!(out, ":c:{fp:032x}}}");
     }
 
+    /// A URL-pattern verdict of namespace `ns` (`cs:pv:{NS:HASH}`; [`crate::patterns`]).
+    pub fn pattern_verdict(ns: &str, pattern_hash: u64) -> String {
+        format!("cs:pv:{{{ns}:{pattern_hash:016x}}}")
+    }
+
+    /// The render stage's clustering checkpoint of one host (`cs:rs:{HOST}`).
+    pub fn render_state(host: &str) -> String {
+        format!("cs:rs:{{{host}}}")
+    }
+
     /// A record of the namespace (`cs:{NS}:rec:NAME`), in its metadata's slot.
     pub fn record(ns: &str, name: &str) -> String {
         format!("cs:{{{ns}}}:rec:{name}")

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use redis::{Cmd, Value};
 use serde::{Deserialize, Serialize};
 
-pub use conn::{Conn, RedisConfig};
+pub use conn::{Conn, LazyConn, RedisConfig};
 pub use layout::{GenSpec, Keys};
 pub use tier::LocalTier;
 

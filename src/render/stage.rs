@@ -22,7 +22,7 @@ use crate::page::online::OnlineClusterer;
 use crate::page::patterns::{Sampler, Verdict};
 use crate::page::similarity::{Similarity, Thresholds};
 use crate::page::Page;
-use crate::redis_filter::{Conn, RedisConfig, RedisFilterError};
+use crate::redis_filter::{LazyConn, RedisFilterError};
 use crate::stage::{Batch, Dest, Stage, Staged};
 use crate::url::lex::origin;
 
@@ -93,15 +93,14 @@ pub struct RenderStage {
     renderer: Arc<Renderer>,
     clusterer: OnlineClusterer,
     sampler: Sampler,
-    redis: RedisConfig,
-    conn: Option<Conn>,
+    redis: LazyConn,
     max_bytes: usize,
     metrics: Option<RenderMetrics>,
     launches_seen: u64,
 }
 
 fn state_key(host: &str) -> String {
-    format!("cs:rs:{{{}}}", host)
+    crate::redis_filter::Keys::render_state(host)
 }
 
 impl RenderStage {
@@ -137,7 +136,7 @@ impl RenderStage {
                     }
                 })?;
         }
-        let redis = cfg.redis.client();
+        let redis = LazyConn::new(cfg.redis.client());
         Ok(RenderStage {
             rt,
             renderer,
@@ -147,20 +146,10 @@ impl RenderStage {
                 cfg.patterns.url_pattern_dom_threshold,
             ),
             redis,
-            conn: None,
             max_bytes: cfg.kafka.max_message_bytes,
             metrics,
             launches_seen: 1,
         })
-    }
-
-    fn conn(&mut self) -> Result<&mut Conn, RedisFilterError> {
-        if self.conn.is_none() {
-            self.conn = Some(
-                Conn::connect(&self.redis).map_err(|e| RedisFilterError::from_redis(e, false))?,
-            );
-        }
-        Ok(self.conn.as_mut().expect("connected above"))
     }
 
     /// Load a host's checkpoint the first time this worker sees the host.
@@ -168,13 +157,10 @@ impl RenderStage {
         if self.clusterer.knows(host) {
             return Ok(());
         }
-        let got: Option<String> = match self.conn()?.query(redis::cmd("GET").arg(state_key(host))) {
-            Ok(v) => v,
-            Err(e) => {
-                self.conn = None;
-                return Err(RedisFilterError::from_redis(e, false));
-            }
-        };
+        let got: Option<String> = self.redis.with(|c| {
+            c.query(redis::cmd("GET").arg(state_key(host)))
+                .map_err(|e| RedisFilterError::from_redis(e, false))
+        })?;
         if let Some(json) = got {
             if let Err(e) = self.clusterer.import(host, &json) {
                 tracing::warn!(host, error = %e, "unreadable cluster checkpoint; starting afresh");
@@ -350,13 +336,8 @@ impl Stage for RenderStage {
     fn finish(&mut self, out: &mut Staged<RenderPending>) -> Result<(), RedisFilterError> {
         let p = &mut out.pending;
         while let Some((ns, pattern, samples, sim)) = p.verdicts.first().cloned() {
-            let r = self
-                .conn()
-                .and_then(|c| crate::patterns::write(c, &ns, &pattern, samples, sim));
-            if let Err(e) = r {
-                self.conn = None;
-                return Err(e);
-            }
+            self.redis
+                .with(|c| crate::patterns::write(c, &ns, &pattern, samples, sim))?;
             p.verdicts.remove(0);
             if let Some(m) = &self.metrics {
                 let v = if sim >= self.sampler.threshold {
@@ -370,14 +351,10 @@ impl Stage for RenderStage {
         while let Some(host) = p.touched.first().cloned() {
             if let Some(json) = self.clusterer.export(&host) {
                 let cmd = redis::cmd("SET").arg(state_key(&host)).arg(json).clone();
-                let r = self.conn().and_then(|c| {
+                self.redis.with(|c| {
                     c.query::<()>(&cmd)
                         .map_err(|e| RedisFilterError::from_redis(e, false))
-                });
-                if let Err(e) = r {
-                    self.conn = None;
-                    return Err(e);
-                }
+                })?;
             }
             p.touched.remove(&host);
         }
