@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -98,13 +98,151 @@ pub struct FilterRequest {
     #[serde(default, alias = "filter_typeid")]
     pub namespace: Option<String>,
     /// The candidates: strings; any other JSON value is rejected as `not_a_string`.
-    pub urls: Vec<serde_json::Value>,
+    pub urls: Candidates,
     /// The page the candidates came from: the base of relative ones.
     #[serde(default)]
     pub source: Option<String>,
     /// Check without marking the new URLs as seen.
     #[serde(default)]
     pub check_only: bool,
+}
+
+/// One element of `urls`: a string, or any other JSON value kept as its JSON text (at most
+/// 200 bytes) for the `not_a_string` rejection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Candidate {
+    /// A string: a URL candidate.
+    Url(String),
+    /// Not a string.
+    Other(String),
+}
+
+/// The `urls` array, read element by element and abandoned at the first element past the
+/// limit set by [`FilterRequest::parse`] (`serve.max_urls`): an oversized array costs no more
+/// than `max_urls + 1` elements of memory, whatever its length.
+#[derive(Debug, Default)]
+pub struct Candidates(pub Vec<Candidate>);
+
+/// How [`FilterRequest::parse`] failed.
+#[derive(Debug)]
+pub enum ParseError {
+    /// More than the limit of URLs.
+    TooMany,
+    /// JSON of the wrong shape (422 `invalid_request`).
+    Invalid(String),
+    /// Not JSON (400 `malformed_json`).
+    Malformed(String),
+}
+
+const TOO_MANY: &str = "crawlsieve: too many urls";
+
+thread_local! {
+    /// The element limit of the `urls` array being parsed on this thread.
+    static URL_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+impl FilterRequest {
+    /// Parse a request body, reading at most `max_urls` elements of `urls` (blocking work:
+    /// run it off the async workers).
+    pub fn parse(body: &[u8], max_urls: usize) -> Result<FilterRequest, ParseError> {
+        URL_LIMIT.with(|c| c.set(max_urls));
+        let r = serde_json::from_slice::<FilterRequest>(body);
+        URL_LIMIT.with(|c| c.set(usize::MAX));
+        r.map_err(|e| {
+            if e.to_string().starts_with(TOO_MANY) {
+                ParseError::TooMany
+            } else if e.is_data() {
+                ParseError::Invalid(e.to_string())
+            } else {
+                ParseError::Malformed(e.to_string())
+            }
+        })
+    }
+}
+
+/// JSON text of a non-string element, cut to 200 bytes on a character boundary.
+fn json_text(v: &serde_json::Value) -> String {
+    let mut t = v.to_string();
+    if t.len() > 200 {
+        let mut cut = 200;
+        while !t.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        t.truncate(cut);
+    }
+    t
+}
+
+impl<'de> Deserialize<'de> for Candidate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Candidate, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Candidate;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a URL candidate")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Candidate, E> {
+                Ok(Candidate::Url(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Candidate, E> {
+                Ok(Candidate::Url(v))
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Candidate, E> {
+                Ok(Candidate::Other(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Candidate, E> {
+                Ok(Candidate::Other(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Candidate, E> {
+                Ok(Candidate::Other(v.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Candidate, E> {
+                Ok(Candidate::Other(json_text(&serde_json::json!(v))))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Candidate, E> {
+                Ok(Candidate::Other("null".into()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, a: A) -> Result<Candidate, A::Error> {
+                let v = serde_json::Value::deserialize(
+                    serde::de::value::SeqAccessDeserializer::new(a),
+                )?;
+                Ok(Candidate::Other(json_text(&v)))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, a: A) -> Result<Candidate, A::Error> {
+                let v = serde_json::Value::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(a),
+                )?;
+                Ok(Candidate::Other(json_text(&v)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Candidates {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Candidates, D::Error> {
+        struct V(usize);
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Candidates;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of URL strings")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Candidates, A::Error> {
+                let mut out = Vec::with_capacity(a.size_hint().unwrap_or(0).min(self.0).min(4096));
+                while let Some(c) = a.next_element::<Candidate>()? {
+                    if out.len() == self.0 {
+                        return Err(serde::de::Error::custom(TOO_MANY));
+                    }
+                    out.push(c);
+                }
+                Ok(Candidates(out))
+            }
+        }
+        d.deserialize_seq(V(URL_LIMIT.with(|c| c.get())))
+    }
 }
 
 /// One rejected candidate.
@@ -163,6 +301,8 @@ struct Api {
     cores: Mutex<Vec<GateCore>>,
     core_permits: Arc<Semaphore>,
     requests: Semaphore,
+    /// `serve.max_body_memory` permits, one per byte of request body held.
+    body_budget: Arc<Semaphore>,
     metrics: ApiMetrics,
     core_cfg: Config,
     /// `serve.idempotency_ttl`.
@@ -221,7 +361,110 @@ fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response
     r
 }
 
+/// 503 `overloaded` with `Retry-After: 1`.
+fn overloaded(message: String) -> Response {
+    let mut r = error(StatusCode::SERVICE_UNAVAILABLE, "overloaded", message);
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
 impl Api {
+    /// Read the body within `serve.body_timeout` and `serve.max_body_bytes`, charging every
+    /// byte to the process's body budget (`serve.max_body_memory`) as it arrives; the permit
+    /// returned holds the charge until it is dropped, after the response.
+    async fn read_body(
+        &self,
+        headers: &HeaderMap,
+        body: Body,
+    ) -> Result<(Vec<u8>, Option<tokio::sync::OwnedSemaphorePermit>), Response> {
+        use http_body_util::BodyExt;
+        let limit = self.cfg.max_body_bytes;
+        let too_large = || {
+            error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("the request body is larger than serve.max_body_bytes ({limit} bytes)"),
+            )
+        };
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limit as u64) {
+            return Err(too_large());
+        }
+        let over_budget = || {
+            overloaded(format!(
+                "request bodies in memory would pass serve.max_body_memory ({} bytes)",
+                self.cfg.max_body_memory
+            ))
+        };
+        let mut held: Option<tokio::sync::OwnedSemaphorePermit> = None;
+        let mut charge = |n: usize| -> bool {
+            let Ok(n) = u32::try_from(n) else {
+                return false;
+            };
+            match self.body_budget.clone().try_acquire_many_owned(n) {
+                Ok(p) => {
+                    match &mut held {
+                        Some(h) => h.merge(p),
+                        None => held = Some(p),
+                    }
+                    true
+                }
+                Err(_) => false,
+            }
+        };
+        // Charged as bytes arrive, never on a declared length alone: a client that declares
+        // 4 MB and trickles holds only what it sent.
+        let mut buf = Vec::with_capacity(declared.map_or(0, |n| n as usize).min(64 << 10));
+        let mut charged = 0usize;
+        let deadline = tokio::time::Instant::now() + self.cfg.body_timeout.0;
+        let mut body = body;
+        loop {
+            let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+                Err(_) => {
+                    let mut r = error(
+                        StatusCode::REQUEST_TIMEOUT,
+                        "body_timeout",
+                        format!(
+                            "the request body did not arrive within serve.body_timeout ({})",
+                            self.cfg.body_timeout
+                        ),
+                    );
+                    r.headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                    return Err(r);
+                }
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
+                    return Err(error(
+                        StatusCode::BAD_REQUEST,
+                        "malformed_body",
+                        format!("the request body could not be read: {e}"),
+                    ))
+                }
+                Ok(Some(Ok(f))) => f,
+            };
+            let Ok(data) = frame.into_data() else {
+                continue; // trailers
+            };
+            if buf.len() + data.len() > limit {
+                return Err(too_large());
+            }
+            buf.extend_from_slice(&data);
+            // The buffer's capacity is what the allocator holds.
+            if buf.capacity() > charged {
+                if !charge(buf.capacity() - charged) {
+                    return Err(over_budget());
+                }
+                charged = buf.capacity();
+            }
+        }
+        Ok((buf, held))
+    }
+
     fn authorized(&self, headers: &HeaderMap) -> bool {
         if self.tokens.is_empty() {
             return true; // allow_anonymous (checked at start)
@@ -250,19 +493,6 @@ impl Api {
             );
             return r;
         }
-        let Ok(_slot) = self.requests.try_acquire() else {
-            let mut r = error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "overloaded",
-                format!(
-                    "more than serve.max_concurrent_requests ({}) requests at once",
-                    self.cfg.max_concurrent_requests
-                ),
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return r;
-        };
         let idem_key = match headers.get("idempotency-key").map(|v| v.as_bytes()) {
             None => None,
             Some(k)
@@ -278,35 +508,54 @@ impl Api {
                 )
             }
         };
-        let limit = self.cfg.max_body_bytes;
-        let too_large = || {
-            error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                format!("the request body is larger than serve.max_body_bytes ({limit} bytes)"),
-            )
-        };
-        let declared = headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > limit as u64) {
-            return too_large();
-        }
-        let bytes: Bytes = match axum::body::to_bytes(body, limit).await {
+        // The body first, charged to the body budget as it arrives; a request slot only once
+        // it is in (a client trickling its body holds no slot and almost no budget).
+        let (bytes, _budget) = match self.read_body(&headers, body).await {
             Ok(b) => b,
-            Err(_) => return too_large(),
+            Err(r) => return r,
         };
-        let req: FilterRequest = match serde_json::from_slice(&bytes) {
+        let Ok(_slot) = self.requests.try_acquire() else {
+            return overloaded(format!(
+                "more than serve.max_concurrent_requests ({}) requests at once",
+                self.cfg.max_concurrent_requests
+            ));
+        };
+        // Parsing a large body is blocking work: off the async workers.
+        let max_urls = self.cfg.max_urls;
+        let (parsed, bytes) = match tokio::task::spawn_blocking(move || {
+            (FilterRequest::parse(&bytes, max_urls), bytes)
+        })
+        .await
+        {
+            Ok(v) => v,
+            Err(e) => {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    format!("the parse task failed: {e}"),
+                )
+            }
+        };
+        let req = match parsed {
             Ok(r) => r,
-            Err(e) if e.is_data() => {
+            Err(ParseError::TooMany) => {
+                return error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too_many_urls",
+                    format!(
+                        "more than serve.max_urls ({}) URLs in one request",
+                        self.cfg.max_urls
+                    ),
+                )
+            }
+            Err(ParseError::Invalid(e)) => {
                 return error(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "invalid_request",
                     format!("{e} (expected {{\"namespace\": string, \"urls\": [string, ...]}})"),
                 )
             }
-            Err(e) => {
+            Err(ParseError::Malformed(e)) => {
                 return error(
                     StatusCode::BAD_REQUEST,
                     "malformed_json",
@@ -314,17 +563,6 @@ impl Api {
                 )
             }
         };
-        if req.urls.len() > self.cfg.max_urls {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "too_many_urls",
-                format!(
-                    "{} URLs; at most serve.max_urls ({}) per request",
-                    req.urls.len(),
-                    self.cfg.max_urls
-                ),
-            );
-        }
         let ns = req
             .namespace
             .clone()
@@ -379,24 +617,15 @@ impl Api {
                 api: api.clone(),
                 _permit: permit,
             };
+            let received = req.urls.0.len();
             let (mut strings, mut idx, mut out) = (Vec::new(), Vec::new(), Vec::new());
-            for (i, v) in req.urls.iter().enumerate() {
-                match v {
-                    serde_json::Value::String(s) => {
-                        strings.push(s.clone());
+            for (i, c) in req.urls.0.into_iter().enumerate() {
+                match c {
+                    Candidate::Url(s) => {
+                        strings.push(s);
                         idx.push(i);
                     }
-                    other => {
-                        let mut t = other.to_string();
-                        if t.len() > 200 {
-                            let mut cut = 200;
-                            while !t.is_char_boundary(cut) {
-                                cut -= 1;
-                            }
-                            t.truncate(cut);
-                        }
-                        out.push((i, t));
-                    }
+                    Candidate::Other(t) => out.push((i, t)),
                 }
             }
             let core = lease.core.as_mut().expect("leased above");
@@ -407,7 +636,7 @@ impl Api {
                 req.check_only,
                 idem.as_ref(),
             );
-            (r, strings, idx, out, ns, req.urls.len())
+            (r, strings, idx, out, ns, received)
         })
         .await;
         let api = self;
@@ -518,6 +747,7 @@ pub fn router(cfg: &Config, tokens: &[String], metrics: ApiMetrics) -> Router {
         cores: Mutex::new(cores),
         core_permits: Arc::new(Semaphore::new(sv.workers)),
         requests: Semaphore::new(sv.max_concurrent_requests),
+        body_budget: Arc::new(Semaphore::new(sv.max_body_memory)),
         core_cfg: cfg.clone(),
         idem_ttl: sv.idempotency_ttl.0,
         cfg: sv,
@@ -571,7 +801,7 @@ pub fn run(cfg: &Config, stop: Stop) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async {
+    let r = rt.block_on(async {
         let l = tokio::net::TcpListener::bind(&cfg.serve.listen)
             .await
             .with_context(|| format!("serve.listen: cannot listen on {}", cfg.serve.listen))?;
@@ -581,15 +811,105 @@ pub fn run(cfg: &Config, stop: Stop) -> Result<()> {
             anonymous = tokens.is_empty(),
             "listening"
         );
-        axum::serve(l, app)
-            .with_graceful_shutdown(async move {
-                while !stop.requested() {
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        serve_connections(l, app, &cfg.serve, stop).await;
+        Ok(())
+    });
+    // A filter call still running on a blocking thread (Redis stalled) is not waited for.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    r
+}
+
+/// Raise the soft open-file limit towards the hard one so that `want` descriptors fit; the
+/// limit reached.
+fn raise_nofile(want: u64) -> u64 {
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a local rlimit.
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        if r.rlim_cur < want {
+            let target = want.min(r.rlim_max);
+            let raised = libc::rlimit {
+                rlim_cur: target,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                return target;
+            }
+        }
+        r.rlim_cur
+    }
+}
+
+/// Accept and serve connections until `stop`, then let requests in progress finish within
+/// `serve.shutdown_grace` and close the rest. Each connection is hyper's HTTP/1 server with a
+/// timer: `serve.header_timeout` closes a connection that does not deliver its headers (a
+/// half-open or idle one); at most `serve.max_connections` are open at once.
+async fn serve_connections(l: tokio::net::TcpListener, app: Router, sv: &ServeSection, stop: Stop) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::server::graceful::GracefulShutdown;
+    use hyper_util::service::TowerToHyperService;
+
+    let limit = raise_nofile(sv.max_connections as u64 + 256);
+    if limit < sv.max_connections as u64 + 64 {
+        tracing::warn!(
+            open_files = limit,
+            max_connections = sv.max_connections,
+            "the open-file limit is below serve.max_connections: accept may fail under load"
+        );
+    }
+    let slots = Arc::new(Semaphore::new(sv.max_connections));
+    let graceful = GracefulShutdown::new();
+    let stopped = || async {
+        while !stop.requested() {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(sv.header_timeout.0)
+        .keep_alive(true);
+    loop {
+        let slot = tokio::select! {
+            p = slots.clone().acquire_owned() => p.expect("never closed"),
+            _ = stopped() => break,
+        };
+        let sock = tokio::select! {
+            r = l.accept() => match r {
+                Ok((sock, _)) => sock,
+                Err(e) => {
+                    // EMFILE and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
                 }
-            })
-            .await
-            .context("serving")
-    })
+            },
+            _ = stopped() => break,
+        };
+        let _ = sock.set_nodelay(true);
+        let conn =
+            builder.serve_connection(TokioIo::new(sock), TowerToHyperService::new(app.clone()));
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _ = conn.await;
+            drop(slot);
+        });
+    }
+    drop(l);
+    if tokio::time::timeout(sv.shutdown_grace.0, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            grace = %sv.shutdown_grace,
+            "connections still open after serve.shutdown_grace: closing them"
+        );
+    }
 }
 
 #[cfg(test)]

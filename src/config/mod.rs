@@ -227,6 +227,18 @@ impl Config {
         if !(1..=256).contains(&sv.workers) {
             bad(format!("serve.workers {} is outside 1..=256", sv.workers));
         }
+        if sv.header_timeout.0.is_zero() || sv.body_timeout.0.is_zero() {
+            bad("serve.header_timeout and serve.body_timeout must be more than 0s".into());
+        }
+        if sv.max_connections == 0 {
+            bad("serve.max_connections must be at least 1".into());
+        }
+        if sv.max_body_memory / 2 < sv.max_body_bytes {
+            bad(format!(
+                "serve.max_body_memory ({}) must be at least twice serve.max_body_bytes ({})",
+                sv.max_body_memory, sv.max_body_bytes
+            ));
+        }
         if self.render.page_timeout.0.is_zero() {
             bad("render.page_timeout must be more than 0s".into());
         }

@@ -142,6 +142,23 @@ pub struct ServeSection {
     /// How long the answer to a request with an `Idempotency-Key` header is kept: a retry of
     /// the same request within it gets the first answer.
     pub idempotency_ttl: Dur,
+    /// A connection must deliver a request's headers within this long, counted from when the
+    /// server starts waiting for them: on a new connection, and between the requests of a
+    /// kept-alive one (so it is also the idle timeout). Past it the connection is closed.
+    pub header_timeout: Dur,
+    /// A request's whole body must arrive within this long after its headers (408
+    /// `body_timeout` past it, and the connection is closed).
+    pub body_timeout: Dur,
+    /// Connections open at once; further clients wait in the listen backlog until one closes.
+    /// The process raises its open-file limit to fit (`ulimit -n` permitting).
+    pub max_connections: usize,
+    /// Bytes of request bodies held in memory at once, over every request: charged as bytes
+    /// arrive and released when the response is written, so a client trickling its body holds
+    /// only what it sent. A request that would go past it gets 503 `overloaded`.
+    pub max_body_memory: usize,
+    /// On SIGTERM/SIGINT: requests in progress get this long to finish; then every connection
+    /// is closed and the process exits (keep it below the pod's termination grace period).
+    pub shutdown_grace: Dur,
 }
 
 impl Default for ServeSection {
@@ -155,6 +172,11 @@ impl Default for ServeSection {
             token_file: None,
             allow_anonymous: false,
             idempotency_ttl: Dur(Duration::from_secs(86_400)),
+            header_timeout: Dur(Duration::from_secs(10)),
+            body_timeout: Dur(Duration::from_secs(30)),
+            max_connections: 1024,
+            max_body_memory: 64 << 20,
+            shutdown_grace: Dur(Duration::from_secs(20)),
         }
     }
 }
