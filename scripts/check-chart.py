@@ -194,6 +194,57 @@ def main():
         if profile == "default" and set(kinds) & OPERATOR_KINDS:
             fail("default: operator kinds rendered without their CRDs")
 
+    # Issue 16, item 5: a protocol the user set survives kafkaTls with an existingSecret.
+    docs = render({
+        "kafkaTls": {"enabled": True, "secretName": "kafka-tls"},
+        "secrets": {"existingSecret": "creds"},
+        "config": {"kafka": {"client": {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"}}},
+    })
+    cm = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-config"))
+    for key in ("gate.toml", "render.toml"):
+        if '"security.protocol" = "SASL_SSL"' not in cm["data"][key]:
+            fail(f"kafkaTls + existingSecret: {key} lost the user's SASL_SSL:\n{cm['data'][key]}")
+    docs = render({"kafkaTls": {"enabled": True, "secretName": "kafka-tls"}})
+    cm = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-config"))
+    if '"security.protocol" = "SSL"' not in cm["data"]["gate.toml"]:
+        fail(f"kafkaTls alone: not SSL:\n{cm['data']['gate.toml']}")
+
+    # Item 7: each pod gets only the credentials it uses (the API has no Kafka client).
+    docs = render({"api": {"enabled": True}, "secrets": {"existingSecret": "creds"}})
+    for d in docs:
+        if d["kind"] != "Deployment":
+            continue
+        comp = d["metadata"]["labels"]["app.kubernetes.io/component"]
+        env = {e["name"] for c in d["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
+        sasl = {e for e in env if "SASL" in e}
+        if comp == "api" and sasl:
+            fail(f"api pod receives Kafka credentials: {sorted(sasl)}")
+        if comp == "gate" and not sasl:
+            fail("gate pod lost its Kafka credentials")
+        if comp != "api" and "CRAWLSIEVE_API_TOKENS" in env:
+            fail(f"{comp} pod receives the API tokens")
+
+    # Item 6: the render pod's egress: DNS to the resolver only, peers on their ports only,
+    # every special-purpose IPv6 range excluded (forms carrying IPv4 included).
+    docs = render({})
+    pol = next(d for d in docs if d["kind"] == "NetworkPolicy" and d["metadata"]["name"].endswith("-render"))
+    for rule in pol["spec"]["egress"]:
+        if rule.get("to") and all("ipBlock" in p for p in rule["to"]):
+            continue  # public addresses, any port
+        if "ports" not in rule:
+            fail(f"render egress rule without ports or an ipBlock-only scope: {rule}")
+            continue
+        if {p["port"] for p in rule["ports"]} == {53} and not rule.get("to"):
+            fail(f"render DNS egress open to every address: {rule}")
+    blocks = [p["ipBlock"] for r in pol["spec"]["egress"] for p in r.get("to", []) if "ipBlock" in p]
+    v6 = next(b for b in blocks if b["cidr"] == "::/0")
+    for need in ("64:ff9b::/96", "::ffff:0:0/96", "2002::/16", "100::/64", "::1/128", "fc00::/7", "fe80::/10"):
+        if need not in v6["except"]:
+            fail(f"render egress allows {need}")
+    peers = [r for r in pol["spec"]["egress"] if any("podSelector" in p for p in r.get("to", []) if "namespaceSelector" not in p)]
+    if not peers or any(not r.get("ports") for r in peers):
+        fail(f"render egress to cluster peers without ports: {peers}")
+
     # The checksum follows the configuration.
     def checksum(values):
         for d in render(values):

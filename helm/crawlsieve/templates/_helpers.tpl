@@ -72,7 +72,11 @@ the chart itself fixes (listen addresses, Kafka TLS). (dict "root" $ "component"
 {{- if $root.Values.kafkaTls.enabled -}}
 {{- $kafka := default dict $cfg.kafka -}}
 {{- $client := default dict $kafka.client -}}
+{{- /* A protocol the user set (SASL_SSL with an existingSecret) is kept; else SASL_SSL when the
+chart's own Secret carries SASL credentials, else kafkaTls.protocol. */ -}}
+{{- if not (hasKey $client "security.protocol") -}}
 {{- $_ := set $client "security.protocol" (ternary "SASL_SSL" $root.Values.kafkaTls.protocol (ne $root.Values.secrets.kafkaSaslUsername "")) -}}
+{{- end -}}
 {{- $_ := set $client "ssl.ca.location" "/etc/crawlsieve/kafka-tls/ca.crt" -}}
 {{- if $root.Values.kafkaTls.mutual -}}
 {{- $_ := set $client "ssl.certificate.location" "/etc/crawlsieve/kafka-tls/tls.crt" -}}
@@ -124,12 +128,15 @@ the stages' integer settings need (toToml would write `workers = 1.0`).
 {{- define "crawlsieve.secretEnv" -}}
 {{- if include "crawlsieve.hasSecret" .root }}
 {{- $name := include "crawlsieve.secretName" .root }}
+{{- /* Each component gets only the credentials it uses: the API has no Kafka client. */}}
+{{- if ne .component "api" }}
 - name: CRAWLSIEVE__KAFKA__CLIENT__SASL_USERNAME
   valueFrom:
     secretKeyRef: {name: {{ $name }}, key: kafka-sasl-username, optional: true}
 - name: CRAWLSIEVE__KAFKA__CLIENT__SASL_PASSWORD
   valueFrom:
     secretKeyRef: {name: {{ $name }}, key: kafka-sasl-password, optional: true}
+{{- end }}
 - name: CRAWLSIEVE__REDIS__URL
   valueFrom:
     secretKeyRef: {name: {{ $name }}, key: redis-url, optional: true}
