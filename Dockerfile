@@ -23,7 +23,7 @@ RUN cargo build --release --locked --bin crawlsieve \
 
 FROM debian:bookworm-slim AS runtime
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates libssl3 zlib1g \
+ && apt-get install -y --no-install-recommends ca-certificates libssl3 zlib1g tini \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /crawlsieve /usr/local/bin/crawlsieve
 COPY schemas /usr/share/crawlsieve/schemas
@@ -31,7 +31,9 @@ ENV HOME=/tmp TMPDIR=/tmp
 USER 65532:65532
 # 9464: /metrics, /healthz, /readyz of gate and render; 8080: crawlsieve serve.
 EXPOSE 9464 8080
-ENTRYPOINT ["/usr/local/bin/crawlsieve"]
+# tini is PID 1: it forwards SIGTERM to crawlsieve and reaps what crawlsieve does not wait
+# for (Chromium's helper processes orphaned by a relaunch).
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/crawlsieve"]
 CMD ["--help"]
 
 FROM runtime AS render

@@ -795,6 +795,7 @@ pub fn run(cfg: &Config, stop: Stop) -> Result<()> {
             "no API tokens: set {TOKENS_ENV} (comma-separated) or serve.token_file, or serve.allow_anonymous = true for a trusted network"
         );
     }
+    crate::redis_filter::tier::set_budget(cfg.redis.local_tier_memory);
     let metrics = ApiMetrics::new();
     observe::probes::spawn(cfg, metrics.probe.clone(), Some(metrics.filter.clone()));
     let app = router(cfg, &tokens, metrics);

@@ -183,3 +183,23 @@ fn sasl_ssl_credentials_from_the_environment_create_the_kafka_clients() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 16, item 10: the image runs an init as PID 1 (tini: signals forwarded, orphaned
+/// Chromium helpers reaped). The image is not built in CI; its Dockerfile is read.
+#[test]
+fn the_image_runs_an_init_as_pid_1() {
+    let d = std::fs::read_to_string(root().join("Dockerfile")).unwrap();
+    let entry = d
+        .lines()
+        .find(|l| l.starts_with("ENTRYPOINT"))
+        .expect("an ENTRYPOINT");
+    assert!(
+        entry.contains("\"/usr/bin/tini\", \"--\", \"/usr/local/bin/crawlsieve\""),
+        "{entry}"
+    );
+    let install = d
+        .lines()
+        .find(|l| l.contains("apt-get install") && l.contains("libssl3"))
+        .expect("the runtime stage's packages");
+    assert!(install.contains(" tini "), "{install}");
+}

@@ -242,7 +242,7 @@ fn prometheus_scrapes_every_stage_and_the_dashboard_has_data() {
         .iter()
         .flat_map(|g| g["rules"].as_array().unwrap())
         .collect();
-    assert_eq!(all.len(), 9, "{rules}");
+    assert_eq!(all.len(), 14, "{rules}");
     for r in all {
         assert_eq!(r["health"], "ok", "{r}");
     }

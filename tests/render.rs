@@ -386,3 +386,36 @@ fn similar_removes_its_profile_directories() {
     );
     assert_eq!(leftovers(tmp.path()), Vec::<String>::new(), "after SIGINT");
 }
+
+/// Issue 16, item 7: Chromium inherits only the safe variables. The launcher script is run for
+/// real with `/usr/bin/env` in Chromium's place, so what it prints is what Chromium would get.
+#[test]
+fn chromium_gets_no_secrets_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("launch.sh");
+    let env = vec![
+        ("PATH".to_string(), "/usr/bin:/bin".to_string()),
+        ("LANG".to_string(), "it's C.UTF-8".to_string()), // a quote survives quoting
+        (
+            "CRAWLSIEVE__KAFKA__CLIENT__SASL_PASSWORD".to_string(),
+            "hunter2".to_string(),
+        ),
+        (
+            "CRAWLSIEVE__REDIS__URL".to_string(),
+            "redis://:pw@r:6379".to_string(),
+        ),
+        ("CRAWLSIEVE_API_TOKENS".to_string(), "t1,t2".to_string()),
+        ("AWS_SECRET_ACCESS_KEY".to_string(), "aws".to_string()),
+    ];
+    let text = crawlsieve::render::chromium_wrapper(std::path::Path::new("/usr/bin/env"), env);
+    std::fs::write(&script, &text).unwrap();
+    let out = std::process::Command::new("/bin/sh")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{printed}");
+    let mut lines: Vec<&str> = printed.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["LANG=it's C.UTF-8", "PATH=/usr/bin:/bin"], "{text}");
+}

@@ -46,6 +46,7 @@
 //! mode = "fingerprints"
 //! max_namespaces = 64
 //! local_tier_slots = 1048576           # per namespace, 16 bytes each
+//! local_tier_memory = 67108864         # all tiers of the process together
 //!
 //! [metrics]
 //! listen = "0.0.0.0:9464"              # /metrics, /healthz, /readyz (off when absent)

@@ -338,6 +338,11 @@ pub struct RedisSection {
     pub max_namespaces: usize,
     /// Local first-tier slots per namespace (16 bytes each; 0 disables the tier).
     pub local_tier_slots: usize,
+    /// Bytes all local tiers of the process may use together, over every namespace and filter
+    /// client (the gate's workers, the API's `serve.workers`): a namespace attached when the
+    /// budget is spent gets a smaller tier, or none (its lookups all go to Redis). What bounds
+    /// a process's memory whatever namespaces its clients name.
+    pub local_tier_memory: usize,
     /// How long the claim on a URL being published lasts if its gate dies before the delivery
     /// report (docs/redis-filter.md): the longest another gate waits for that URL after a crash.
     /// Give every client of a namespace the same value.
@@ -361,6 +366,7 @@ impl Default for RedisSection {
             mode: crate::redis_filter::Mode::Fingerprints,
             max_namespaces: 64,
             local_tier_slots: 1 << 20,
+            local_tier_memory: 64 << 20,
             claim_ttl: Dur(Duration::from_secs(30)),
             busy_wait: Dur(Duration::from_millis(500)),
         }

@@ -34,12 +34,34 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// An empty registry for `component` (`gate`, `render`, `serve`).
+    /// A registry for `component` (`gate`, `render`, `serve`) with the series every component
+    /// has: `crawlsieve_build_info{component, version}` (always 1: what runs where, and what
+    /// an `absent()` alert looks for when every pod of a component is gone) and the process
+    /// collector's `process_*` (resident and virtual memory, CPU seconds, open files, start
+    /// time; Linux).
     pub fn new(component: &'static str) -> Metrics {
-        Metrics {
+        let m = Metrics {
             registry: Registry::new(),
             component,
-        }
+        };
+        let info = IntGaugeVec::new(
+            Opts::new(
+                "crawlsieve_build_info",
+                "Always 1, labelled with the component and the crawlsieve version.",
+            ),
+            &["component", "version"],
+        )
+        .expect("a valid metric");
+        m.reg(info)
+            .with_label_values(&[component, env!("CARGO_PKG_VERSION")])
+            .set(1);
+        #[cfg(target_os = "linux")]
+        m.registry
+            .register(Box::new(
+                prometheus::process_collector::ProcessCollector::for_self(),
+            ))
+            .expect("the process collector is registered once");
+        m
     }
 
     /// The component's name.

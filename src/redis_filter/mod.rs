@@ -27,7 +27,7 @@ mod conn;
 pub mod layout;
 mod resp;
 pub mod snapshot;
-mod tier;
+pub mod tier;
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

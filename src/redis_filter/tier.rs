@@ -6,6 +6,44 @@
 //! round trip. Hot duplicates (most of a crawl stream) stay resident because every hit is a
 //! repeat of a recent insert; a colliding newcomer evicts the older entry.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Bytes every local tier of this process may use together (`redis.local_tier_memory`, set
+/// once by the gate, render and serve at start; unlimited until set, as in the CLI). A tier
+/// takes the largest power of two of slots that still fits, down to none; its bytes come back
+/// when it is dropped. So any number of namespaces and filter clients costs at most this much.
+static BUDGET: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Smallest tier worth having (64 KiB); below it a tier is off.
+const MIN_SLOTS: usize = 4096;
+
+/// Set the process's local-tier budget in bytes (tiers made before keep what they took).
+pub fn set_budget(bytes: usize) {
+    BUDGET.store(bytes, Ordering::SeqCst);
+}
+
+/// Bytes of the budget not taken.
+pub fn budget_left() -> usize {
+    BUDGET.load(Ordering::SeqCst)
+}
+
+/// Take up to `want` slots (a power of two) from the budget: the largest power of two that
+/// fits, or 0.
+fn reserve(want: usize) -> usize {
+    let mut n = want;
+    while n >= MIN_SLOTS.min(want) && n > 0 {
+        let bytes = n * 16;
+        let taken = BUDGET.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+            left.checked_sub(bytes)
+        });
+        if taken.is_ok() {
+            return n;
+        }
+        n /= 2;
+    }
+    0
+}
+
 /// See the module docs.
 pub struct LocalTier {
     slots: Vec<u128>,
@@ -13,19 +51,33 @@ pub struct LocalTier {
     len: usize,
 }
 
+impl Drop for LocalTier {
+    fn drop(&mut self) {
+        if !self.slots.is_empty() {
+            BUDGET.fetch_add(self.slots.len() * 16, Ordering::SeqCst);
+        }
+    }
+}
+
 impl LocalTier {
-    /// A tier of `slots` entries rounded up to a power of two; 0 disables it.
+    /// A tier of `slots` entries rounded up to a power of two, or fewer when the process's
+    /// budget ([`set_budget`]) has less room; 0 disables it.
     pub fn new(slots: usize) -> LocalTier {
         let n = if slots == 0 {
             0
         } else {
-            slots.next_power_of_two()
+            reserve(slots.next_power_of_two())
         };
         LocalTier {
             slots: vec![0; n],
             mask: n.saturating_sub(1),
             len: 0,
         }
+    }
+
+    /// Slots this tier has (after the budget).
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
     }
 
     #[inline]

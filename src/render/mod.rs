@@ -226,14 +226,66 @@ fn egress_switches(proxy: &str) -> [(&'static str, String); 3] {
     ]
 }
 
+/// Variables Chromium may inherit; every other one (Kafka SASL credentials, the Redis URL with
+/// its password, API tokens) stays in crawlsieve: the browser runs pages of the open web
+/// without its sandbox.
+pub const CHROMIUM_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "FONTCONFIG_PATH",
+    "FONTCONFIG_FILE",
+    "XDG_CACHE_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_RUNTIME_DIR",
+];
+
+/// A shell script that runs `chromium` with its arguments and only the [`CHROMIUM_ENV`]
+/// variables of `env` (`env -i`): chromiumoxide passes the parent's environment on whole.
+pub fn chromium_wrapper(
+    chromium: &std::path::Path,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> String {
+    fn quote(s: &str) -> String {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+    let mut keep: Vec<(String, String)> = env
+        .into_iter()
+        .filter(|(k, _)| CHROMIUM_ENV.contains(&k.as_str()))
+        .collect();
+    keep.sort();
+    let mut script = String::from("#!/bin/sh\nexec /usr/bin/env -i");
+    for (k, v) in keep {
+        script.push(' ');
+        script.push_str(&quote(&format!("{k}={v}")));
+    }
+    script.push(' ');
+    script.push_str(&quote(&chromium.display().to_string()));
+    script.push_str(" \"$@\"\n");
+    script
+}
+
 async fn launch(cfg: &RenderConfig, proxy: &str) -> Result<Live> {
     let profile = tempfile::Builder::new()
         .prefix("crawlsieve-chromium-")
         .tempdir()
         .context("creating a profile directory")?;
     let (w, h) = cfg.viewport;
+    let wrapper = profile.path().join("chromium.sh");
+    std::fs::write(&wrapper, chromium_wrapper(&cfg.chromium, std::env::vars()))
+        .context("writing the Chromium launcher")?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o700))
+            .context("making the Chromium launcher executable")?;
+    }
     let config = BrowserConfig::builder()
-        .chrome_executable(&cfg.chromium)
+        .chrome_executable(&wrapper)
         .user_data_dir(profile.path())
         .window_size(w, h)
         .viewport(chromiumoxide::handler::viewport::Viewport {

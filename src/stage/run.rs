@@ -74,6 +74,7 @@ where
         ready,
     } = spec;
     let name = component.name();
+    crate::redis_filter::tier::set_budget(cfg.redis.local_tier_memory);
     let stop = super::signals::install();
     observe::probes::spawn(cfg, obs.probe.clone(), filter);
     if let Some(addr) = &cfg.metrics.listen {
