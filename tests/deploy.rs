@@ -100,7 +100,7 @@ fn alert_rules_pass_promtool_checks_and_unit_tests() {
         "rules",
         "deploy/prometheus/crawlsieve-rules.yaml",
     ]));
-    assert!(text.contains("SUCCESS: 9 rules found"), "{text}");
+    assert!(text.contains("SUCCESS: 14 rules found"), "{text}");
     let text = run(Command::new("promtool").args([
         "test",
         "rules",

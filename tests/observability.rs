@@ -246,6 +246,19 @@ fn prometheus_scrapes_every_stage_and_the_dashboard_has_data() {
     for r in all {
         assert_eq!(r["health"], "ok", "{r}");
     }
+    // Every component reports crawlsieve_build_info (what the absent() alerts look for) and
+    // the process collector's series.
+    for c in ["gate", "render", "serve"] {
+        let q = format!("crawlsieve_build_info{{component=\"{c}\"}}");
+        let r = query(pport, &q);
+        assert_eq!(
+            r["data"]["result"].as_array().map(Vec::len),
+            Some(1),
+            "{q}: {r}"
+        );
+    }
+    let r = query(pport, "count(process_resident_memory_bytes)");
+    assert_eq!(r["data"]["result"][0]["value"][1], "3", "{r}");
 
     // Each stage's exposition passes promtool, and the metrics mean what they say.
     for p in [gport, rport, aport] {
