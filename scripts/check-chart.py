@@ -61,6 +61,10 @@ BAD_VALUES = [
     ({"api": {"enabled": True}}, "api.enabled needs bearer tokens"),
     ({"kafkaTls": {"enabled": True}}, "kafkaTls.secretName is required"),
     ({"metrics": {"port": 70000}}, "port"),
+    # Issue 16, item 9: secret values the chart would not put anywhere.
+    ({"secrets": {"apiTokens": "t"}}, "secrets.create"),
+    # ... and KEDA asked for where its CRD is missing (it ran one replica, silently).
+    ({"gate": {"keda": {"enabled": True}}}, "KEDA CRD"),
 ]
 
 failures = []
@@ -103,9 +107,11 @@ def check_pod(name, spec, component):
             fail(f"{name}/{c['name']}: container securityContext {sc}")
         if "memory" not in c.get("resources", {}).get("limits", {}):
             fail(f"{name}/{c['name']}: no memory limit")
-        for probe in ("livenessProbe", "readinessProbe"):
+        for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
             if probe not in c:
                 fail(f"{name}/{c['name']}: no {probe}")
+            elif c[probe].get("timeoutSeconds", 1) < 2:
+                fail(f"{name}/{c['name']}: {probe} times out after {c[probe].get('timeoutSeconds', 1)} s")
         # Logs are JSON lines for the cluster's log pipeline, filtered by CRAWLSIEVE_LOG.
         args = c.get("args", [])
         if "--log-format" not in args or args[args.index("--log-format") + 1] != "json":
@@ -244,6 +250,20 @@ def main():
     peers = [r for r in pol["spec"]["egress"] if any("podSelector" in p for p in r.get("to", []) if "namespaceSelector" not in p)]
     if not peers or any(not r.get("ports") for r in peers):
         fail(f"render egress to cluster peers without ports: {peers}")
+
+    # Item 9: pods roll when the chart's own Secret changes; the chart claims the Kubernetes
+    # version its PDB field needs.
+    def secret_checksum(values):
+        for d in render(values):
+            if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-gate"):
+                return d["spec"]["template"]["metadata"]["annotations"].get("checksum/secret")
+    a = secret_checksum({"secrets": {"create": True, "redisUrl": "redis://:a@r:6379"}})
+    b = secret_checksum({"secrets": {"create": True, "redisUrl": "redis://:b@r:6379"}})
+    if a is None or a == b:
+        fail(f"checksum/secret does not follow the Secret: {a} {b}")
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    if chart["kubeVersion"] != ">=1.27.0-0":
+        fail(f"kubeVersion {chart['kubeVersion']}: the PDB's unhealthyPodEvictionPolicy needs 1.27")
 
     # The checksum follows the configuration.
     def checksum(values):

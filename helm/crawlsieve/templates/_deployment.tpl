@@ -29,6 +29,10 @@ spec:
       annotations:
         # Rolls the pods when the configuration changes.
         checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+        {{- if and $root.Values.secrets.create (not $root.Values.secrets.existingSecret) }}
+        # ... and when the chart's own Secret changes (an existingSecret is the user's to roll).
+        checksum/secret: {{ include (print $root.Template.BasePath "/secret.yaml") $root | sha256sum }}
+        {{- end }}
         {{- with $v.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -65,14 +69,17 @@ spec:
               protocol: TCP
           livenessProbe:
             httpGet: {path: /healthz, port: {{ .portName }}}
+            timeoutSeconds: {{ $root.Values.probes.timeoutSeconds }}
             periodSeconds: 10
             failureThreshold: 6
           readinessProbe:
             httpGet: {path: /readyz, port: {{ .portName }}}
+            timeoutSeconds: {{ $root.Values.probes.timeoutSeconds }}
             periodSeconds: 5
             failureThreshold: 3
           startupProbe:
             httpGet: {path: /healthz, port: {{ .portName }}}
+            timeoutSeconds: {{ $root.Values.probes.timeoutSeconds }}
             periodSeconds: 2
             failureThreshold: 30
           securityContext:
