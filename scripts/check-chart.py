@@ -65,6 +65,9 @@ BAD_VALUES = [
     ({"secrets": {"apiTokens": "t"}}, "secrets.create"),
     # ... and KEDA asked for where its CRD is missing (it ran one replica, silently).
     ({"gate": {"keda": {"enabled": True}}}, "KEDA CRD"),
+    # ... and a typo in a configuration key (it installed, then crash-looped).
+    ({"config": {"redis": {"capcity": 5}}}, "capcity"),
+    ({"gate": {"config": {"kafka": {"batchsize": 5}}}}, "batchsize"),
 ]
 
 failures = []

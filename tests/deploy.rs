@@ -203,3 +203,54 @@ fn the_image_runs_an_init_as_pid_1() {
         .expect("the runtime stage's packages");
     assert!(install.contains(" tini "), "{install}");
 }
+
+/// The chart's schema lists every configuration key of every section, the same keys the
+/// stages accept (so a typo fails at `helm install`, and a new key cannot be forgotten here).
+#[test]
+fn the_chart_schema_lists_the_stages_configuration_keys() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("helm/crawlsieve/values.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let sections = schema["properties"]["config"]["properties"]
+        .as_object()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (section, spec) in sections {
+        let f = dir.path().join(format!("{section}.toml"));
+        std::fs::write(&f, format!("[{section}]\nzz_not_a_key = 1\n")).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+            .args(["gate", "--config"])
+            .arg(&f)
+            .env_remove("CRAWLSIEVE_CONFIG")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let expected = err
+            .split("expected one of ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{section}: {err}"));
+        let mut stage: Vec<&str> = expected
+            .lines()
+            .next()
+            .unwrap()
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .collect();
+        stage.sort();
+        let mut chart: Vec<&str> = spec["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        chart.sort();
+        assert_eq!(
+            chart, stage,
+            "[{section}]: the chart's schema and the stage differ"
+        );
+        assert_eq!(spec["additionalProperties"], false, "[{section}]");
+    }
+    assert_eq!(sections.len(), 7);
+}
