@@ -254,3 +254,29 @@ fn the_chart_schema_lists_the_stages_configuration_keys() {
     }
     assert_eq!(sections.len(), 7);
 }
+
+/// Issue 16, item 10: `--print-config` shows no secret, whichever way it arrived (a Kubernetes
+/// Secret reaches the stages as environment variables).
+#[test]
+fn print_config_redacts_credentials() {
+    for stage in ["gate", "render", "serve"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+            .args([stage, "--print-config"])
+            .env_remove("CRAWLSIEVE_CONFIG")
+            .env("CRAWLSIEVE__KAFKA__CLIENT__SASL_PASSWORD", "hunter2-sasl")
+            .env("CRAWLSIEVE__KAFKA__CLIENT__SASL_USERNAME", "alice")
+            .env(
+                "CRAWLSIEVE__REDIS__URL",
+                "redis://user:hunter2-redis@r:6379",
+            )
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stage}: {out:?}");
+        assert!(
+            !text.contains("hunter2"),
+            "{stage} printed a secret:\n{text}"
+        );
+        assert!(text.contains("redacted"), "{stage}:\n{text}");
+    }
+}

@@ -368,3 +368,35 @@ fn local_tiers_share_one_budget() {
     assert_eq!(budget_left(), 1 << 20);
     set_budget(usize::MAX);
 }
+
+/// `serve.max_connections`: with every slot held by idle connections, a new client waits in
+/// the backlog (it is not refused, and it is not served past the cap) until the header timeout
+/// frees a slot; then it is answered.
+#[test]
+fn the_connection_cap_holds_and_frees_slots() {
+    raise_nofile();
+    let ns = format!("hostile-cap-{}", free_port());
+    let ns_set = format!("redis.namespace={ns}");
+    let srv = Server::start(&[
+        &ns_set,
+        "serve.max_connections=20",
+        "serve.header_timeout=2s",
+    ]);
+    let port = srv.port;
+    // Server::start's probe connections were closed by the client: their slots are free.
+    std::thread::sleep(Duration::from_millis(300));
+    let idle: Vec<TcpStream> = (0..20)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let body = format!("{{\"urls\": [\"https://cap.example/a\"], \"namespace\": \"{ns}\"}}");
+    let (status, took) = post(port, body.as_bytes());
+    assert_eq!(status, 200);
+    eprintln!("hostile: with 20 of 20 connections idle, a request was answered after {took:?}");
+    assert!(
+        took >= Duration::from_millis(1000),
+        "answered after {took:?}: the 21st connection was served past the cap"
+    );
+    drop(idle);
+    drop_ns(&[ns]);
+}

@@ -295,6 +295,9 @@ impl Canonicalizer {
         // (name range, whole-pair range) in `norm`.
         let mut pairs: Vec<(usize, usize, usize)> = Vec::new();
         for raw in q.split('&') {
+            // In every position, the first too: sorting may move a pair to the front, and a
+            // second canonicalization must change nothing.
+            let raw = strip_escaped_ampersand(raw);
             if raw.is_empty() {
                 continue;
             }
@@ -630,6 +633,25 @@ fn trim_residue_end(out: &mut String) {
 
 /// `s` split at the first ASCII byte `c` (memchr: faster than `str::split_once` on short text).
 #[inline]
+/// A query pair that starts with `amp;` (any case), the rest of the HTML character reference
+/// `&amp;`, is what an extractor left HTML-escaped:
+/// `?code=x&amp;edition=2021` was `href="?code=x&amp;edition=2021"`, which a browser requests as
+/// `?code=x&edition=2021`. The reference is dropped, so the pair is `edition=2021`, never a
+/// parameter named `amp;edition`. Safe in every context: a real parameter whose name starts with
+/// `amp;` would need a literal `;` right after `amp` in its name, which no server we know of
+/// uses, while the escaped form is common in extracted links (issue 17). The numeric forms
+/// (`&#38;`, `&#x26;`) never reach here: their `#` starts the fragment; decoding them is the
+/// `html_attr` context's work, before the URL is parsed.
+///
+/// Repeated (`&amp;amp;`, escaped twice) until none is left, so that canonicalizing twice
+/// changes nothing.
+fn strip_escaped_ampersand(mut pair: &str) -> &str {
+    while pair.len() >= 4 && pair.as_bytes()[..4].eq_ignore_ascii_case(b"amp;") {
+        pair = &pair[4..];
+    }
+    pair
+}
+
 fn split_at_byte(s: &str, c: u8) -> Option<(&str, &str)> {
     super::find_byte(c, s.as_bytes()).map(|i| (&s[..i], &s[i + 1..]))
 }
@@ -760,6 +782,23 @@ mod tests {
         assert_eq!(
             c("http://example.com/?b=2&a=1&utm_source=x&gclid=abc"),
             "http://example.com/?a=1&b=2"
+        );
+        // `&amp;` left HTML-escaped by an extractor (issue 17): the pair after it, not `amp;…`.
+        assert_eq!(
+            c("https://example.com/search?code=x&amp;edition=2021"),
+            "https://example.com/search?code=x&edition=2021"
+        );
+        assert_eq!(
+            c("https://example.com/?b=1&AMP;a=2&amp;c=3"),
+            "https://example.com/?a=2&b=1&c=3"
+        );
+        assert_eq!(
+            c("https://example.com/?amp;x=1&a=2"),
+            "https://example.com/?a=2&x=1"
+        );
+        assert_eq!(
+            c("https://example.com/?x=1&amp;amp;y=2"),
+            "https://example.com/?x=1&y=2"
         );
         assert_eq!(
             c("http://example.com/?a=2&b=1&a=1"),
