@@ -68,6 +68,10 @@ pub struct UrlEvent {
     /// Free-form data, passed through to the fetch event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// Where the extractor found the candidate (`html_attr`, `js`, …; absent: `unknown`): the
+    /// gate decodes it accordingly before judging it ([`crate::url::Context`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<crate::url::Context>,
 }
 
 /// Why a message went to the dead-letter topic.
@@ -142,6 +146,7 @@ impl UrlEvent {
             crawl_id: None,
             method: None,
             metadata: None,
+            context: None,
         }
     }
 

@@ -105,6 +105,10 @@ pub struct FilterRequest {
     /// Check without marking the new URLs as seen.
     #[serde(default)]
     pub check_only: bool,
+    /// Where the candidates were found (`html_attr`, `js`, …; default `unknown`): decoded
+    /// accordingly before they are judged.
+    #[serde(default)]
+    pub context: crate::url::Context,
 }
 
 /// One element of `urls`: a string, or any other JSON value kept as its JSON text (at most
@@ -629,6 +633,7 @@ impl Api {
                 }
             }
             let core = lease.core.as_mut().expect("leased above");
+            core.set_context(req.context);
             let r = core.filter_direct(
                 &ns,
                 req.source.as_deref(),

@@ -54,6 +54,9 @@ pub struct Sieve {
     pub canon: Canonicalizer,
     /// Base URL for relative candidates.
     pub base: Option<Url>,
+    /// Where the candidates were found: decoded accordingly before anything else
+    /// ([`crate::url::Context::decode`]). `Unknown` (the default) decodes nothing.
+    pub context: crate::url::Context,
     buf: String,
     key: String,
 }
@@ -65,6 +68,7 @@ impl Sieve {
             validator,
             canon,
             base,
+            context: crate::url::Context::Unknown,
             buf: String::with_capacity(256),
             key: String::new(),
         }
@@ -75,6 +79,21 @@ impl Sieve {
         if truncated {
             return Err(Reason::TooLong);
         }
+        if self.context != crate::url::Context::Unknown {
+            if let Ok(text) = std::str::from_utf8(line) {
+                if let std::borrow::Cow::Owned(decoded) = self.context.decode(text) {
+                    return self.classify_decoded(&decoded);
+                }
+            }
+        }
+        self.classify_decoded_bytes(line)
+    }
+
+    fn classify_decoded(&mut self, s: &str) -> Result<&str, Reason> {
+        self.classify_decoded_bytes(s.as_bytes())
+    }
+
+    fn classify_decoded_bytes(&mut self, line: &[u8]) -> Result<&str, Reason> {
         let s = self.validator.check_bytes(line)?;
         self.canon
             .canonicalize_into(&s, self.base.as_ref(), &mut self.buf)

@@ -762,3 +762,34 @@ fn serve_logs_json_lines() {
         "{e}"
     );
 }
+
+/// Issue 17: a request's `context` decodes its candidates before they are judged; the
+/// rejected ones are echoed as sent.
+#[test]
+fn the_request_context_decodes_candidates() {
+    let srv = Server::start(REDIS, &[]);
+    let name = ns("ctx");
+    let r = srv.filter(&json!({
+        "namespace": name,
+        "source": "https://s.example/",
+        "context": "js",
+        "urls": ["\\/api\\/v2\\/users", "\\u002Fdocs\\x2Fintro", "javascript:void(0)"]
+    }));
+    assert_eq!(
+        r["new"],
+        json!([
+            "https://s.example/api/v2/users",
+            "https://s.example/docs/intro"
+        ]),
+        "{r}"
+    );
+    assert_eq!(r["rejected"][0]["url"], "javascript:void(0)", "{r}");
+    let (status, _, e) = srv.post(
+        Some(TOKEN),
+        json!({"namespace": name, "urls": ["/x"], "context": "html"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(status, 422, "{e}");
+    drop_ns(REDIS, &[name]);
+}

@@ -402,3 +402,50 @@ fn dedup_redis_survives_a_redis_restart_without_losing_a_url() {
         got.len() - expect.len()
     );
 }
+
+/// Issue 17: `--context` decodes candidates as the place they were found implies, before they
+/// are judged: raw attribute values (`&amp;`, `&#x2F;`), JavaScript string escapes (`\/`,
+/// `\u002F`); `unknown` decodes nothing.
+#[test]
+fn context_decodes_candidates_before_judging() {
+    let canon = |ctx: &str, input: &str| {
+        stdout(&run(
+            &[
+                "canon",
+                "--context",
+                ctx,
+                "--base",
+                "https://b.example/dir/",
+            ],
+            input.as_bytes(),
+        ))
+    };
+    assert_eq!(
+        canon("html_attr", "/s?code=x&amp;edition=2021\n/a&#x2F;b\n"),
+        "https://b.example/s?code=x&edition=2021\nhttps://b.example/a/b\n"
+    );
+    assert_eq!(
+        canon("js", "\\/api\\/v2\\/users\n\\u002Fdocs\\x2Fintro\n"),
+        "https://b.example/api/v2/users\nhttps://b.example/docs/intro\n"
+    );
+    // Unknown: the JS escapes stay as they are (`\/` is read as the path `//api//v2`… by the
+    // WHATWG parser), and `&#x2F;` is not decoded.
+    assert_eq!(canon("unknown", "/a&#x2F;b\n"), "https://b.example/a&\n");
+    let check = stdout(&run(
+        &["check", "--context", "html_attr"],
+        b"https://e.example/p?x=1&amp;y=2\n",
+    ));
+    let v: serde_json::Value = serde_json::from_str(check.lines().next().unwrap()).unwrap();
+    assert_eq!(v["verdict"], "keep", "{v}");
+    assert_eq!(v["canonical"], "https://e.example/p?x=1&y=2", "{v}");
+    assert_eq!(
+        v["input"], "https://e.example/p?x=1&amp;y=2",
+        "the input is echoed raw"
+    );
+    let bad = run(&["check", "--context", "html"], b"x\n");
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "an unknown context is a usage error"
+    );
+}

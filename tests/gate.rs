@@ -933,3 +933,38 @@ fn an_undeliverable_fetch_event_becomes_a_dead_letter() {
     assert!(dead[0].value_prefix.contains("https://big.example/1"));
     assert_eq!(committed(&b, "g-toolarge", "urls", 1)[&0], 4);
 }
+
+/// Issue 17: the gate decodes each event by its own `context` (absent: nothing decoded).
+#[test]
+fn each_event_is_decoded_by_its_context() {
+    let ns = Ns::new("ctx", REDIS);
+    let mut cfg = GateConfig::default();
+    cfg.redis.namespace = ns.name.clone();
+    let mut core = GateCore::new(cfg, FilterMetrics::unregistered());
+    let mut batch = Batch::default();
+    for (i, v) in [
+        r#"{"url": "\\/api\\/v2\\/users", "source": "https://s.example/", "context": "js"}"#,
+        r#"{"url": "/p?code=x&amp;edition=2021", "source": "https://s.example/", "context": "html_attr"}"#,
+        r#"{"url": "/q?a=1&amp;b=2", "source": "https://s.example/"}"#,
+    ]
+    .iter()
+    .enumerate()
+    {
+        batch.push(0, i as i64, None, Some(v.as_bytes()));
+    }
+    let mut st = GateStaged::default();
+    core.stage("in", &batch, &mut st).unwrap();
+    let urls: Vec<String> = staged_events::<FetchEvent>(&st, Dest::Output)
+        .into_iter()
+        .map(|e| e.url)
+        .collect();
+    assert_eq!(
+        urls,
+        [
+            "https://s.example/api/v2/users",
+            "https://s.example/p?code=x&edition=2021",
+            // No context: nothing decoded, but canonicalization still drops the escaped `&amp;`.
+            "https://s.example/q?a=1&b=2",
+        ]
+    );
+}

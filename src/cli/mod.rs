@@ -118,6 +118,11 @@ pub struct RuleArgs {
     /// scheme, www, trailing-slash, index, slashes. Each may merge pages a server tells apart.
     #[arg(long, env = "CRAWLSIEVE_MERGE", value_enum, value_delimiter = ',')]
     pub merge: Vec<Merge>,
+    /// Where the input's candidates were found, decoded accordingly before they are judged:
+    /// html_attr (raw attribute values: `&amp;` is `&`), html_text, js (string literals:
+    /// `\/` is `/`), css (`url()` values), text, or unknown (nothing decoded).
+    #[arg(long, env = "CRAWLSIEVE_CONTEXT", value_enum, default_value_t = crate::url::Context::Unknown)]
+    pub context: crate::url::Context,
 }
 
 impl RuleArgs {
@@ -143,11 +148,9 @@ impl RuleArgs {
     }
 
     fn sieve(&self) -> Result<Sieve> {
-        Ok(Sieve::new(
-            self.validator()?,
-            self.canonicalizer(),
-            self.base.clone(),
-        ))
+        let mut s = Sieve::new(self.validator()?, self.canonicalizer(), self.base.clone());
+        s.context = self.context;
+        Ok(s)
     }
 }
 
@@ -743,14 +746,21 @@ fn check(a: CheckArgs) -> Result<()> {
 
 /// Canonical form of a raw line, or `None` where it cannot be a URL (invalid UTF-8, control
 /// characters, empty, over-long, unparsable, non-fetchable scheme). Junk rules do not apply here.
-fn canon_line(canon: &Canonicalizer, base: Option<&Url>, line: &Line, buf: &mut String) -> bool {
+fn canon_line(
+    canon: &Canonicalizer,
+    base: Option<&Url>,
+    context: crate::url::Context,
+    line: &Line,
+    buf: &mut String,
+) -> bool {
     if line.truncated {
         return false;
     }
     let Ok(s) = std::str::from_utf8(&line.bytes) else {
         return false;
     };
-    let s = crate::url::validate::clean(s);
+    let decoded = context.decode(s);
+    let s = crate::url::validate::clean(&decoded);
     if s.is_empty() || s.bytes().any(|b| b < 0x20 && b != b'\t' || b == 0x7f) {
         return false;
     }
@@ -765,7 +775,13 @@ fn canon(a: CanonArgs) -> Result<()> {
     let mut out = open_output(&a.output)?;
     let mut buf = String::new();
     for_each_line(&a.input, None, |line| {
-        if canon_line(&canon, a.rules.base.as_ref(), line, &mut buf) {
+        if canon_line(
+            &canon,
+            a.rules.base.as_ref(),
+            a.rules.context,
+            line,
+            &mut buf,
+        ) {
             out.write_all(buf.as_bytes())?;
         }
         out.write_all(b"\n")?;
@@ -785,7 +801,13 @@ fn pattern_cmd(a: PatternArgs) -> Result<()> {
     let mut out = open_output(&a.output)?;
     let mut buf = String::new();
     for_each_line(&a.input, None, |line| {
-        if canon_line(&canon, a.rules.base.as_ref(), line, &mut buf) {
+        if canon_line(
+            &canon,
+            a.rules.base.as_ref(),
+            a.rules.context,
+            line,
+            &mut buf,
+        ) {
             let p = match &a.method {
                 Some(m) => pattern::pattern_with_method(m, &buf),
                 None => pattern::pattern(&buf),

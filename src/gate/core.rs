@@ -268,6 +268,12 @@ impl GateCore {
             .with(|conn| state.verdicts.skip_batch(conn, patterns, skip))
     }
 
+    /// Where the candidates of the next [`GateCore::filter_direct`] calls were found (the API's
+    /// `context`; the Kafka path takes each event's own).
+    pub fn set_context(&mut self, context: crate::url::Context) {
+        self.sieve.context = context;
+    }
+
     /// The HTTP filter API's path ([`crate::serve`]): sieve `urls` for namespace `ns` (relative
     /// ones against `source`), skip URL patterns verified similar, and check-and-set the rest
     /// atomically (`check_only`: check without inserting). One verdict per input, in order.
@@ -484,6 +490,7 @@ impl Stage for GateCore {
                 }
             };
             self.set_source(ev.source.as_deref());
+            self.sieve.context = ev.context.unwrap_or_default();
             match self.sieve_url(&ev.url) {
                 Err(reason) => self.reject(out, &ev, reason, &now),
                 Ok(canonical) => {

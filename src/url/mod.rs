@@ -1,17 +1,19 @@
 //! URL candidates: junk rejection ([`validate`]), canonicalization ([`canon`]), URL patterns
-//! ([`pattern`]), the reason codes they share ([`reason`]), and the lexical layer under all of
-//! them ([`lex`]). Pure functions, no I/O.
+//! ([`pattern`]), the reason codes they share ([`reason`]), the decoding a candidate's extraction
+//! context implies ([`context`]), and the lexical layer under all of them ([`lex`]). Pure functions, no I/O.
 //!
 //! Owns: what a URL candidate is and what it canonicalizes to. Imports nothing of the crate;
 //! `validate` and `canon` import [`lex`], never each other.
 
 pub mod canon;
+pub mod context;
 pub mod lex;
 pub mod pattern;
 pub mod reason;
 pub mod validate;
 
 pub use canon::{CanonConfig, CanonError, Canonical, Canonicalizer, Merge};
+pub use context::Context;
 pub use pattern::{pattern, pattern_with_method};
 pub use reason::Reason;
 pub use validate::{Profile, Validator, ValidatorConfig};

@@ -1,0 +1,282 @@
+//! Where a candidate was found, and the decoding that context implies (issue 17).
+//!
+//! A link extractor knows whether a string came from an HTML attribute, HTML text, a
+//! JavaScript string, a CSS `url()` or plain text; the same bytes mean different URLs in each.
+//! `href="?a=1&amp;b=2"` is the URL `?a=1&b=2`, and the JavaScript string `"\/api\/v2"` is
+//! `/api/v2`. [`Context::decode`] turns the raw candidate into what a browser would have used,
+//! before the junk rules and canonicalization see it. `unknown` (the default) decodes nothing:
+//! today's behaviour.
+
+use std::borrow::Cow;
+
+/// Where a candidate was found.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+pub enum Context {
+    /// Not said: nothing is decoded.
+    #[default]
+    Unknown,
+    /// The raw value of an HTML attribute (`href`, `src`, …), before character references are
+    /// decoded: decoded as a browser decodes attribute values.
+    HtmlAttr,
+    /// HTML text: character references decoded as in text.
+    HtmlText,
+    /// A JavaScript string or template literal (inline or external): escapes decoded.
+    Js,
+    /// A CSS `url(…)` value: CSS escapes decoded.
+    Css,
+    /// Plain text (logs, JSON values already decoded): nothing is decoded.
+    Text,
+}
+
+impl Context {
+    /// The code used in events, flags and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Context::Unknown => "unknown",
+            Context::HtmlAttr => "html_attr",
+            Context::HtmlText => "html_text",
+            Context::Js => "js",
+            Context::Css => "css",
+            Context::Text => "text",
+        }
+    }
+
+    /// The candidate as a browser would use it. Borrowed (free) when there is nothing to decode.
+    pub fn decode(self, raw: &str) -> Cow<'_, str> {
+        match self {
+            Context::Unknown | Context::Text => Cow::Borrowed(raw),
+            Context::HtmlAttr if raw.contains('&') => htmlize::unescape_attribute(raw),
+            Context::HtmlText if raw.contains('&') => htmlize::unescape(raw),
+            Context::Js if raw.contains('\\') => Cow::Owned(js_unescape(raw)),
+            Context::Css if raw.contains('\\') => Cow::Owned(css_unescape(raw)),
+            _ => Cow::Borrowed(raw),
+        }
+    }
+}
+
+impl std::str::FromStr for Context {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Context, String> {
+        <Context as clap::ValueEnum>::from_str(s, false)
+            .map_err(|_| format!("{s:?}: expected unknown, html_attr, html_text, js, css or text"))
+    }
+}
+
+/// JavaScript string escapes (ECMAScript's `EscapeSequence`): `\n` and the other single-letter
+/// escapes, `\xHH`, `\uHHHH` (surrogate pairs joined), `\u{H…}`, `\0`, line continuations
+/// (removed), and identity escapes (`\/` → `/`, `\q` → `q`). A malformed `\x`/`\u` keeps its
+/// letter, as a lenient engine would; a lone surrogate becomes U+FFFD.
+fn js_unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    let mut lit = 0; // start of the pending literal run
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        out.push_str(&s[lit..i]);
+        let Some(&c) = b.get(i + 1) else {
+            lit = i; // a trailing backslash stays
+            break;
+        };
+        i += 2;
+        match c {
+            b'n' => out.push('\n'),
+            b'r' => out.push('\r'),
+            b't' => out.push('\t'),
+            b'b' => out.push('\u{8}'),
+            b'f' => out.push('\u{c}'),
+            b'v' => out.push('\u{b}'),
+            b'0' if !b.get(i).is_some_and(u8::is_ascii_digit) => out.push('\0'),
+            b'\n' => {}
+            b'\r' => {
+                if b.get(i) == Some(&b'\n') {
+                    i += 1;
+                }
+            }
+            b'x' => match hex_at(s, i, 2) {
+                Some(v) => {
+                    out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                    i += 2;
+                }
+                None => out.push('x'),
+            },
+            b'u' => {
+                if b.get(i) == Some(&b'{') {
+                    let end = s[i + 1..].find('}').map(|e| i + 1 + e);
+                    match end.and_then(|e| {
+                        (e > i + 1 && e - (i + 1) <= 6)
+                            .then(|| u32::from_str_radix(&s[i + 1..e], 16).ok())
+                            .flatten()
+                            .map(|v| (v, e))
+                    }) {
+                        Some((v, e)) => {
+                            out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                            i = e + 1;
+                        }
+                        None => out.push('u'),
+                    }
+                } else {
+                    match hex_at(s, i, 4) {
+                        Some(hi) if (0xD800..0xDC00).contains(&hi) => {
+                            i += 4;
+                            // A low surrogate escape right after joins it.
+                            let lo = (b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u'))
+                                .then(|| hex_at(s, i + 2, 4))
+                                .flatten()
+                                .filter(|lo| (0xDC00..0xE000).contains(lo));
+                            match lo {
+                                Some(lo) => {
+                                    let v = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                                    out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                                    i += 6;
+                                }
+                                None => out.push('\u{fffd}'),
+                            }
+                        }
+                        Some(v) => {
+                            out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                            i += 4;
+                        }
+                        None => out.push('u'),
+                    }
+                }
+            }
+            _ => {
+                // An identity escape: the character itself (may be multi-byte).
+                let start = i - 1;
+                let ch = s[start..].chars().next().expect("a character after `\\`");
+                out.push(ch);
+                i = start + ch.len_utf8();
+            }
+        }
+        lit = i;
+    }
+    out.push_str(&s[lit.min(s.len())..]);
+    out
+}
+
+/// `n` hex digits at `s[i..]`, if they are there.
+fn hex_at(s: &str, i: usize, n: usize) -> Option<u32> {
+    let d = s.get(i..i + n)?;
+    d.bytes()
+        .all(|c| c.is_ascii_hexdigit())
+        .then(|| u32::from_str_radix(d, 16).ok())
+        .flatten()
+}
+
+/// CSS escapes (CSS Syntax §4.3.7): `\` + 1–6 hex digits + one optional whitespace, or `\` +
+/// any other character (itself). Zero, surrogates and values past U+10FFFF become U+FFFD.
+fn css_unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let mut hex = String::new();
+        while hex.len() < 6 {
+            match chars.peek() {
+                Some(&(_, h)) if h.is_ascii_hexdigit() => {
+                    hex.push(h);
+                    chars.next();
+                }
+                _ => break,
+            }
+        }
+        if hex.is_empty() {
+            match chars.next() {
+                Some((_, '\n')) => {} // an escaped newline: nothing
+                Some((_, other)) => out.push(other),
+                None => out.push('\\'),
+            }
+            continue;
+        }
+        let v = u32::from_str_radix(&hex, 16).unwrap_or(0xFFFD);
+        let ch = match v {
+            0 => '\u{fffd}',
+            v => char::from_u32(v).unwrap_or('\u{fffd}'),
+        };
+        out.push(ch);
+        if let Some(&(_, w)) = chars.peek() {
+            if matches!(w, ' ' | '\t' | '\n') {
+                chars.next();
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_attributes_decode_as_browsers_do() {
+        let d = |s| Context::HtmlAttr.decode(s).into_owned();
+        assert_eq!(d("?code=x&amp;edition=2021"), "?code=x&edition=2021");
+        assert_eq!(d("/a&#x2F;b&#47;c"), "/a/b/c");
+        assert_eq!(d("&quot;/x&quot;"), "\"/x\"");
+        // Legacy names without `;`: decoded, except before `=` or an alphanumeric (attributes).
+        assert_eq!(d("?a=1&copy=2"), "?a=1&copy=2");
+        assert_eq!(d("?a=1&not;b"), "?a=1¬b");
+        assert_eq!(d("?x=&lt"), "?x=<");
+        assert!(matches!(
+            Context::HtmlAttr.decode("/plain"),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn html_text_decodes_legacy_names_everywhere() {
+        assert_eq!(Context::HtmlText.decode("?a=1&copy=2"), "?a=1©=2");
+    }
+
+    #[test]
+    fn javascript_escapes_decode() {
+        let d = |s| Context::Js.decode(s).into_owned();
+        assert_eq!(d(r"\/api\/v2\/users"), "/api/v2/users");
+        assert_eq!(d(r"\u002Fapi\x2Fv2"), "/api/v2");
+        assert_eq!(d(r"\u{1F600}/x"), "\u{1F600}/x");
+        assert_eq!(d(r"\uD83D\uDE00"), "\u{1F600}");
+        assert_eq!(d(r"\uD83Dx"), "\u{fffd}x");
+        assert_eq!(d(r"a\qb"), "aqb");
+        assert_eq!(d(r"\xZZ"), "xZZ");
+        assert_eq!(d("a\\\nb"), "ab");
+        assert_eq!(d(r"end\"), r"end\");
+        assert_eq!(d(r"\é/x"), "é/x");
+        assert!(matches!(Context::Js.decode("/plain"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn css_escapes_decode() {
+        let d = |s| Context::Css.decode(s).into_owned();
+        assert_eq!(d(r"\2F img\2f a.png"), "/img/a.png");
+        assert_eq!(d(r"a\(b\)"), "a(b)");
+        assert_eq!(d(r"\0 x"), "\u{fffd}x");
+    }
+
+    #[test]
+    fn unknown_and_text_decode_nothing() {
+        for c in [Context::Unknown, Context::Text] {
+            assert_eq!(c.decode("?a=1&amp;b=\\/"), "?a=1&amp;b=\\/");
+        }
+        assert_eq!("html_attr".parse::<Context>(), Ok(Context::HtmlAttr));
+        assert!("html".parse::<Context>().is_err());
+    }
+}
