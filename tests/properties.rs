@@ -1,7 +1,8 @@
 //! Property tests: invariants that must hold for any input.
 
 use crawlsieve::bloom::{fingerprint, BloomFilter};
-use crawlsieve::url::{pattern, Canonicalizer, Validator};
+use crawlsieve::sieve::Sieve;
+use crawlsieve::url::{pattern, Canonicalizer, Context, Validator};
 use proptest::prelude::*;
 use url::Url;
 
@@ -83,6 +84,27 @@ proptest! {
                 prop_assert_eq!(v.check(&c.url), Ok(()), "canonical {} of {:?} rejected", c.url, s);
                 prop_assert_eq!(k.canonicalize(&c.url, Some(&base)).unwrap().url, c.url);
             }
+        }
+    }
+
+    #[test]
+    fn no_context_makes_crawlsieve_reject_its_own_output(
+        s in urlish(),
+        escapes in prop::sample::select(vec!["", "&amp;", "&#x2F;", "\\/", "\\u002F", "\\x26", "\\2F "]),
+        ctx in prop::sample::select(vec![
+            Context::HtmlAttr, Context::HtmlText, Context::Js, Context::Css, Context::Text,
+        ]),
+    ) {
+        // Issue 17: whatever the context decoded, the canonical form it produced is kept, with
+        // the same canonical form, as a plain URL (context unknown).
+        let base = Url::parse("https://base.example/dir/page.html").unwrap();
+        let mut with = Sieve::new(Validator::default(), Canonicalizer::default(), Some(base.clone()));
+        with.context = ctx;
+        let mut plain = Sieve::new(Validator::default(), Canonicalizer::default(), Some(base));
+        let input = format!("{s}{escapes}");
+        if let Ok(c) = with.classify(input.as_bytes(), false).map(str::to_string) {
+            let again = plain.classify(c.as_bytes(), false).map(str::to_string);
+            prop_assert_eq!(again, Ok(c.clone()), "{:?} in {:?} gave {}", input, ctx, c);
         }
     }
 
