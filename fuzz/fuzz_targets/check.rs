@@ -1,20 +1,37 @@
 //! The validator and the whole sieve step on arbitrary bytes: never a panic, and a kept
-//! candidate always has a canonical form that is itself kept.
+//! candidate always has a canonical form that is itself kept. The first byte picks the
+//! extraction context the candidate is decoded by (issue 17); the canonical form is checked
+//! again as a plain URL (context unknown), as a fetcher or a second crawlsieve would read it.
 #![no_main]
 use crawlsieve::bloom::BloomFilter;
 use crawlsieve::sieve::{Sieve, Verdict};
-use crawlsieve::url::{Canonicalizer, Validator};
+use crawlsieve::url::{Canonicalizer, Context, Validator};
 use libfuzzer_sys::fuzz_target;
 
+const CONTEXTS: [Context; 6] = [
+    Context::Unknown,
+    Context::HtmlAttr,
+    Context::HtmlText,
+    Context::Js,
+    Context::Css,
+    Context::Text,
+];
+
 fuzz_target!(|data: &[u8]| {
+    let (ctx, data) = match data.split_first() {
+        Some((b, rest)) => (CONTEXTS[*b as usize % CONTEXTS.len()], rest),
+        None => (Context::Unknown, data),
+    };
     let v = Validator::default();
     let _ = v.check_bytes(data);
     let f = BloomFilter::with_capacity(16, 0.01).unwrap();
     let base = url::Url::parse("https://example.com/dir/page.html").ok();
     let mut s = Sieve::new(v, Canonicalizer::default(), base);
+    s.context = ctx;
     if s.process(data, false, &f) == Verdict::Keep {
         let c = s.canonical().to_owned();
-        // Processing the canonical form again finds it already seen.
-        assert_eq!(s.process(c.as_bytes(), false, &f), Verdict::Duplicate, "{c:?}");
+        // Processing the canonical form again, as a plain URL, finds it already seen.
+        s.context = Context::Unknown;
+        assert_eq!(s.process(c.as_bytes(), false, &f), Verdict::Duplicate, "{ctx:?}: {c:?}");
     }
 });
