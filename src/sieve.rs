@@ -94,7 +94,7 @@ impl Sieve {
     }
 
     fn classify_decoded_bytes(&mut self, line: &[u8]) -> Result<&str, Reason> {
-        let s = self.validator.check_bytes(line)?;
+        let s = self.validator.check_bytes_in(line, self.context)?;
         self.canon
             .canonicalize_into(&s, self.base.as_ref(), &mut self.buf)
             .map_err(|e| canon_reason(&e))?;

@@ -105,6 +105,12 @@ proptest! {
         if let Ok(c) = with.classify(input.as_bytes(), false).map(str::to_string) {
             let again = plain.classify(c.as_bytes(), false).map(str::to_string);
             prop_assert_eq!(again, Ok(c.clone()), "{:?} in {:?} gave {}", input, ctx, c);
+            // The JavaScript context's own rules never reject an absolute canonical URL either
+            // (a script may hold crawlsieve's output as a string).
+            let mut js = Sieve::new(Validator::default(), Canonicalizer::default(), None);
+            js.context = Context::Js;
+            let again = js.classify(c.as_bytes(), false).map(str::to_string);
+            prop_assert_eq!(again, Ok(c.clone()), "{:?} in {:?} gave {}, rejected as js", input, ctx, c);
         }
     }
 

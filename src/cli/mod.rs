@@ -118,9 +118,14 @@ pub struct RuleArgs {
     /// scheme, www, trailing-slash, index, slashes. Each may merge pages a server tells apart.
     #[arg(long, env = "CRAWLSIEVE_MERGE", value_enum, value_delimiter = ',')]
     pub merge: Vec<Merge>,
+    /// Keep XML namespace and DTD identifiers (`http://www.w3.org/2000/svg`); the loose profile
+    /// keeps them too. Otherwise they are rejected as `xml_namespace`.
+    #[arg(long, env = "CRAWLSIEVE_KEEP_XML_NAMESPACES")]
+    pub keep_xml_namespaces: bool,
     /// Where the input's candidates were found, decoded accordingly before they are judged:
     /// html_attr (raw attribute values: `&amp;` is `&`), html_text, js (string literals:
-    /// `\/` is `/`), css (`url()` values), text, or unknown (nothing decoded).
+    /// `\/` is `/`; module specifiers, dotted identifiers, version and format strings are
+    /// rejected), css (`url()` values), text, or unknown (nothing decoded).
     #[arg(long, env = "CRAWLSIEVE_CONTEXT", value_enum, default_value_t = crate::url::Context::Unknown)]
     pub context: crate::url::Context,
 }
@@ -132,6 +137,7 @@ impl RuleArgs {
             profile: self.profile,
             max_len: self.max_len,
             encoding_ratio: self.encoding_ratio,
+            keep_xml_namespaces: self.keep_xml_namespaces.then_some(true),
             strip_params: self.strip_params.clone(),
             keep_tracking: self.keep_tracking,
             sort_query: !self.no_sort_query,
@@ -360,30 +366,87 @@ fn open_output(o: &OutputArgs) -> Result<Box<dyn Write>> {
     })
 }
 
-/// `{"input": ..., "verdict": ..., "reason": ..., "canonical": ...}` + newline.
+/// `{"input": ..., "verdict": ..., "reason": ..., "canonical": ...}` + newline, appended to `out`
+/// (callers write the buffer out in large chunks: one `write` per line through `dyn Write` cost
+/// more than the rules).
 fn write_json_line(
-    w: &mut dyn Write,
+    out: &mut Vec<u8>,
     input: &[u8],
     verdict: &str,
     reason: Option<Reason>,
     canonical: Option<&str>,
-) -> io::Result<()> {
-    w.write_all(b"{\"input\":")?;
-    serde_json::to_writer(&mut *w, &String::from_utf8_lossy(input))?;
-    w.write_all(b",\"verdict\":\"")?;
-    w.write_all(verdict.as_bytes())?;
-    w.write_all(b"\",\"reason\":")?;
+) {
+    out.extend_from_slice(b"{\"input\":");
+    match std::str::from_utf8(input) {
+        Ok(s) => push_json_str(out, s),
+        Err(_) => push_json_str(out, &String::from_utf8_lossy(input)),
+    }
+    out.extend_from_slice(b",\"verdict\":\"");
+    out.extend_from_slice(verdict.as_bytes());
+    out.extend_from_slice(b"\",\"reason\":");
     match reason {
-        Some(r) => write!(w, "\"{}\"", r.code())?,
-        None => w.write_all(b"null")?,
+        Some(r) => {
+            out.push(b'"');
+            out.extend_from_slice(r.code().as_bytes());
+            out.push(b'"');
+        }
+        None => out.extend_from_slice(b"null"),
     }
-    w.write_all(b",\"canonical\":")?;
+    out.extend_from_slice(b",\"canonical\":");
     match canonical {
-        Some(c) => serde_json::to_writer(&mut *w, c)?,
-        None => w.write_all(b"null")?,
+        Some(c) => push_json_str(out, c),
+        None => out.extend_from_slice(b"null"),
     }
-    w.write_all(b"}\n")
+    out.extend_from_slice(b"}\n");
 }
+
+/// Bytes a JSON string must escape (RFC 8259: `"`, `\\`, U+0000–U+001F).
+static JSON_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+/// `s` as a JSON string, byte for byte what `serde_json` writes (short escapes for `\n`, `\r`,
+/// `\t`, `\b`, `\f`; `\u00xx` for the other controls; everything else verbatim).
+fn push_json_str(out: &mut Vec<u8>, s: &str) {
+    let b = s.as_bytes();
+    out.push(b'"');
+    let mut start = 0;
+    for (i, &c) in b.iter().enumerate() {
+        if !JSON_ESCAPE[c as usize] {
+            continue;
+        }
+        out.extend_from_slice(&b[start..i]);
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(c >> 4) as usize]);
+                out.push(HEX[(c & 15) as usize]);
+            }
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&b[start..]);
+    out.push(b'"');
+}
+
+/// Output buffered by the caller is written out once it holds this much.
+const OUT_CHUNK: usize = 1 << 16;
 
 /// A progress bar on stderr, only when it is a terminal and the input is large.
 struct Progress {
@@ -449,7 +512,7 @@ impl Drop for Progress {
 // ---- subcommands --------------------------------------------------------------------------------
 
 /// Counts for the `dedup` summary.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Summary {
     /// Lines read.
     pub lines: u64,
@@ -459,6 +522,17 @@ pub struct Summary {
     pub duplicates: u64,
     /// Rejections, indexed by [`Reason::index`].
     pub rejected: [u64; Reason::ALL.len()],
+}
+
+impl Default for Summary {
+    fn default() -> Self {
+        Summary {
+            lines: 0,
+            new: 0,
+            duplicates: 0,
+            rejected: [0; Reason::ALL.len()],
+        }
+    }
 }
 
 impl Summary {
@@ -515,6 +589,8 @@ struct Emitter {
     out: Box<dyn Write>,
     sum: Summary,
     format: Format,
+    /// One batch's output, written with one call.
+    buf: Vec<u8>,
 }
 
 impl Emitter {
@@ -530,19 +606,22 @@ impl Emitter {
             match self.format {
                 Format::Plain => {
                     if let (Verdict::Keep, Some(c)) = (v, res.canonical(i)) {
-                        self.out.write_all(c.as_bytes())?;
-                        self.out.write_all(b"\n")?;
+                        self.buf.extend_from_slice(c.as_bytes());
+                        self.buf.push(b'\n');
                     }
                 }
                 Format::Jsonl => write_json_line(
-                    &mut *self.out,
+                    &mut self.buf,
                     &line.bytes,
                     v.as_str(),
                     v.reason(),
                     res.canonical(i),
-                )?,
+                ),
             }
         }
+        // One write per batch; a batch is emitted whole before its URLs are confirmed.
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
         Ok(())
     }
 }
@@ -653,6 +732,7 @@ fn dedup(a: DedupArgs) -> Result<()> {
         out: open_output(&a.output)?,
         sum: Summary::default(),
         format: a.format,
+        buf: Vec::with_capacity(OUT_CHUNK),
     };
     let progress = Progress::maybe(&a.input, a.quiet);
     let mut res = BatchResult::default();
@@ -733,13 +813,19 @@ fn dedup(a: DedupArgs) -> Result<()> {
 fn check(a: CheckArgs) -> Result<()> {
     let mut sieve = a.rules.sieve()?;
     let mut out = open_output(&a.output)?;
+    let mut buf = Vec::with_capacity(OUT_CHUNK + 4096);
     for_each_line(&a.input, None, |line| {
         match sieve.classify(&line.bytes, line.truncated) {
-            Ok(c) => write_json_line(&mut *out, &line.bytes, "keep", None, Some(c))?,
-            Err(r) => write_json_line(&mut *out, &line.bytes, "reject", Some(r), None)?,
+            Ok(c) => write_json_line(&mut buf, &line.bytes, "keep", None, Some(c)),
+            Err(r) => write_json_line(&mut buf, &line.bytes, "reject", Some(r), None),
+        }
+        if buf.len() >= OUT_CHUNK {
+            out.write_all(&buf)?;
+            buf.clear();
         }
         Ok(())
     })?;
+    out.write_all(&buf)?;
     out.flush()?;
     Ok(())
 }
@@ -819,4 +905,41 @@ fn pattern_cmd(a: PatternArgs) -> Result<()> {
     })?;
     out.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_lines_are_what_serde_json_writes() {
+        let all_controls: String = (0u8..0x20).map(char::from).collect();
+        for s in [
+            "",
+            "plain",
+            "http://h/a?b=\"c\"&d=\\e",
+            "tab\there\nnew\rline\u{8}\u{c}",
+            "\u{7f}\u{0}\u{1f} end",
+            "中文/ü/😀",
+            all_controls.as_str(),
+        ] {
+            let mut out = Vec::new();
+            push_json_str(&mut out, s);
+            assert_eq!(out, serde_json::to_vec(s).unwrap(), "{s:?}");
+            assert_eq!(serde_json::from_slice::<String>(&out).unwrap(), s);
+        }
+        let mut line = Vec::new();
+        write_json_line(
+            &mut line,
+            b"a\xffb",
+            "reject",
+            Some(Reason::InvalidUtf8),
+            None,
+        );
+        let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["input"], "a\u{fffd}b");
+        assert_eq!(v["reason"], "invalid_utf8");
+        assert!(v["canonical"].is_null());
+        assert_eq!(line.last(), Some(&b'\n'));
+    }
 }

@@ -68,6 +68,9 @@ pub struct SieveSection {
     pub max_len: Option<usize>,
     /// Override the profile's maximum share of needless %XX escapes (0–1].
     pub encoding_ratio: Option<f64>,
+    /// Keep XML namespace and DTD identifiers (`http://www.w3.org/2000/svg`) instead of
+    /// rejecting them as `xml_namespace` (default: the profile's; only `loose` keeps them).
+    pub keep_xml_namespaces: Option<bool>,
     /// Extra query parameters to drop (`name` or `prefix*`).
     pub strip_params: Vec<String>,
     /// Keep tracking parameters (utm_*, gclid, …) and session ids.
@@ -85,6 +88,7 @@ impl Default for SieveSection {
             profile: crate::url::Profile::Standard,
             max_len: None,
             encoding_ratio: None,
+            keep_xml_namespaces: None,
             strip_params: Vec::new(),
             keep_tracking: false,
             sort_query: true,
@@ -102,6 +106,9 @@ impl SieveSection {
         }
         if let Some(r) = self.encoding_ratio {
             cfg.encoding_ratio = r;
+        }
+        if let Some(k) = self.keep_xml_namespaces {
+            cfg.keep_xml_namespaces = k;
         }
         crate::url::Validator::new(cfg).map_err(|e| format!("invalid validator settings: {e}"))
     }

@@ -65,11 +65,26 @@ pub enum Reason {
     NoBase,
     /// (HTTP filter API) a list element that is not a JSON string.
     NotAString,
+    /// (JavaScript context) a module specifier a bundler or Node resolves, not a URL a browser
+    /// requests: `ace/mode/x`, `./layer/cursor`, `../lib/util` (no file extension).
+    JsModulePath,
+    /// (JavaScript context) a dotted identifier or abbreviation: `foo.bar.Baz`,
+    /// `keyword.operator.x`, `e.g.`.
+    DottedIdentifier,
+    /// (JavaScript context) a version string: `1.2.3`, `v2.0.1-beta`, `4.1.7-compat:2.0.1`.
+    VersionString,
+    /// (JavaScript context) a date or number format string: `d.M.y`, `yyyy-MM-dd`, `HH:mm`.
+    FormatString,
+    /// Percent-encoded twice: the path holds encoded `%2F`, `%3A`, … (`%252Fapi%252Fv2`).
+    DoubleEncoded,
+    /// An XML namespace or DTD identifier (`http://www.w3.org/2000/svg`); kept with
+    /// `keep_xml_namespaces` (and by the loose profile).
+    XmlNamespace,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 27] = [
+    pub const ALL: [Reason; 33] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -97,6 +112,12 @@ impl Reason {
         Reason::EncodedBlob,
         Reason::NoBase,
         Reason::NotAString,
+        Reason::JsModulePath,
+        Reason::DottedIdentifier,
+        Reason::VersionString,
+        Reason::FormatString,
+        Reason::DoubleEncoded,
+        Reason::XmlNamespace,
     ];
 
     /// The stable machine-readable code.
@@ -129,6 +150,12 @@ impl Reason {
             Reason::EncodedBlob => "encoded_blob",
             Reason::NoBase => "no_base",
             Reason::NotAString => "not_a_string",
+            Reason::JsModulePath => "js_module_path",
+            Reason::DottedIdentifier => "dotted_identifier",
+            Reason::VersionString => "version_string",
+            Reason::FormatString => "format_string",
+            Reason::DoubleEncoded => "double_encoded",
+            Reason::XmlNamespace => "xml_namespace",
         }
     }
 

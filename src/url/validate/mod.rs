@@ -11,8 +11,13 @@
 //! (artifact segments, MIME-type paths, number-like strings), on `scan.rs`'s byte classes and
 //! `words.rs`' lists; [`clean`] is what every rule and the canonicalizer see.
 //!
-//! Owns: the junk rules and when each fires. May import `url::lex` and `url::reason`; never
-//! `url::canon` (`tests/layers.rs` checks both directions).
+//! Owns: the junk rules and when each fires. May import `url::lex`, `url::reason` and
+//! `url::context`; never `url::canon` (`tests/layers.rs` checks both directions).
+//!
+//! Context (issue 17): [`Validator::check_in`] takes where the candidate was found. Every rule
+//! above holds in every context; `js.rs` adds the rules that only a JavaScript string can be
+//! held to (module specifiers, dotted identifiers, version and format strings), which apply to
+//! relative candidates only. `unknown` (what [`Validator::check`] uses) is today's behaviour.
 //!
 //! Rules run cheapest first and stop at the first match. Everything is a hand-written byte scan
 //! with no regex and no allocation: the whole check averages well under 150 ns on the real
@@ -39,11 +44,14 @@ use super::reason::Reason;
 
 mod clean;
 mod code;
+mod js;
+mod mime_registry;
 mod path;
 mod scan;
 mod words;
 
-use self::{code::*, path::*, scan::*, words::*};
+use self::{code::*, js::*, path::*, scan::*, words::*};
+use super::context::Context;
 pub use clean::clean;
 
 /// A named bundle of thresholds (`--profile`).
@@ -81,6 +89,10 @@ pub struct ValidatorConfig {
     pub encoding_ratio: f64,
     /// Reject candidates with raw spaces inside (strict only: real hrefs do contain spaces).
     pub reject_whitespace: bool,
+    /// Keep XML namespace and DTD identifiers (`http://www.w3.org/2000/svg`): real documents,
+    /// but never a page a crawl wants. Off (rejected as `xml_namespace`) except in `loose`.
+    #[serde(default)]
+    pub keep_xml_namespaces: bool,
     /// Schemes that a fetcher loads; any other explicit scheme is `non_fetchable_scheme`.
     pub fetchable_schemes: Vec<String>,
 }
@@ -103,6 +115,7 @@ impl ValidatorConfig {
             max_len,
             encoding_ratio,
             reject_whitespace,
+            keep_xml_namespaces: p == Profile::Loose,
             fetchable_schemes: vec!["http".into(), "https".into()],
         }
     }
@@ -153,18 +166,29 @@ impl Validator {
     /// Check raw bytes (a line as read): invalid UTF-8 is a reason, never a panic.
     /// On success returns the trimmed candidate.
     pub fn check_bytes<'a>(&self, raw: &'a [u8]) -> Result<Cow<'a, str>, Reason> {
+        self.check_bytes_in(raw, Context::Unknown)
+    }
+
+    /// [`Validator::check_bytes`] for a candidate found in `ctx` (already decoded by
+    /// [`Context::decode`]): the context's own rules apply too.
+    pub fn check_bytes_in<'a>(&self, raw: &'a [u8], ctx: Context) -> Result<Cow<'a, str>, Reason> {
         let s = std::str::from_utf8(raw).map_err(|_| Reason::InvalidUtf8)?;
         let t = clean(s);
-        self.check_trimmed(&t)?;
+        self.check_trimmed(&t, ctx)?;
         Ok(t)
     }
 
     /// Check one candidate. `Ok(())` means "not certainly junk": pass it on.
     pub fn check(&self, raw: &str) -> Result<(), Reason> {
-        self.check_trimmed(&clean(raw))
+        self.check_trimmed(&clean(raw), Context::Unknown)
     }
 
-    fn check_trimmed(&self, s: &str) -> Result<(), Reason> {
+    /// [`Validator::check`] for a candidate found in `ctx` (already decoded).
+    pub fn check_in(&self, raw: &str, ctx: Context) -> Result<(), Reason> {
+        self.check_trimmed(&clean(raw), ctx)
+    }
+
+    fn check_trimmed(&self, s: &str, ctx: Context) -> Result<(), Reason> {
         let b = s.as_bytes();
         if b.is_empty() {
             return Err(Reason::Empty);
@@ -188,7 +212,7 @@ impl Validator {
                 } else {
                     format!("/{rest}")
                 };
-                self.check_trimmed(&path)?;
+                self.check_trimmed(&path, ctx)?;
             }
         }
         // `;jsessionid=...` goes in canonicalization, which can join what was around it
@@ -197,7 +221,7 @@ impl Validator {
         if sc.has_code_punct && crate::url::find_byte(b';', b).is_some() {
             let q = crate::url::find_byte(b'?', b).unwrap_or(b.len());
             if let Some(path) = super::lex::strip_session_params(&s[..q]) {
-                self.check_trimmed(&format!("{path}{}", &s[q..]))?;
+                self.check_trimmed(&format!("{path}{}", &s[q..]), ctx)?;
             }
         }
         if sc.has_unreserved_escape {
@@ -206,15 +230,15 @@ impl Validator {
                 let mut sc2 = scan(decoded.as_bytes());
                 sc2.suspicious_escape_bytes = sc.suspicious_escape_bytes;
                 sc2.bad_escapes = sc.bad_escapes;
-                return self.rules(&decoded, sc2, b.len());
+                return self.rules(&decoded, sc2, b.len(), ctx);
             }
         }
-        self.rules(s, sc, b.len())
+        self.rules(s, sc, b.len(), ctx)
     }
 
     /// The rules, on `s` as canonicalization will read it; `orig_len` is the length the
     /// escape ratio is measured against.
-    fn rules(&self, s: &str, sc: Scan, orig_len: usize) -> Result<(), Reason> {
+    fn rules(&self, s: &str, sc: Scan, orig_len: usize, ctx: Context) -> Result<(), Reason> {
         let b = s.as_bytes();
         if sc.has_control {
             return Err(Reason::ControlChars);
@@ -302,6 +326,9 @@ impl Validator {
         if scheme.is_none() && encoded_blob(b) {
             return Err(Reason::EncodedBlob);
         }
+        if scheme.is_some() && !self.cfg.keep_xml_namespaces && xml_namespace(b) {
+            return Err(Reason::XmlNamespace);
+        }
         // One walk over the path's segments for the artifact and MIME rules. (The keyword and
         // number rules below need a candidate without `/`, these need one: order is moot.)
         // A relative candidate is a path even without a `/` (it resolves to `…/dir/it`).
@@ -328,6 +355,14 @@ impl Validator {
         }
         if matches!(b[0], b'0'..=b'9' | b'-' | b'+' | b'.') && number_list(b) {
             return Err(Reason::BareNumber);
+        }
+        if sc.has_escaped_percent && double_encoded(path_of(b, scheme)) {
+            return Err(Reason::DoubleEncoded);
+        }
+        if ctx == Context::Js && scheme.is_none() {
+            if let Some(r) = js_rules(b) {
+                return Err(r);
+            }
         }
         if sc.bad_escapes >= 2 {
             return Err(Reason::BadPercentEncoding);

@@ -118,4 +118,101 @@ pub(super) fn mime_type(ty: &[u8], sub: &[u8]) -> bool {
         || lower_starts(b"x-")
         || lower_starts(b"vnd.")
         || lower_starts(b"prs.")
+        || registered_media_type(ty, sub)
+        || versioned_script(base)
+}
+
+/// `ty/sub` is in the IANA media-type registry (`mime_registry.rs`, generated from mime-db):
+/// `multipart/signed`, `application/ld+json`, `audio/opus`. Subtypes that are also ordinary
+/// route words (`/application/index`, `/message/news`, `/video/raw`) were left out of the
+/// generated list: a site may well serve those paths.
+fn registered_media_type(ty: &[u8], sub: &[u8]) -> bool {
+    let mut key = [0u8; 96];
+    let n = ty.len() + 1 + sub.len();
+    if n > key.len() {
+        return false;
+    }
+    key[..ty.len()].copy_from_slice(ty);
+    key[ty.len()] = b'/';
+    key[ty.len() + 1..n].copy_from_slice(sub);
+    key[..n].make_ascii_lowercase();
+    let key = &key[..n];
+    super::mime_registry::IANA_MEDIA_TYPES
+        .binary_search_by(|k| k.as_bytes().cmp(key))
+        .is_ok()
+}
+
+/// `javascript1.2`, `ecmascript5`: the `language` attribute values of old `<script>` tags,
+/// written as MIME subtypes (`text/javascript1.2`). Never a registered type, never a page.
+fn versioned_script(sub: &[u8]) -> bool {
+    [&b"javascript"[..], b"ecmascript", b"jscript", b"livescript"]
+        .iter()
+        .any(|p| {
+            sub.len() > p.len()
+                && sub[..p.len()].eq_ignore_ascii_case(p)
+                && sub[p.len()..]
+                    .iter()
+                    .all(|c| c.is_ascii_digit() || *c == b'.')
+        })
+}
+
+/// Two or more escapes of an escaped delimiter in the path: `%252F` (`/`), `%253A` (`:`),
+/// `%253F`, `%253D`, `%2526`, `%2523` — `%252Fapi%252Fv2`.
+///
+/// Why no link matches: a server decodes a path once, so `/a%252Fb%252Fc` names one segment whose
+/// name holds the literal text `%2F` twice. No site names its pages that way; it is what an
+/// extractor makes by escaping an already-escaped path (or a nested URL) a second time. Only the
+/// path counts: a query may carry a nested URL encoded twice on purpose
+/// (`/out?u=https%253A%252F%252F…`, redirectors do), and a single `%2520` (an encoded space
+/// escaped again) is a broken link that some servers still answer.
+pub(super) fn double_encoded(path: &[u8]) -> bool {
+    let mut n = 0;
+    let mut i = 0;
+    while let Some(off) = crate::url::find_byte(b'%', &path[i..]) {
+        let p = i + off;
+        if path.len() >= p + 5
+            && path[p + 1] == b'2'
+            && path[p + 2] == b'5'
+            && matches!(
+                (path[p + 3], path[p + 4] | 0x20),
+                (b'2', b'f' | b'6' | b'3') | (b'3', b'a' | b'f' | b'd')
+            )
+        {
+            n += 1;
+            if n == 2 {
+                return true;
+            }
+            i = p + 5;
+        } else {
+            i = p + 1;
+        }
+    }
+    false
+}
+
+/// An XML namespace or DTD identifier (`http://www.w3.org/2000/svg`, the XHTML 1.0 DTDs, RDF,
+/// Dublin Core, sitemaps): the absolute candidate, scheme aside, is one of [`XML_NAMESPACES`]
+/// (case-insensitive, one trailing `/` ignored).
+///
+/// Why no link is lost: these strings sit in `xmlns` attributes, `DOCTYPE`s and `createElementNS`
+/// calls, by the hundred per crawl. Each names a real document, but one no crawl of a site wants
+/// (the W3C's namespace pages); a user who does sets `keep_xml_namespaces` (the loose profile
+/// does). Only these exact identifiers match: any other page of those hosts passes.
+pub(super) fn xml_namespace(b: &[u8]) -> bool {
+    let Some(colon) = crate::url::find_byte(b':', b) else {
+        return false;
+    };
+    let Some(mut rest) = b[colon + 1..].strip_prefix(b"//") else {
+        return false;
+    };
+    if rest.last() == Some(&b'/') {
+        rest = &rest[..rest.len() - 1];
+    }
+    if rest.len() < 10 || rest.len() > 60 {
+        return false;
+    }
+    XML_NAMESPACES.iter().any(|ns| {
+        let ns = ns.strip_suffix('/').unwrap_or(ns).as_bytes();
+        ns.len() == rest.len() && ns.eq_ignore_ascii_case(rest)
+    })
 }

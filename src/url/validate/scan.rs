@@ -89,6 +89,8 @@ pub(super) struct Scan {
     pub(super) has_unreserved_escape: bool,
     /// Some byte that [`is_code_byte`] counts occurs (else no head can hold code).
     pub(super) has_head_code: bool,
+    /// An escaped `%` (`%25`) occurs (gates the double-encoding rule).
+    pub(super) has_escaped_percent: bool,
 }
 
 // Byte classes of the scan table.
@@ -222,6 +224,9 @@ pub(super) fn scan_escape(s: &[u8], i: usize, v: u8, sc: &mut Scan) -> usize {
         }
         if v == b' ' || v == b'\t' {
             sc.has_escaped_space = true;
+        }
+        if v == b'%' {
+            sc.has_escaped_percent = true;
         }
         return i + 3;
     }

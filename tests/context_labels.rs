@@ -1,0 +1,190 @@
+//! Issue 17's evidence: keep recall and junk rejection per extraction context, on the
+//! hand-labelled candidates of `tests/data/context-labels.tsv` (real bundles and pages; the
+//! file's header says where each came from and what the labels mean).
+//!
+//! Every candidate is judged twice: with the context it was found in, and as `unknown` (what a
+//! caller that does not say gets). Run with `-- --nocapture` to see the table:
+//!
+//! ```text
+//! cargo test --test context_labels -- --nocapture
+//! ```
+
+use crawlsieve::sieve::Sieve;
+use crawlsieve::url::{Canonicalizer, Context, Validator};
+
+/// The page every relative candidate is resolved against (its value does not matter: only
+/// whether the candidate is kept).
+const BASE: &str = "https://docs.example.org/lib/page.html";
+
+/// Measured on the code before issue 17's context rules (commit 3e9452e, every candidate as
+/// `unknown`: recall 1.0000, rejection 0.1679): with `unknown`, the new rules may only raise these.
+const BEFORE_UNKNOWN_RECALL: f64 = 1.0;
+const BEFORE_UNKNOWN_REJECTION: f64 = 0.1679;
+
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    keep: usize,
+    kept: usize,
+    junk: usize,
+    rejected: usize,
+}
+
+impl Tally {
+    fn add(&mut self, label: &str, kept: bool) {
+        match label {
+            "keep" => {
+                self.keep += 1;
+                self.kept += kept as usize;
+            }
+            "junk" => {
+                self.junk += 1;
+                self.rejected += !kept as usize;
+            }
+            _ => {}
+        }
+    }
+    fn recall(&self) -> f64 {
+        if self.keep == 0 {
+            1.0
+        } else {
+            self.kept as f64 / self.keep as f64
+        }
+    }
+    fn rejection(&self) -> f64 {
+        if self.junk == 0 {
+            1.0
+        } else {
+            self.rejected as f64 / self.junk as f64
+        }
+    }
+    /// A share for the table: `-` when there is nothing to measure.
+    fn show(n: usize, share: f64) -> String {
+        if n == 0 {
+            "-".into()
+        } else {
+            format!("{share:.4}")
+        }
+    }
+    fn merge(&mut self, o: &Tally) {
+        self.keep += o.keep;
+        self.kept += o.kept;
+        self.junk += o.junk;
+        self.rejected += o.rejected;
+    }
+}
+
+fn rows() -> Vec<(Context, String, String)> {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/context-labels.tsv"),
+    )
+    .expect("tests/data/context-labels.tsv");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!(f.len(), 4, "four columns: {l:?}");
+            assert!(
+                matches!(f[1], "keep" | "junk" | "fragment"),
+                "label of {l:?}"
+            );
+            (f[0].parse().expect("context"), f[1].into(), f[2].into())
+        })
+        .collect()
+}
+
+#[test]
+fn context_rules_reject_junk_and_keep_links() {
+    let rows = rows();
+    assert!(rows.len() >= 300, "a few hundred labelled candidates");
+    let mut sieve = Sieve::new(
+        Validator::default(),
+        Canonicalizer::default(),
+        Some(BASE.parse().unwrap()),
+    );
+    let contexts = [
+        Context::HtmlAttr,
+        Context::HtmlText,
+        Context::Js,
+        Context::Css,
+        Context::Text,
+    ];
+    let (mut with_all, mut unknown_all) = (Tally::default(), Tally::default());
+    let mut lost = Vec::new();
+    let mut passed_junk = Vec::new();
+    println!(
+        "{:<10} {:>5} {:>5} | {:>14} {:>14} | {:>14} {:>14}",
+        "context", "keep", "junk", "recall(ctx)", "reject(ctx)", "recall(unk)", "reject(unk)"
+    );
+    for ctx in contexts {
+        let (mut with, mut unknown) = (Tally::default(), Tally::default());
+        for (c, label, cand) in rows.iter().filter(|r| r.0 == ctx) {
+            sieve.context = *c;
+            let kept = sieve.classify(cand.as_bytes(), false).is_ok();
+            if label == "keep" && !kept {
+                lost.push(format!("{ctx:?} {cand}"));
+            }
+            with.add(label, kept);
+            sieve.context = Context::Unknown;
+            unknown.add(label, sieve.classify(cand.as_bytes(), false).is_ok());
+        }
+        println!(
+            "{:<10} {:>5} {:>5} | {:>14} {:>14} | {:>14} {:>14}",
+            ctx.as_str(),
+            with.keep,
+            with.junk,
+            Tally::show(with.keep, with.recall()),
+            Tally::show(with.junk, with.rejection()),
+            Tally::show(unknown.keep, unknown.recall()),
+            Tally::show(unknown.junk, unknown.rejection())
+        );
+        for (_, label, cand) in rows.iter().filter(|r| r.0 == ctx && r.1 == "junk") {
+            sieve.context = ctx;
+            if sieve.classify(cand.as_bytes(), false).is_ok() {
+                passed_junk.push(format!(
+                    "{} {}",
+                    ctx.as_str(),
+                    cand.chars().take(80).collect::<String>()
+                ));
+            }
+            let _ = label;
+        }
+        with_all.merge(&with);
+        unknown_all.merge(&unknown);
+    }
+    println!(
+        "{:<10} {:>5} {:>5} | {:>14.4} {:>14.4} | {:>14.4} {:>14.4}",
+        "all",
+        with_all.keep,
+        with_all.junk,
+        with_all.recall(),
+        with_all.rejection(),
+        unknown_all.recall(),
+        unknown_all.rejection()
+    );
+    for l in &lost {
+        println!("lost: {l}");
+    }
+    for j in &passed_junk {
+        println!("junk kept: {j}");
+    }
+    assert!(
+        with_all.recall() >= 0.995,
+        "keep recall with context {:.4} < 0.995; lost: {lost:?}",
+        with_all.recall()
+    );
+    assert!(
+        with_all.rejection() >= 0.90,
+        "junk rejection with context {:.4} < 0.90",
+        with_all.rejection()
+    );
+    assert!(
+        unknown_all.recall() >= BEFORE_UNKNOWN_RECALL,
+        "keep recall as unknown {:.4} fell below {BEFORE_UNKNOWN_RECALL}",
+        unknown_all.recall()
+    );
+    assert!(
+        unknown_all.rejection() >= BEFORE_UNKNOWN_REJECTION,
+        "junk rejection as unknown {:.4} fell below {BEFORE_UNKNOWN_REJECTION}",
+        unknown_all.rejection()
+    );
+}
