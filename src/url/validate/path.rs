@@ -211,6 +211,14 @@ pub(super) fn xml_namespace(b: &[u8]) -> bool {
     if rest.len() < 10 || rest.len() > 60 {
         return false;
     }
+    // Most absolute URLs stop here: their host is none of the few that mint these identifiers.
+    let host = &rest[..crate::url::find_byte(b'/', rest).unwrap_or(rest.len())];
+    if !XML_NAMESPACE_HOSTS
+        .iter()
+        .any(|h| h.len() == host.len() && h.as_bytes().eq_ignore_ascii_case(host))
+    {
+        return false;
+    }
     XML_NAMESPACES.iter().any(|ns| {
         let ns = ns.strip_suffix('/').unwrap_or(ns).as_bytes();
         ns.len() == rest.len() && ns.eq_ignore_ascii_case(rest)

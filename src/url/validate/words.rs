@@ -336,6 +336,18 @@ pub(super) const MIME_SUBTYPES: &[&str] = &[
     "svg+xml",
 ];
 
+/// The hosts of [`XML_NAMESPACES`] (checked first: most URLs are on none of them).
+pub(super) const XML_NAMESPACE_HOSTS: &[&str] = &[
+    "www.w3.org",
+    "schemas.xmlsoap.org",
+    "purl.org",
+    "xmlns.com",
+    "ns.adobe.com",
+    "www.sitemaps.org",
+    "www.google.com",
+    "ogp.me",
+];
+
 /// XML namespace and DTD identifiers ([`super::path::xml_namespace`]), without scheme and
 /// fragment (a fragment is gone before the rules run).
 pub(super) const XML_NAMESPACES: &[&str] = &[
