@@ -11,7 +11,8 @@
 //!      URL-pattern DOM verdicts (seeds 003 and 004).
 //!    * [`input`] — bounded line reading (a megabyte line never becomes a problem).
 //! 2. Shared services:
-//!    * [`sieve`] — validate → canonicalize → check-and-set: the core step of embedded `dedup`.
+//!    * [`sieve`] — validate → canonicalize → scope → check-and-set: the core step of embedded `dedup`.
+//!    * [`scope`] — crawl scope: domains (Public Suffix List sites), Nutch-style rules, limits.
 //!    * [`redis_filter`] — the Redis-shared filter: namespaces, claims, generations, snapshots.
 //!    * [`events`] — the Kafka events (`schemas/*.v1.json`) and how a message is decoded.
 //!    * [`patterns`] — URL-pattern verdicts: the Redis format render writes and the gate reads.
@@ -30,7 +31,8 @@
 //!
 //! Where a change belongs: the render stage's decision → `render::stage`; the Kafka delivery
 //! discipline (batching, reports, commits, pauses) → `stage::worker`; a metric's name or help →
-//! `observe::names`; a configuration key → `config`; a junk rule → `url::validate`.
+//! `observe::names`; a configuration key → `config`; a junk rule → `url::validate`; a scope rule →
+//! `scope`.
 
 pub mod bloom;
 pub mod cli;
@@ -43,6 +45,7 @@ pub mod page;
 pub mod patterns;
 pub mod redis_filter;
 pub mod render;
+pub mod scope;
 pub mod serve;
 pub mod sieve;
 pub mod stage;

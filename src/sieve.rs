@@ -57,6 +57,9 @@ pub struct Sieve {
     /// Where the candidates were found: decoded accordingly before anything else
     /// ([`crate::url::Context::decode`]). `Unknown` (the default) decodes nothing.
     pub context: crate::url::Context,
+    /// Crawl scope, judged on the canonical URL before the filter (`None`: everything is in
+    /// scope). [`crate::scope`].
+    pub scope: Option<std::sync::Arc<crate::scope::Scope>>,
     buf: String,
     key: String,
 }
@@ -69,6 +72,7 @@ impl Sieve {
             canon,
             base,
             context: crate::url::Context::Unknown,
+            scope: None,
             buf: String::with_capacity(256),
             key: String::new(),
         }
@@ -102,6 +106,11 @@ impl Sieve {
         // `%5C`), and a canonical URL must pass the validator it came through.
         if self.buf.len() > self.validator.config().max_len {
             return Err(Reason::TooLong);
+        }
+        // Scope after canonicalization (it judges what would be fetched), before the filter (an
+        // out-of-scope URL never takes a place in it).
+        if let Some(scope) = &self.scope {
+            scope.check(&self.buf, self.base.as_ref())?;
         }
         Ok(&self.buf)
     }

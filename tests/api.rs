@@ -793,3 +793,53 @@ fn the_request_context_decodes_candidates() {
     assert_eq!(status, 422, "{e}");
     drop_ns(REDIS, &[name]);
 }
+
+/// Issue 18: `[scope]` judges each request's URLs after canonicalization, and a namespace's own
+/// `[scopes.NAME]` replaces it for that namespace; the reasons come back per URL.
+#[test]
+fn scope_and_a_namespace_s_own_scope_apply_to_requests() {
+    let shop = ns("scope-shop");
+    let docs = ns("scope-docs");
+    let own = format!(r#"scopes."{shop}".allow_domains=["shop.example"]"#);
+    let srv = Server::start(
+        REDIS,
+        &[
+            r#"scope.allow_domains=["docs.example"]"#,
+            "scope.max_depth=2",
+            r#"scope.deny=["/private/"]"#,
+            &own,
+        ],
+    );
+    let r = srv.filter(&json!({
+        "namespace": docs,
+        "source": "https://docs.example/guide/",
+        "urls": ["intro", "https://shop.example/", "/a/b/c", "/private/x", "https://www.docs.example/"]
+    }));
+    assert_eq!(
+        r["new"],
+        json!([
+            "https://docs.example/guide/intro",
+            "https://www.docs.example/"
+        ]),
+        "{r}"
+    );
+    let reasons: Vec<&str> = r["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        reasons,
+        ["out_of_scope_domain", "too_deep", "denied_by_rule"],
+        "{r}"
+    );
+    // The shop namespace has its own scope (no depth limit, no deny rules, another domain).
+    let r = srv.filter(&json!({
+        "namespace": shop,
+        "urls": ["https://shop.example/a/b/c/d", "https://docs.example/"]
+    }));
+    assert_eq!(r["new"], json!(["https://shop.example/a/b/c/d"]), "{r}");
+    assert_eq!(r["rejected"][0]["reason"], "out_of_scope_domain", "{r}");
+    drop_ns(REDIS, &[shop, docs]);
+}

@@ -449,3 +449,65 @@ fn context_decodes_candidates_before_judging() {
         "an unknown context is a usage error"
     );
 }
+
+/// Issue 18: the scope flags of `check` and `dedup`, a Nutch file among them; a bad file is an
+/// error naming its line.
+#[test]
+fn scope_flags_reject_with_their_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("regex-urlfilter.txt");
+    std::fs::write(
+        &rules,
+        "# focused\n-/admin/\n+^https://docs\\.example/\n-.\n",
+    )
+    .unwrap();
+    let input = b"https://docs.example/a\nhttps://docs.example/admin/x\nhttps://other.example/\nhttps://docs.example/a/b/c/d\nhttps://blog.docs.example/\n";
+    let out = stdout(&run(
+        &[
+            "check",
+            "--allow-domain",
+            "docs.example",
+            "--scope-file",
+            rules.to_str().unwrap(),
+            "--max-depth",
+            "3",
+        ],
+        input,
+    ));
+    let got: Vec<String> = out
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["reason"].as_str().unwrap_or("keep").to_string()
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "keep",
+            "denied_by_rule",
+            "out_of_scope_domain",
+            "too_deep",
+            "denied_by_rule"
+        ]
+    );
+    let out = stdout(&run(
+        &["dedup", "-q", "--deny-domain", "other.example"],
+        input,
+    ));
+    assert!(
+        !out.contains("other.example") && out.contains("docs.example/a\n"),
+        "{out}"
+    );
+    std::fs::write(&rules, "+^https://ok/\n-(unclosed\n").unwrap();
+    let r = run(
+        &["check", "--scope-file", rules.to_str().unwrap()],
+        b"https://ok/\n",
+    );
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("regex-urlfilter.txt:2") && err.contains("(unclosed"),
+        "{err}"
+    );
+}

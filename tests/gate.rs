@@ -968,3 +968,71 @@ fn each_event_is_decoded_by_its_context() {
         ]
     );
 }
+
+/// Issue 18: the gate judges scope after canonicalization and before the filter: an
+/// out-of-scope URL goes to the audit topic with its reason and never takes a place in the
+/// filter; `same_site_as_source` reads each event's `source`; a namespace's own scope replaces
+/// `[scope]` for its events.
+#[test]
+fn scope_rejects_before_the_filter_with_a_reason() {
+    let ns = Ns::new("scope", REDIS);
+    let other = Ns::new("scope-own", REDIS);
+    let mut cfg = GateConfig::default();
+    cfg.redis.namespace = ns.name.clone();
+    cfg.kafka.audit_topic = Some("audit".into());
+    cfg.scope.allow_domains = vec!["s.example".into(), "t.example".into()];
+    cfg.scope.same_site_as_source = true;
+    cfg.scopes.insert(
+        other.name.clone(),
+        crawlsieve::scope::ScopeSpec {
+            allow_domains: vec!["u.example".into()],
+            ..Default::default()
+        },
+    );
+    let mut core = GateCore::new(cfg, FilterMetrics::unregistered());
+    let mut batch = Batch::default();
+    let own = format!(
+        r#"{{"url": "https://u.example/x", "namespace": "{}"}}"#,
+        other.name
+    );
+    for (i, v) in [
+        r#"{"url": "https://elsewhere.example/", "source": "https://s.example/"}"#,
+        r#"{"url": "https://t.example/a", "source": "https://s.example/"}"#,
+        r#"{"url": "https://t.example/b"}"#,
+        r#"{"url": "/in", "source": "https://s.example/"}"#,
+        &own,
+    ]
+    .iter()
+    .enumerate()
+    {
+        batch.push(0, i as i64, None, Some(v.as_bytes()));
+    }
+    let mut st = GateStaged::default();
+    core.stage("in", &batch, &mut st).unwrap();
+    let urls: Vec<String> = staged_events::<FetchEvent>(&st, Dest::Output)
+        .into_iter()
+        .map(|e| e.url)
+        .collect();
+    assert_eq!(
+        urls,
+        [
+            "https://t.example/b",
+            "https://s.example/in",
+            "https://u.example/x"
+        ]
+    );
+    let rejected: Vec<(String, String)> = staged_events::<RejectedEvent>(&st, Dest::Audit)
+        .into_iter()
+        .map(|e| (e.url, e.reason.code().to_string()))
+        .collect();
+    assert_eq!(
+        rejected,
+        [
+            (
+                "https://elsewhere.example/".to_string(),
+                "out_of_scope_domain".to_string()
+            ),
+            ("https://t.example/a".to_string(), "off_site".to_string()),
+        ]
+    );
+}

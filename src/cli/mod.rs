@@ -160,6 +160,82 @@ impl RuleArgs {
     }
 }
 
+/// Crawl scope (`check` and `dedup`): the same as a configuration's `[scope]`. Nothing given:
+/// every URL is in scope; an empty allow list (domains or patterns) means "everything".
+#[derive(Debug, Args)]
+pub struct ScopeArgs {
+    /// Admit only this domain and its subdomains (repeatable or comma-separated; IDN in either
+    /// form). None given: every domain.
+    #[arg(
+        long = "allow-domain",
+        env = "CRAWLSIEVE_ALLOW_DOMAINS",
+        value_delimiter = ',',
+        value_name = "DOMAIN"
+    )]
+    pub allow_domains: Vec<String>,
+    /// Reject this domain and its subdomains (checked before --allow-domain).
+    #[arg(
+        long = "deny-domain",
+        env = "CRAWLSIEVE_DENY_DOMAINS",
+        value_delimiter = ',',
+        value_name = "DOMAIN"
+    )]
+    pub deny_domains: Vec<String>,
+    /// A regular expression one of which must match the canonical URL (repeatable). None given:
+    /// everything.
+    #[arg(long = "allow", value_name = "REGEX")]
+    pub allow: Vec<String>,
+    /// A regular expression that rejects a canonical URL it matches (repeatable; before --allow).
+    #[arg(long = "deny", value_name = "REGEX")]
+    pub deny: Vec<String>,
+    /// A Nutch regex-urlfilter.txt style file: `+regex` / `-regex` lines, first match decides,
+    /// no match rejects (repeatable; read as one list).
+    #[arg(
+        long = "scope-file",
+        env = "CRAWLSIEVE_SCOPE_FILE",
+        value_name = "FILE"
+    )]
+    pub scope_files: Vec<PathBuf>,
+    /// Most path segments a URL may have (`/a/b/c` has 3).
+    #[arg(long, env = "CRAWLSIEVE_MAX_DEPTH")]
+    pub max_depth: Option<usize>,
+    /// Most query parameters a URL may have.
+    #[arg(long, env = "CRAWLSIEVE_MAX_QUERY_PARAMS")]
+    pub max_query_params: Option<usize>,
+    /// Schemes allowed (comma-separated; default http,https).
+    #[arg(long = "scheme", value_delimiter = ',', value_name = "SCHEME")]
+    pub schemes: Vec<String>,
+    /// Ports allowed (comma-separated; default any; a URL without one has its scheme's).
+    #[arg(long = "port", value_delimiter = ',', value_name = "PORT")]
+    pub ports: Vec<u16>,
+    /// Admit only URLs of the same site (registrable domain) as --base.
+    #[arg(long)]
+    pub same_site: bool,
+}
+
+impl ScopeArgs {
+    /// The scope these flags describe.
+    pub fn spec(&self) -> crate::scope::ScopeSpec {
+        crate::scope::ScopeSpec {
+            allow_domains: self.allow_domains.clone(),
+            deny_domains: self.deny_domains.clone(),
+            allow: self.allow.clone(),
+            deny: self.deny.clone(),
+            files: self.scope_files.clone(),
+            max_depth: self.max_depth,
+            max_query_params: self.max_query_params,
+            schemes: self.schemes.clone(),
+            ports: self.ports.clone(),
+            same_site_as_source: self.same_site,
+        }
+    }
+
+    fn apply(&self, sieve: &mut Sieve) -> Result<()> {
+        sieve.scope = crate::scope::Scope::new(&self.spec())?.map(std::sync::Arc::new);
+        Ok(())
+    }
+}
+
 /// Output destination.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
@@ -189,6 +265,8 @@ pub struct DedupArgs {
     pub input: InputArgs,
     #[command(flatten)]
     pub rules: RuleArgs,
+    #[command(flatten)]
+    pub scope: ScopeArgs,
     #[command(flatten)]
     pub output: OutputArgs,
     /// Output format.
@@ -222,6 +300,8 @@ pub struct CheckArgs {
     pub input: InputArgs,
     #[command(flatten)]
     pub rules: RuleArgs,
+    #[command(flatten)]
+    pub scope: ScopeArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -723,6 +803,7 @@ const UNSETTLED: &str = "the Redis filter failed; every URL written so far was d
 
 fn dedup(a: DedupArgs) -> Result<()> {
     let mut sieve = a.rules.sieve()?;
+    a.scope.apply(&mut sieve)?;
     let mut filter = match a.redis.connect(a.capacity, a.fp_rate)? {
         Some(f) => DedupFilter::Redis(Box::new(f), a.redis.redis_retry_for.0),
         None => DedupFilter::Local(load_or_create(&a)?),
@@ -812,6 +893,7 @@ fn dedup(a: DedupArgs) -> Result<()> {
 
 fn check(a: CheckArgs) -> Result<()> {
     let mut sieve = a.rules.sieve()?;
+    a.scope.apply(&mut sieve)?;
     let mut out = open_output(&a.output)?;
     let mut buf = Vec::with_capacity(OUT_CHUNK + 4096);
     for_each_line(&a.input, None, |line| {

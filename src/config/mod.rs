@@ -122,6 +122,11 @@ pub struct Config {
     pub sieve: SieveSection,
     /// The render stage's browser (`crawlsieve render` only).
     pub render: RenderSection,
+    /// Crawl scope: the hosts and paths a crawl may fetch (gate, serve, render).
+    pub scope: crate::scope::ScopeSpec,
+    /// A namespace's own scope (`[scopes.NAME]`), replacing `[scope]` for its events and API
+    /// requests: one scope per task, as seed 001's `filter_typeid` users run them.
+    pub scopes: std::collections::BTreeMap<String, crate::scope::ScopeSpec>,
 }
 
 impl Config {
@@ -217,6 +222,19 @@ impl Config {
         }
         if let Err(e) = self.sieve.validator() {
             bad(format!("sieve: {e}"));
+        }
+        if let Err(e) = crate::scope::shared(&self.scope) {
+            bad(format!("scope: {e}"));
+        }
+        for (ns, spec) in &self.scopes {
+            if !crate::redis_filter::layout::is_namespace(ns) {
+                bad(format!(
+                    "scopes.{ns}: not a namespace name (1–64 of A–Z a–z 0–9 . _ -)"
+                ));
+            }
+            if let Err(e) = crate::scope::shared(spec) {
+                bad(format!("scopes.{ns}: {e}"));
+            }
         }
         let sv = &self.serve;
         if sv.listen.parse::<std::net::SocketAddr>().is_err() {

@@ -8,6 +8,7 @@
 //! one. [`Stage::stage`] only reads Redis and may be repeated as often as needed.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use url::Url;
 
@@ -171,17 +172,24 @@ pub struct GateCore {
     unfinished: HashSet<(usize, u128)>,
     metrics: FilterMetrics,
     yield_on_busy: bool,
+    /// The scope of each namespace in `names` (the sieve's own is `[scope]`'s).
+    scopes: Vec<Option<Arc<crate::scope::Scope>>>,
+    /// `[scope]`, restored after a namespace with a scope of its own.
+    default_scope: Option<Arc<crate::scope::Scope>>,
 }
 
 impl GateCore {
     /// A stage for `cfg`; Redis is connected on first use.
     pub fn new(cfg: Config, metrics: FilterMetrics) -> GateCore {
         let redis = cfg.redis.client();
-        let sieve = Sieve::new(
+        let mut sieve = Sieve::new(
             cfg.sieve.validator().unwrap_or_default(), // checked when the config loaded
             cfg.sieve.canonicalizer(),
             None,
         );
+        // Checked when the config loaded too (`Config::problems`), and compiled once per process.
+        sieve.scope = crate::scope::for_component(&cfg.scope);
+        let default_scope = sieve.scope.clone();
         GateCore {
             patterns_conn: LazyConn::new(redis.clone()),
             cfg,
@@ -195,6 +203,21 @@ impl GateCore {
             unfinished: HashSet::new(),
             metrics,
             yield_on_busy: false,
+            scopes: Vec::new(),
+            default_scope,
+        }
+    }
+
+    /// Judge the next candidates by namespace `ns`'s scope.
+    fn use_scope_of(&mut self, ns: usize) {
+        let s = self.scopes.get(ns).unwrap_or(&self.default_scope);
+        let same = match (&self.sieve.scope, s) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            self.sieve.scope = s.clone();
         }
     }
 
@@ -235,6 +258,11 @@ impl GateCore {
             },
         );
         self.names.push(ns.to_string());
+        // The namespace's own `[scopes.NAME]`, else `[scope]`; compiled once per process.
+        self.scopes.push(match self.cfg.scopes.get(ns) {
+            Some(spec) => crate::scope::for_component(spec),
+            None => self.sieve.scope.clone(),
+        });
         Ok(Ok(self.names.len() - 1))
     }
 
@@ -293,7 +321,10 @@ impl GateCore {
         idem: Option<&Idem>,
     ) -> Result<Result<(Vec<Direct>, bool), DirectError>, RedisFilterError> {
         let ns = match self.namespace(ns)? {
-            Ok(i) => self.names[i].clone(),
+            Ok(i) => {
+                self.use_scope_of(i);
+                self.names[i].clone()
+            }
             Err(detail) => return Ok(Err(DirectError::Refused(detail))),
         };
         let idem = idem.filter(|_| !check_only);
@@ -491,6 +522,7 @@ impl Stage for GateCore {
             };
             self.set_source(ev.source.as_deref());
             self.sieve.context = ev.context.unwrap_or_default();
+            self.use_scope_of(ns);
             match self.sieve_url(&ev.url) {
                 Err(reason) => self.reject(out, &ev, reason, &now),
                 Ok(canonical) => {

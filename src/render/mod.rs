@@ -118,6 +118,8 @@ impl Rendered {
         let e = self.error.as_str();
         Some(if e.is_empty() {
             return None;
+        } else if e.starts_with("out of scope") {
+            "out_of_scope"
         } else if e.starts_with("refused") {
             "refused"
         } else if e.starts_with("timeout") {

@@ -97,6 +97,9 @@ pub struct RenderStage {
     max_bytes: usize,
     metrics: Option<RenderMetrics>,
     launches_seen: u64,
+    /// `[scope]`: a fetch event outside it is not loaded (it did not come through this
+    /// deployment's gate, or the scope was narrowed since).
+    scope: Option<Arc<crate::scope::Scope>>,
 }
 
 fn state_key(host: &str) -> String {
@@ -149,6 +152,7 @@ impl RenderStage {
             max_bytes: cfg.kafka.max_message_bytes,
             metrics,
             launches_seen: 1,
+            scope: crate::scope::for_component(&cfg.scope),
         })
     }
 
@@ -215,7 +219,20 @@ impl Stage for RenderStage {
                 .iter()
                 .map(|(_, ev)| {
                     let (r, u) = (renderer.clone(), ev.url.clone());
+                    let out_of_scope = self
+                        .scope
+                        .as_ref()
+                        .and_then(|s| s.check(&ev.url, None).err());
                     tokio::spawn(async move {
+                        if let Some(reason) = out_of_scope {
+                            let r = Rendered {
+                                url: u.clone(),
+                                final_url: u,
+                                error: format!("out of scope: {reason}"),
+                                ..Rendered::default()
+                            };
+                            return (r, std::time::Duration::ZERO);
+                        }
                         let t = std::time::Instant::now();
                         let out = r.render(&u).await;
                         (out, t.elapsed())

@@ -80,11 +80,25 @@ pub enum Reason {
     /// An XML namespace or DTD identifier (`http://www.w3.org/2000/svg`); kept with
     /// `keep_xml_namespaces` (and by the loose profile).
     XmlNamespace,
+    /// (Scope) the host is not in `allow_domains`, or is in `deny_domains`.
+    OutOfScopeDomain,
+    /// (Scope) a `deny` pattern matched, no `allow` pattern did, or a scope file's rule said no.
+    DeniedByRule,
+    /// (Scope) more path segments than `max_depth`.
+    TooDeep,
+    /// (Scope) more query parameters than `max_query_params`.
+    TooManyParams,
+    /// (Scope) a scheme outside `schemes`.
+    OutOfScopeScheme,
+    /// (Scope) a port outside `ports`.
+    OutOfScopePort,
+    /// (Scope) `same_site_as_source`: another site than the page it was found on.
+    OffSite,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 33] = [
+    pub const ALL: [Reason; 40] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -118,6 +132,13 @@ impl Reason {
         Reason::FormatString,
         Reason::DoubleEncoded,
         Reason::XmlNamespace,
+        Reason::OutOfScopeDomain,
+        Reason::DeniedByRule,
+        Reason::TooDeep,
+        Reason::TooManyParams,
+        Reason::OutOfScopeScheme,
+        Reason::OutOfScopePort,
+        Reason::OffSite,
     ];
 
     /// The stable machine-readable code.
@@ -156,6 +177,13 @@ impl Reason {
             Reason::FormatString => "format_string",
             Reason::DoubleEncoded => "double_encoded",
             Reason::XmlNamespace => "xml_namespace",
+            Reason::OutOfScopeDomain => "out_of_scope_domain",
+            Reason::DeniedByRule => "denied_by_rule",
+            Reason::TooDeep => "too_deep",
+            Reason::TooManyParams => "too_many_params",
+            Reason::OutOfScopeScheme => "out_of_scope_scheme",
+            Reason::OutOfScopePort => "out_of_scope_port",
+            Reason::OffSite => "off_site",
         }
     }
 

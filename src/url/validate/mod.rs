@@ -326,8 +326,10 @@ impl Validator {
         if scheme.is_none() && encoded_blob(b) {
             return Err(Reason::EncodedBlob);
         }
-        if scheme.is_some() && !self.cfg.keep_xml_namespaces && xml_namespace(b) {
-            return Err(Reason::XmlNamespace);
+        if let Some(sch) = scheme {
+            if !self.cfg.keep_xml_namespaces && xml_namespace(b, sch) {
+                return Err(Reason::XmlNamespace);
+            }
         }
         // One walk over the path's segments for the artifact and MIME rules. (The keyword and
         // number rules below need a candidate without `/`, these need one: order is moot.)

@@ -198,17 +198,16 @@ pub(super) fn double_encoded(path: &[u8]) -> bool {
 /// calls, by the hundred per crawl. Each names a real document, but one no crawl of a site wants
 /// (the W3C's namespace pages); a user who does sets `keep_xml_namespaces` (the loose profile
 /// does). Only these exact identifiers match: any other page of those hosts passes.
-pub(super) fn xml_namespace(b: &[u8]) -> bool {
-    let Some(colon) = crate::url::find_byte(b':', b) else {
-        return false;
-    };
-    let Some(mut rest) = b[colon + 1..].strip_prefix(b"//") else {
+#[inline]
+pub(super) fn xml_namespace(b: &[u8], scheme: &[u8]) -> bool {
+    let Some(mut rest) = b[scheme.len() + 1..].strip_prefix(b"//") else {
         return false;
     };
     if rest.last() == Some(&b'/') {
         rest = &rest[..rest.len() - 1];
     }
-    if rest.len() < 10 || rest.len() > 60 {
+    // One shift rejects nearly every URL: the list holds a handful of lengths.
+    if rest.len() >= 64 || XML_NAMESPACE_LENGTHS >> rest.len() & 1 == 0 {
         return false;
     }
     // Most absolute URLs stop here: their host is none of the few that mint these identifiers.

@@ -336,6 +336,24 @@ pub(super) const MIME_SUBTYPES: &[&str] = &[
     "svg+xml",
 ];
 
+/// Bit `n` is set when an entry of [`XML_NAMESPACES`] (trailing `/` aside) is `n` bytes long.
+pub(super) const XML_NAMESPACE_LENGTHS: u64 = {
+    let mut mask = 0u64;
+    let mut i = 0;
+    while i < XML_NAMESPACES.len() {
+        let b = XML_NAMESPACES[i].as_bytes();
+        let n = if b[b.len() - 1] == b'/' {
+            b.len() - 1
+        } else {
+            b.len()
+        };
+        assert!(n < 64, "an XML namespace entry of 64 bytes or more");
+        mask |= 1 << n;
+        i += 1;
+    }
+    mask
+};
+
 /// The hosts of [`XML_NAMESPACES`] (checked first: most URLs are on none of them).
 pub(super) const XML_NAMESPACE_HOSTS: &[&str] = &[
     "www.w3.org",

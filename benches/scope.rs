@@ -1,0 +1,219 @@
+//! Crawl scope's cost (issue 18): the gate's core step — validate, canonicalize, scope,
+//! check-and-set — over the real 1.29 M-line candidate corpus, side by side without a scope and
+//! with 10,000 allowed domains and 1,000 rules (target: at most 25% of the throughput lost).
+//!
+//! * `scope/none` — no scope.
+//! * `scope/domains_only`, `scope/deny_list_only` — each half alone.
+//! * `scope/domains_and_deny_list` — 10,000 `allow_domains` and 1,000 `deny` patterns (one
+//!   `RegexSet`, `is_match`).
+//! * `scope/domains_and_nutch_file` — the same domains and the 1,000 rules as a Nutch file
+//!   (`-pattern` lines then `+.`: first match decides, so the set reports which lines matched).
+//!
+//! The domains are the corpus' own most frequent hosts (so most URLs pass the domain check and
+//! reach the patterns: the expensive case), topped up with synthetic ones. The rules are the
+//! kinds users write: per-host path denies, session and tracking parameters, archive and tag
+//! pagination, file types.
+//!
+//! `cargo bench --bench scope`; ns per URL = 1e9 / thrpt.
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+
+use crawlsieve::bloom::BloomFilter;
+use crawlsieve::scope::{Scope, ScopeSpec};
+use crawlsieve::sieve::{BatchResult, Sieve};
+use crawlsieve::url::{Canonicalizer, Validator};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+
+fn corpus() -> Vec<Vec<u8>> {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/urls/candidates.txt.xz");
+    let out = Command::new("xz")
+        .arg("-dc")
+        .arg(&path)
+        .output()
+        .expect("xz -dc on the corpus (apt-get install xz-utils)");
+    out.stdout
+        .split(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+fn host_of(line: &[u8]) -> Option<String> {
+    let s = std::str::from_utf8(line).ok()?;
+    let rest = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))?;
+    let h = rest
+        .split(['/', '?', '#', ':'])
+        .next()?
+        .to_ascii_lowercase();
+    (h.contains('.')
+        && h.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-'))
+    .then_some(h)
+}
+
+/// 10,000 domains: the corpus' most frequent hosts first.
+fn domains(lines: &[Vec<u8>]) -> Vec<String> {
+    let mut freq: HashMap<String, usize> = HashMap::new();
+    for l in lines {
+        if let Some(h) = host_of(l) {
+            *freq.entry(h).or_default() += 1;
+        }
+    }
+    let mut hosts: Vec<(String, usize)> = freq.into_iter().collect();
+    hosts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out: Vec<String> = vec!["www.example.com".into()];
+    out.extend(
+        hosts
+            .into_iter()
+            .map(|(h, _)| h)
+            .filter(|h| psl::suffix(h.as_bytes()).map_or(true, |s| s.as_bytes() != h.as_bytes())),
+    );
+    out.truncate(10_000);
+    let mut i = 0;
+    while out.len() < 10_000 {
+        out.push(format!("site{i}.example"));
+        i += 1;
+    }
+    out
+}
+
+/// 1,000 deny patterns of the kinds users write.
+fn rules(domains: &[String]) -> Vec<String> {
+    let mut r = Vec::with_capacity(1000);
+    for h in domains.iter().take(500) {
+        let h = regex_escape(h);
+        r.push(format!(
+            r"^https?://([a-z0-9-]+\.)*{h}/(admin|login|cart|private)/"
+        ));
+    }
+    for i in 0..200 {
+        r.push(format!(r"[?&](sessionid|sid|utm_x{i}|ref{i})="));
+    }
+    for i in 0..150 {
+        r.push(format!(r"/(tag|category|archive)/[^/]+/page/{}/?$", i + 2));
+    }
+    for i in 0..100 {
+        r.push(format!(r"/{}/\d{{2}}/\d{{2}}/.*\?replytocom=", 1990 + i));
+    }
+    let exts = [
+        "gif", "jpg", "png", "ico", "css", "zip", "ppt", "mpg", "xls", "gz", "rpm", "tgz", "mov",
+        "exe", "jpeg", "bmp", "js", "mp3", "mp4", "iso", "dmg", "woff", "woff2", "ttf", "svg",
+    ];
+    let mut i = 0;
+    while r.len() < 1000 {
+        r.push(format!(
+            r"(?i)/[a-z]{{{}}}[^/]*\.{}$",
+            i % 7 + 1,
+            exts[i % exts.len()]
+        ));
+        i += 1;
+    }
+    r
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c == '.' || c == '-' {
+                vec!['\\', c]
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let lines = corpus();
+    let doms = domains(&lines);
+    let pats = rules(&doms);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("regex-urlfilter.txt");
+    {
+        let mut f = std::fs::File::create(&file).unwrap();
+        for p in &pats {
+            writeln!(f, "-{p}").unwrap();
+        }
+        writeln!(f, "+.").unwrap();
+    }
+    let scopes: [(&str, Option<Arc<Scope>>); 5] = [
+        ("none", None),
+        (
+            "domains_only",
+            Scope::new(&ScopeSpec {
+                allow_domains: doms.clone(),
+                ..Default::default()
+            })
+            .unwrap()
+            .map(Arc::new),
+        ),
+        (
+            "deny_list_only",
+            Scope::new(&ScopeSpec {
+                deny: pats.clone(),
+                ..Default::default()
+            })
+            .unwrap()
+            .map(Arc::new),
+        ),
+        (
+            "domains_and_deny_list",
+            Scope::new(&ScopeSpec {
+                allow_domains: doms.clone(),
+                deny: pats.clone(),
+                ..Default::default()
+            })
+            .unwrap()
+            .map(Arc::new),
+        ),
+        (
+            "domains_and_nutch_file",
+            Scope::new(&ScopeSpec {
+                allow_domains: doms.clone(),
+                files: vec![file.clone()],
+                ..Default::default()
+            })
+            .unwrap()
+            .map(Arc::new),
+        ),
+    ];
+    let mut g = c.benchmark_group("scope");
+    g.throughput(Throughput::Elements(lines.len() as u64));
+    g.sample_size(10);
+    for (name, scope) in scopes {
+        g.bench_function(name, |b| {
+            let mut s = Sieve::new(
+                Validator::default(),
+                Canonicalizer::default(),
+                Some("https://www.example.com/dir/page.html".parse().unwrap()),
+            );
+            s.scope = scope.clone();
+            let mut res = BatchResult::default();
+            b.iter_batched(
+                || BloomFilter::with_capacity(2_000_000, 1e-4).unwrap(),
+                |mut f| {
+                    for chunk in lines.chunks(512) {
+                        let _ = s.process_batch(
+                            chunk.iter().map(|l| (&l[..], false)),
+                            &mut f,
+                            &mut res,
+                        );
+                    }
+                    black_box(f.items())
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
