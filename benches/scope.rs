@@ -14,6 +14,11 @@
 //! kinds users write: per-host path denies, session and tracking parameters, archive and tag
 //! pagination, file types.
 //!
+//! * `scope_gate/{none,domains_and_nutch_file}` — the gate's core itself (`GateCore::stage` +
+//!   `finish`: decode the events, sieve, scope, claim and confirm in the Redis-shared filter), on
+//!   the first 200,000 candidates as URL events, with and without the same scope. Needs Redis on
+//!   127.0.0.1:6379 (`BENCH_REDIS`); skipped without one. Each iteration uses a fresh namespace.
+//!
 //! `cargo bench --bench scope`; ns per URL = 1e9 / thrpt.
 
 use std::collections::HashMap;
@@ -215,5 +220,95 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+fn gate(c: &mut Criterion) {
+    use crawlsieve::gate::{GateCore, GateStaged};
+    use crawlsieve::observe::FilterMetrics;
+    use crawlsieve::redis_filter::{RedisConfig, RedisFilter};
+    use crawlsieve::stage::{Batch, Stage};
+
+    let redis = std::env::var("BENCH_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    if redis::Client::open(redis.as_str())
+        .and_then(|c| c.get_connection_with_timeout(std::time::Duration::from_secs(1)))
+        .is_err()
+    {
+        eprintln!("scope_gate: no Redis at {redis}; skipped");
+        return;
+    }
+    let lines = corpus();
+    let doms = domains(&lines);
+    let pats = rules(&doms);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("regex-urlfilter.txt");
+    {
+        let mut f = std::fs::File::create(&file).unwrap();
+        for p in &pats {
+            writeln!(f, "-{p}").unwrap();
+        }
+        writeln!(f, "+.").unwrap();
+    }
+    let events: Vec<Vec<u8>> = lines
+        .iter()
+        .take(200_000)
+        .map(|l| {
+            serde_json::to_vec(&serde_json::json!({
+                "url": String::from_utf8_lossy(l),
+                "source": "https://www.example.com/dir/page.html",
+            }))
+            .unwrap()
+        })
+        .collect();
+    let batches: Vec<Batch> = events
+        .chunks(512)
+        .map(|chunk| {
+            let mut b = Batch::default();
+            for (i, e) in chunk.iter().enumerate() {
+                b.push(0, i as i64, None, Some(e));
+            }
+            b
+        })
+        .collect();
+    let scoped = ScopeSpec {
+        allow_domains: doms.clone(),
+        files: vec![file.clone()],
+        ..Default::default()
+    };
+    let mut g = c.benchmark_group("scope_gate");
+    g.throughput(Throughput::Elements(events.len() as u64));
+    g.sample_size(10);
+    let mut used = Vec::new();
+    for (name, spec) in [
+        ("none", ScopeSpec::default()),
+        ("domains_and_nutch_file", scoped),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    let ns = format!("bench-scope-{}-{}", std::process::id(), used.len());
+                    used.push(ns.clone());
+                    let mut cfg = crawlsieve::config::Config::default();
+                    cfg.redis.url = redis.clone();
+                    cfg.redis.namespace = ns;
+                    cfg.redis.capacity = 1_000_000;
+                    cfg.scope = spec.clone();
+                    GateCore::new(cfg, FilterMetrics::unregistered())
+                },
+                |mut core| {
+                    let mut st = GateStaged::default();
+                    for b in &batches {
+                        core.stage("in", b, &mut st).unwrap();
+                        core.finish(&mut st).unwrap();
+                    }
+                    black_box(st.emitted)
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+    for ns in used {
+        let _ = RedisFilter::drop_namespace(&RedisConfig::new(&redis), &ns);
+    }
+}
+
+criterion_group!(benches, bench, gate);
 criterion_main!(benches);

@@ -21,6 +21,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import tomllib
 import tempfile
 
 import yaml
@@ -275,6 +276,26 @@ def main():
                 return d["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
     if checksum({}) == checksum({"gate": {"config": {"kafka": {"batch_size": 123}}}}):
         fail("checksum/config does not change with the configuration")
+
+    # Issue 18: [scope] reaches every component's configuration, and scopeFiles are mounted
+    # next to it (the ConfigMap is /etc/crawlsieve).
+    rules = "-/admin/\n+^https?://docs\\.example\\.org/\n-.\n"
+    docs = render({
+        "config": {"scope": {"allow_domains": ["docs.example.org"],
+                             "files": ["/etc/crawlsieve/regex-urlfilter.txt"]}},
+        "scopeFiles": {"regex-urlfilter.txt": rules},
+        "api": {"enabled": True},
+        "secrets": {"create": True, "apiTokens": "t"},
+    })
+    cms = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-config")]
+    if not cms or cms[0]["data"].get("regex-urlfilter.txt", "").strip() != rules.strip():
+        fail("scopeFiles are not in the configuration ConfigMap")
+    else:
+        for comp in ("gate", "render", "api"):
+            text = cms[0]["data"].get(f"{comp}.toml", "")
+            scope = tomllib.loads(text).get("scope", {})
+            if scope.get("allow_domains") != ["docs.example.org"]:
+                fail(f"{comp}.toml has no [scope]: {text[:200]}")
 
     if failures:
         sys.exit(1)
