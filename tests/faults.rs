@@ -452,7 +452,10 @@ fn redis_restarted_empty_mid_run_loses_nothing() {
         ],
         1,
         |rng, _| {
-            std::thread::sleep(Duration::from_millis(rng.range(50, 300)));
+            // Early enough to land inside the run on a fast machine too (a run of LINES lines
+            // took under 100 ms on 2026-11-25's machine; 50–300 ms then missed every run). A kill
+            // before the run connects counts as well: it retries, then finds the namespace gone.
+            std::thread::sleep(Duration::from_millis(rng.range(5, 80)));
             server.kill();
             std::thread::sleep(Duration::from_millis(300));
             server.restart();

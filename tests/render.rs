@@ -313,6 +313,40 @@ fn gate_then_render_end_to_end() {
         })
         .collect();
     assert_eq!(reasons, ["pattern_similar"]);
+
+    // Issue 18: render does not load a fetch event outside its scope (here the namespace's own
+    // `[scopes.NAME]`); the result says why.
+    let fetched = read_all(&b, "fetch", 2, Duration::from_secs(3));
+    let a1_event = fetched
+        .iter()
+        .find(|g| String::from_utf8_lossy(&g.value).contains("/a1\""))
+        .unwrap_or_else(|| {
+            panic!(
+                "the /a1 fetch event among {:?}",
+                fetched
+                    .iter()
+                    .map(|g| String::from_utf8_lossy(&g.value).to_string())
+                    .collect::<Vec<_>>()
+            )
+        })
+        .value
+        .clone();
+    produce(&b, "fetch", 2, &[a1_event]);
+    let err = run_stage(
+        "render",
+        &config,
+        &[format!(r#"scopes."{ns}".deny=["/a1$"]"#)],
+    );
+    assert!(err.contains("consumed 1 "), "{err}");
+    let results = read_all(&b, "results", 2, Duration::from_secs(2));
+    let mut a1_errors: Vec<String> = results
+        .iter()
+        .map(|g| serde_json::from_slice::<serde_json::Value>(&g.value).unwrap())
+        .filter(|d| d["url"] == format!("{base}/a1"))
+        .map(|d| d["error"].as_str().unwrap().to_string())
+        .collect();
+    a1_errors.sort();
+    assert_eq!(a1_errors, ["", "out of scope: denied_by_rule"]);
     let _ = crawlsieve::redis_filter::RedisFilter::drop_namespace(
         &crawlsieve::redis_filter::RedisConfig::new(common::REDIS),
         &ns,

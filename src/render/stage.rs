@@ -100,6 +100,8 @@ pub struct RenderStage {
     /// `[scope]`: a fetch event outside it is not loaded (it did not come through this
     /// deployment's gate, or the scope was narrowed since).
     scope: Option<Arc<crate::scope::Scope>>,
+    /// `[scopes.NAME]`: a namespace's own scope, replacing `[scope]` for its events.
+    scopes: std::collections::BTreeMap<String, Option<Arc<crate::scope::Scope>>>,
 }
 
 fn state_key(host: &str) -> String {
@@ -153,6 +155,11 @@ impl RenderStage {
             metrics,
             launches_seen: 1,
             scope: crate::scope::for_component(&cfg.scope),
+            scopes: cfg
+                .scopes
+                .iter()
+                .map(|(ns, spec)| (ns.clone(), crate::scope::for_component(spec)))
+                .collect(),
         })
     }
 
@@ -220,7 +227,9 @@ impl Stage for RenderStage {
                 .map(|(_, ev)| {
                     let (r, u) = (renderer.clone(), ev.url.clone());
                     let out_of_scope = self
-                        .scope
+                        .scopes
+                        .get(&ev.namespace)
+                        .unwrap_or(&self.scope)
                         .as_ref()
                         .and_then(|s| s.check(&ev.url, None).err());
                     tokio::spawn(async move {
