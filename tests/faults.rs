@@ -100,6 +100,12 @@ fn emitted(text: &str) -> Vec<u128> {
         .collect()
 }
 
+/// Lines fed per step, and the pause between steps: a run lasts about 1.2 s on any machine, so
+/// that the faults (injected 5–700 ms after the start) land inside it. (Fed from a file, a
+/// 30,000-line run took under 100 ms on 2026-11-25's machine and every fault came too late.)
+const FEED_STEP: usize = 1000;
+const FEED_PAUSE: Duration = Duration::from_millis(40);
+
 fn dedup(
     url: &str,
     ns: &str,
@@ -107,17 +113,32 @@ fn dedup(
     out: &std::path::Path,
     extra: &[&str],
 ) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
         .args(["dedup", "--redis", url, "--namespace", ns])
         .args(extra)
         .arg("-o")
         .arg(out)
-        .arg(input)
-        .stdin(Stdio::null())
+        .arg("-")
+        .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap()
+        .unwrap();
+    // The input through stdin at a steady pace (a killed run breaks the pipe: the feeder stops).
+    let mut stdin = child.stdin.take().unwrap();
+    let text = std::fs::read_to_string(input).unwrap();
+    std::thread::spawn(move || {
+        let lines: Vec<&str> = text.lines().collect();
+        for chunk in lines.chunks(FEED_STEP) {
+            let mut buf = chunk.join("\n");
+            buf.push('\n');
+            if stdin.write_all(buf.as_bytes()).is_err() {
+                return;
+            }
+            std::thread::sleep(FEED_PAUSE);
+        }
+    });
+    child
 }
 
 /// The outcome of one seed of one scenario.
@@ -452,10 +473,7 @@ fn redis_restarted_empty_mid_run_loses_nothing() {
         ],
         1,
         |rng, _| {
-            // Early enough to land inside the run on a fast machine too (a run of LINES lines
-            // took under 100 ms on 2026-11-25's machine; 50–300 ms then missed every run). A kill
-            // before the run connects counts as well: it retries, then finds the namespace gone.
-            std::thread::sleep(Duration::from_millis(rng.range(5, 80)));
+            std::thread::sleep(Duration::from_millis(rng.range(50, 300)));
             server.kill();
             std::thread::sleep(Duration::from_millis(300));
             server.restart();
