@@ -135,60 +135,81 @@ fn regex_escape(s: &str) -> String {
         .collect()
 }
 
-fn bench(c: &mut Criterion) {
-    let lines = corpus();
-    let doms = domains(&lines);
-    let pats = rules(&doms);
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("regex-urlfilter.txt");
-    {
+/// The corpus, its domains, the rules and the rules as a Nutch file: built once per process
+/// (both groups use them).
+struct Fixture {
+    lines: Vec<Vec<u8>>,
+    doms: Vec<String>,
+    pats: Vec<String>,
+    file: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture() -> &'static Fixture {
+    static F: std::sync::OnceLock<Fixture> = std::sync::OnceLock::new();
+    F.get_or_init(|| {
+        let lines = corpus();
+        let doms = domains(&lines);
+        let pats = rules(&doms);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("regex-urlfilter.txt");
         let mut f = std::fs::File::create(&file).unwrap();
         for p in &pats {
             writeln!(f, "-{p}").unwrap();
         }
         writeln!(f, "+.").unwrap();
-    }
-    let scopes: [(&str, Option<Arc<Scope>>); 5] = [
-        ("none", None),
+        Fixture {
+            lines,
+            doms,
+            pats,
+            file,
+            _dir: dir,
+        }
+    })
+}
+
+fn bench(c: &mut Criterion) {
+    let Fixture {
+        lines,
+        doms,
+        pats,
+        file,
+        ..
+    } = fixture();
+    let specs = [
+        ("none", ScopeSpec::default()),
         (
             "domains_only",
-            Scope::new(&ScopeSpec {
+            ScopeSpec {
                 allow_domains: doms.clone(),
                 ..Default::default()
-            })
-            .unwrap()
-            .map(Arc::new),
+            },
         ),
         (
             "deny_list_only",
-            Scope::new(&ScopeSpec {
+            ScopeSpec {
                 deny: pats.clone(),
                 ..Default::default()
-            })
-            .unwrap()
-            .map(Arc::new),
+            },
         ),
         (
             "domains_and_deny_list",
-            Scope::new(&ScopeSpec {
+            ScopeSpec {
                 allow_domains: doms.clone(),
                 deny: pats.clone(),
                 ..Default::default()
-            })
-            .unwrap()
-            .map(Arc::new),
+            },
         ),
         (
             "domains_and_nutch_file",
-            Scope::new(&ScopeSpec {
+            ScopeSpec {
                 allow_domains: doms.clone(),
                 files: vec![file.clone()],
                 ..Default::default()
-            })
-            .unwrap()
-            .map(Arc::new),
+            },
         ),
     ];
+    let scopes = specs.map(|(name, spec)| (name, Scope::new(&spec).unwrap().map(Arc::new)));
     let mut g = c.benchmark_group("scope");
     g.throughput(Throughput::Elements(lines.len() as u64));
     g.sample_size(10);
@@ -234,18 +255,9 @@ fn gate(c: &mut Criterion) {
         eprintln!("scope_gate: no Redis at {redis}; skipped");
         return;
     }
-    let lines = corpus();
-    let doms = domains(&lines);
-    let pats = rules(&doms);
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("regex-urlfilter.txt");
-    {
-        let mut f = std::fs::File::create(&file).unwrap();
-        for p in &pats {
-            writeln!(f, "-{p}").unwrap();
-        }
-        writeln!(f, "+.").unwrap();
-    }
+    let Fixture {
+        lines, doms, file, ..
+    } = fixture();
     let events: Vec<Vec<u8>> = lines
         .iter()
         .take(200_000)

@@ -282,35 +282,13 @@ impl Patterns {
         let always_set = if always.is_empty() {
             None
         } else {
-            Some(
-                RegexSetBuilder::new(&always)
-                    .size_limit(1 << 26)
-                    .dfa_size_limit(1 << 26)
-                    .build()
-                    .map_err(|e| {
-                        ScopeError::Setting(format!(
-                            "the patterns together: {}",
-                            first_line(&e.to_string())
-                        ))
-                    })?,
-            )
+            Some(regex_set(&always, 1 << 26)?)
         };
         let mut groups = Vec::with_capacity(members.len());
         for m in members {
             let set = if m.len() > 1 {
                 let pats: Vec<&str> = m.iter().map(|&i| rules[i].pattern.as_str()).collect();
-                Some(
-                    RegexSetBuilder::new(pats)
-                        .size_limit(1 << 26)
-                        .dfa_size_limit(1 << 24)
-                        .build()
-                        .map_err(|e| {
-                            ScopeError::Setting(format!(
-                                "the patterns together: {}",
-                                first_line(&e.to_string())
-                            ))
-                        })?,
-                )
+                Some(regex_set(&pats, 1 << 24)?)
             } else {
                 None
             };
@@ -414,8 +392,7 @@ thread_local! {
 fn need(h: &regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>> {
     use regex_syntax::hir::HirKind;
     match h.kind() {
-        HirKind::Literal(l) => Some(vec![l.0.to_ascii_lowercase()]),
-        HirKind::Class(_) => piece(h).map(|p| vec![p]),
+        HirKind::Literal(_) | HirKind::Class(_) => piece(h).map(|p| vec![p]),
         HirKind::Capture(c) => need(&c.sub),
         HirKind::Repetition(r) if r.min >= 1 => need(&r.sub),
         HirKind::Concat(children) => {
@@ -429,25 +406,24 @@ fn need(h: &regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>> {
             };
             let mut run: Vec<Vec<u8>> = vec![Vec::new()];
             for c in children {
-                if let Some(e) = exact(c) {
-                    if run.len() * e.len() <= 64 {
-                        run = run
-                            .iter()
-                            .flat_map(|a| e.iter().map(move |b| [&a[..], &b[..]].concat()))
-                            .collect();
-                        continue;
-                    }
+                let e = exact(c);
+                if let Some(joined) = e.as_ref().and_then(|e| cross(&run, e)) {
+                    run = joined;
+                    continue;
                 }
                 if run.iter().any(|r| !r.is_empty()) {
                     consider(std::mem::replace(&mut run, vec![Vec::new()]), &mut best);
                 } else {
                     run = vec![Vec::new()];
                 }
-                if let Some(e) = exact(c) {
+                match e {
                     // Too many to join: start a new run with it.
-                    run = e;
-                } else if let Some(l) = need(c) {
-                    consider(l, &mut best);
+                    Some(e) => run = e,
+                    None => {
+                        if let Some(l) = need(c) {
+                            consider(l, &mut best);
+                        }
+                    }
                 }
             }
             if run.iter().any(|r| !r.is_empty()) {
@@ -455,20 +431,35 @@ fn need(h: &regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>> {
             }
             best
         }
-        HirKind::Alternation(children) => {
-            let mut all: Vec<Vec<u8>> = Vec::new();
-            for c in children {
-                all.extend(need(c)?);
-                if all.len() > 64 {
-                    return None;
-                }
-            }
-            all.sort();
-            all.dedup();
-            Some(all)
-        }
+        HirKind::Alternation(children) => union(children, need),
         _ => None,
     }
+}
+
+/// What `f` gives each alternative, together (at most 64 strings; `None` if any gives `None`).
+fn union(
+    children: &[regex_syntax::hir::Hir],
+    f: fn(&regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>>,
+) -> Option<Vec<Vec<u8>>> {
+    let mut all: Vec<Vec<u8>> = Vec::new();
+    for c in children {
+        all.extend(f(c)?);
+        if all.len() > 64 {
+            return None;
+        }
+    }
+    all.sort();
+    all.dedup();
+    Some(all)
+}
+
+/// Every `a` followed by every `b`, unless that makes more than 64 strings.
+fn cross(a: &[Vec<u8>], b: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
+    (a.len() * b.len() <= 64).then(|| {
+        a.iter()
+            .flat_map(|x| b.iter().map(move |y| [&x[..], &y[..]].concat()))
+            .collect()
+    })
 }
 
 /// The finitely many strings (ASCII-lowercased) `h` matches, if it matches only those:
@@ -479,27 +470,11 @@ fn exact(h: &regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>> {
     match h.kind() {
         HirKind::Literal(_) | HirKind::Class(_) => piece(h).map(|p| vec![p]),
         HirKind::Capture(c) => exact(&c.sub),
-        HirKind::Alternation(children) => {
-            let mut all = Vec::new();
-            for c in children {
-                all.extend(exact(c)?);
-                if all.len() > 64 {
-                    return None;
-                }
-            }
-            Some(all)
-        }
+        HirKind::Alternation(children) => union(children, exact),
         HirKind::Concat(children) => {
             let mut run: Vec<Vec<u8>> = vec![Vec::new()];
             for c in children {
-                let e = exact(c)?;
-                if run.len() * e.len() > 64 {
-                    return None;
-                }
-                run = run
-                    .iter()
-                    .flat_map(|a| e.iter().map(move |b| [&a[..], &b[..]].concat()))
-                    .collect();
+                run = cross(&run, &exact(c)?)?;
             }
             Some(run)
         }
@@ -553,6 +528,21 @@ fn piece(h: &regex_syntax::hir::Hir) -> Option<Vec<u8>> {
         }
         _ => None,
     }
+}
+
+/// Patterns already compiled one by one (so no error of theirs is new here) in one `RegexSet`
+/// with a lazy-DFA cache of `dfa_bytes`.
+fn regex_set(pats: &[&str], dfa_bytes: usize) -> Result<RegexSet, ScopeError> {
+    RegexSetBuilder::new(pats)
+        .size_limit(1 << 26)
+        .dfa_size_limit(dfa_bytes)
+        .build()
+        .map_err(|e| {
+            ScopeError::Setting(format!(
+                "the patterns together: {}",
+                first_line(&e.to_string())
+            ))
+        })
 }
 
 /// Compile one rule on its own, so that an error names its line (a set's error does not).
@@ -657,7 +647,8 @@ impl Scope {
         }
         if self.same_site_as_source {
             if let Some(src) = source.and_then(|s| s.host_str()) {
-                if site(p.host) != site(&normalize_host(src)) {
+                // `Url` already wrote the host as the canonicalizer does (lowercase, punycode).
+                if site(p.host) != site(src) {
                     return Err(Reason::OffSite);
                 }
             }
@@ -701,15 +692,7 @@ pub fn reject_all() -> Arc<Scope> {
         allow_domains: FxHashSet::default(),
         deny_domains: FxHashSet::default(),
         // No pattern and no literal: nothing ever matches the allow list.
-        allow: Some(Patterns {
-            engines: Vec::new(),
-            prefilter: None,
-            owners: Vec::new(),
-            groups: Vec::new(),
-            always_set: None,
-            always_index: Vec::new(),
-            always_fancy: Vec::new(),
-        }),
+        allow: Some(Patterns::build(&[], false).expect("no pattern to refuse")),
         deny: None,
         files: None,
         max_depth: None,
@@ -813,17 +796,6 @@ fn under_any(host: &str, set: &FxHashSet<String>) -> bool {
             Some(i) => h = &h[i + 1..],
             None => return false,
         }
-    }
-}
-
-/// A host as the canonicalizer writes it: lowercase, punycode, no trailing dot.
-fn normalize_host(h: &str) -> String {
-    let h = h.strip_suffix('.').unwrap_or(h);
-    match url::Host::parse(h) {
-        Ok(url::Host::Domain(d)) => d.to_ascii_lowercase(),
-        Ok(url::Host::Ipv4(a)) => a.to_string(),
-        Ok(url::Host::Ipv6(a)) => format!("[{a}]"),
-        Err(_) => h.to_ascii_lowercase(),
     }
 }
 
