@@ -229,6 +229,12 @@ impl BatchResult {
         &self.fps
     }
 
+    /// The canonical URL of `fps()[j]`.
+    pub fn passed(&self, j: usize) -> &str {
+        let (a, b) = self.spans[self.pending[j]];
+        &self.arena[a..b]
+    }
+
     /// Mark the lines that passed new or duplicate: `news[j]` answers `fps()[j]`.
     pub fn apply(&mut self, news: &[bool]) {
         for (&i, &new) in self.pending.iter().zip(news) {

@@ -480,3 +480,27 @@ fn redis_restarted_empty_mid_run_loses_nothing() {
         },
     );
 }
+
+#[test]
+fn four_healthy_processes_emit_each_url_once_in_every_mode() {
+    // Issue 24: no fault, heavy overlap (four processes on the same input at once): nothing
+    // lost and nothing emitted twice, in every mode.
+    let server = OwnRedis::start(&[]);
+    let url = server.url();
+    for mode in ["fingerprints", "exact", "bloom"] {
+        for seed in 1..=seeds() {
+            let t = scenario(
+                &format!("healthy-{mode}"),
+                seed,
+                &url,
+                &["--mode", mode],
+                4,
+                &mut |_, _| {},
+            );
+            println!("healthy four, {mode}, seed {seed}: {t:?}");
+            assert_eq!(t.failed_runs, 0, "{mode} seed {seed}: {t:?}");
+            assert_eq!(t.lost, 0, "{mode} seed {seed}: {t:?}");
+            assert_eq!(t.repeats, 0, "{mode} seed {seed}: {t:?}");
+        }
+    }
+}

@@ -1087,3 +1087,135 @@ fn a_cluster_node_without_cluster_mode_is_a_clear_error() {
     assert!(msg.contains("--redis-cluster"), "{msg}");
     assert!(msg.len() < 400, "{} bytes: {msg}", msg.len());
 }
+
+/// The outbox protocol (issue 24): one client drives `take_submit`/`take_complete` with up to
+/// `depth` batches in flight and clears each batch's entry once "delivered".
+fn taker(
+    url: String,
+    ns: String,
+    stream: Vec<u128>,
+    batch: usize,
+) -> std::thread::JoinHandle<Vec<u128>> {
+    std::thread::spawn(move || {
+        let mut f = RedisFilter::attach(cfg(&url), &ns, &Expect::default()).unwrap();
+        let batches: Vec<Vec<u128>> = stream.chunks(batch).map(|c| c.to_vec()).collect();
+        let texts: Vec<Vec<String>> = batches
+            .iter()
+            .map(|b| b.iter().map(|fp| format!("{fp:032x}")).collect())
+            .collect();
+        let mut news = Vec::new();
+        let mut out = Vec::new();
+        let (mut next, mut done) = (0, 0);
+        while done < batches.len() {
+            while next < batches.len() && next - done < 4 {
+                let t = &texts[next];
+                f.take_submit(&batches[next], |i| t[i].as_bytes()).unwrap();
+                next += 1;
+            }
+            let ticket = f.take_complete(&mut out).unwrap();
+            news.extend(
+                batches[done]
+                    .iter()
+                    .zip(&out)
+                    .filter(|x| *x.1)
+                    .map(|x| *x.0),
+            );
+            f.delivered(ticket);
+            done += 1;
+        }
+        f.take_settle().unwrap();
+        let (adopted, all) = f.await_others(Duration::from_secs(5)).unwrap();
+        assert!(
+            adopted.is_empty() && all,
+            "healthy clients leave nothing to adopt"
+        );
+        f.leave().unwrap();
+        news
+    })
+}
+
+#[test]
+fn outbox_clients_report_each_distinct_url_new_exactly_once() {
+    for mode in [Mode::Exact, Mode::Bloom, Mode::Fingerprints] {
+        let ns = fresh(REDIS, &format!("outbox-{mode:?}"));
+        let mut spec = NamespaceSpec::new(200_000, 1e-4);
+        spec.mode = mode;
+        spec.shards = Some(4);
+        drop(RedisFilter::create(cfg(REDIS), &ns, &spec).unwrap());
+        let distinct = fps(5, 20_000);
+        let handles: Vec<_> = (0..4u64)
+            .map(|t| {
+                let mut stream: Vec<u128> = distinct.iter().chain(&distinct).copied().collect();
+                let mut s = t.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                for i in (1..stream.len()).rev() {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    stream.swap(i, (s % (i as u64 + 1)) as usize);
+                }
+                taker(REDIS.to_string(), ns.clone(), stream, 512)
+            })
+            .collect();
+        let all: Vec<u128> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        let unique: HashSet<u128> = all.iter().copied().collect();
+        assert_eq!(
+            unique.len(),
+            all.len(),
+            "{mode:?}: a URL was reported new twice"
+        );
+        match mode {
+            Mode::Exact | Mode::Fingerprints => {
+                assert_eq!(all.len(), distinct.len(), "{mode:?}: every URL new once")
+            }
+            Mode::Bloom => assert!(all.len() >= distinct.len() - 5, "{}", all.len()),
+        }
+        // Every client left: no outbox, no lease, no client id remains.
+        assert!(keys_like(REDIS, &format!("cs:{{{ns}:ob}}:*")).is_empty());
+        RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+    }
+}
+
+#[test]
+fn an_ended_clients_outbox_is_adopted_and_its_urls_stay_seen() {
+    let ns = fresh(REDIS, "outbox-adopt");
+    drop(RedisFilter::create(cfg(REDIS), &ns, &NamespaceSpec::new(100_000, 1e-4)).unwrap());
+    let urls = fps(6, 300);
+    let texts: Vec<String> = urls.iter().map(|fp| format!("u{fp:x}")).collect();
+    // A takes a batch and ends without delivering it (a failed run: its lease is given up).
+    let mut a = RedisFilter::attach(cfg(REDIS), &ns, &Expect::default()).unwrap();
+    let mut out = Vec::new();
+    a.take_submit(&urls, |i| texts[i].as_bytes()).unwrap();
+    let _ticket = a.take_complete(&mut out).unwrap();
+    assert!(out.iter().all(|&n| n), "all new to A");
+    drop(a);
+    // B finds them seen (A inserted them), and adopts A's entry: the payloads come back.
+    let mut b = RedisFilter::attach(no_tier(REDIS), &ns, &Expect::default()).unwrap();
+    b.take_submit(&urls, |i| texts[i].as_bytes()).unwrap();
+    let t = b.take_complete(&mut out).unwrap();
+    assert!(out.iter().all(|&n| !n), "seen to B");
+    b.delivered(t);
+    let adopted = b.adopt_expired().unwrap();
+    assert_eq!(adopted.len(), 1, "one entry");
+    let lines: Vec<&[u8]> = adopted[0]
+        .1
+        .split(|&c| c == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(lines.len(), urls.len());
+    assert!(lines.iter().zip(&texts).all(|(l, t)| *l == t.as_bytes()));
+    // Adopted once: a third client finds nothing left.
+    let mut c = RedisFilter::attach(cfg(REDIS), &ns, &Expect::default()).unwrap();
+    assert!(c.adopt_expired().unwrap().is_empty());
+    c.leave().unwrap();
+    // Until B delivered it, the entry is B's: B's own outbox holds it.
+    let boxes = keys_like(REDIS, &format!("cs:{{{ns}:ob}}:box:*"));
+    assert_eq!(boxes.len(), 1, "{boxes:?}");
+    b.delivered(adopted.into_iter().next().unwrap().0);
+    b.take_settle().unwrap();
+    b.leave().unwrap();
+    assert!(keys_like(REDIS, &format!("cs:{{{ns}:ob}}:*")).is_empty());
+    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+}

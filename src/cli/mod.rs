@@ -14,6 +14,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use url::Url;
 
 mod cluster;
+mod dedup;
 mod gate;
 mod redis;
 mod render;
@@ -600,6 +601,8 @@ pub struct Summary {
     pub new: u64,
     /// Canonical duplicates.
     pub duplicates: u64,
+    /// Of the new URLs, those adopted from an ended run's outbox (`dedup --redis`).
+    pub adopted: u64,
     /// Rejections, indexed by [`Reason::index`].
     pub rejected: [u64; Reason::ALL.len()],
 }
@@ -610,6 +613,7 @@ impl Default for Summary {
             lines: 0,
             new: 0,
             duplicates: 0,
+            adopted: 0,
             rejected: [0; Reason::ALL.len()],
         }
     }
@@ -628,6 +632,13 @@ impl Summary {
             secs,
             self.lines as f64 / secs.max(1e-9)
         )?;
+        if self.adopted > 0 {
+            writeln!(
+                w,
+                "  {} of the new URLs were adopted from an ended run's outbox",
+                self.adopted
+            )?;
+        }
         let mut by: Vec<(Reason, u64)> = Reason::ALL
             .iter()
             .map(|r| (*r, self.rejected[r.index()]))
@@ -665,7 +676,7 @@ enum DedupFilter {
 const REDIS_DEPTH: usize = 4;
 
 /// Writes verdicts out and counts them.
-struct Emitter {
+pub(crate) struct Emitter {
     out: Box<dyn Write>,
     sum: Summary,
     format: Format,
@@ -706,101 +717,6 @@ impl Emitter {
     }
 }
 
-/// The Redis side of `dedup`: batches in flight, answered in order, emitted in order.
-///
-/// Each batch's new URLs are claimed in Redis, written out and flushed, and only then
-/// confirmed (inserted into the filter). A crash or a Redis fault at any point therefore repeats
-/// URLs (their claims expire after `--claim-ttl`) and never drops one; docs/redis-filter.md has
-/// the fault table.
-struct RedisPipe<'a> {
-    f: &'a mut crate::redis_filter::RedisFilter,
-    budget: std::time::Duration,
-    quiet: bool,
-    queue: std::collections::VecDeque<(BatchResult, Vec<Line>)>,
-    pool: Vec<(BatchResult, Vec<Line>)>,
-    news: Vec<bool>,
-    delivered: Vec<u128>,
-}
-
-impl RedisPipe<'_> {
-    fn push(&mut self, res: BatchResult, lines: Vec<Line>, em: &mut Emitter) -> Result<()> {
-        self.queue.push_back((res, lines));
-        let fps = &self.queue.back().expect("just pushed").0;
-        if let Err(e) = self.f.submit(fps.fps()) {
-            self.recover(e)?;
-        }
-        self.drain_to(REDIS_DEPTH, em)
-    }
-
-    /// Complete batches until at most `keep` are in flight: emit each, flush the output, then
-    /// confirm its new URLs (they ride on the next batch sent).
-    fn drain_to(&mut self, keep: usize, em: &mut Emitter) -> Result<()> {
-        while self.queue.len() > keep {
-            match self.f.complete(&mut self.news) {
-                Ok(()) => {
-                    let (mut res, lines) = self.queue.pop_front().expect("in flight");
-                    res.apply(&self.news);
-                    em.emit(&res, &lines)?;
-                    em.out.flush().context("writing the output")?;
-                    self.delivered.clear();
-                    self.delivered.extend(
-                        res.fps()
-                            .iter()
-                            .zip(&self.news)
-                            .filter(|(_, &n)| n)
-                            .map(|(fp, _)| *fp),
-                    );
-                    self.f.confirm(&self.delivered);
-                    self.pool.push((res, lines));
-                }
-                Err(e) => self.recover(e)?,
-            }
-        }
-        Ok(())
-    }
-
-    /// After a failure: forget what is in flight and resubmit every queued batch, in order,
-    /// with backoff. Their claims are still ours, so nothing is lost or answered twice.
-    fn recover(&mut self, first: crate::redis_filter::RedisFilterError) -> Result<()> {
-        if !first.is_retryable() {
-            return Err(first).context("the Redis filter failed");
-        }
-        let report = self.reporter();
-        report(&first, std::time::Duration::ZERO);
-        let (f, queue) = (&mut *self.f, &self.queue);
-        crate::redis_filter::with_retry(self.budget, report, || {
-            f.abandon();
-            for (res, _) in queue {
-                f.submit(res.fps())?;
-            }
-            Ok(())
-        })
-        .context(UNSETTLED)
-    }
-
-    /// At the end: send the last confirmations (with retries).
-    fn settle(&mut self) -> Result<()> {
-        let report = self.reporter();
-        let f = &mut *self.f;
-        crate::redis_filter::with_retry(self.budget, report, || f.settle()).context(UNSETTLED)
-    }
-
-    /// What a retry says on stderr (nothing with `--quiet`), naming where Redis is.
-    fn reporter(&self) -> impl Fn(&crate::redis_filter::RedisFilterError, std::time::Duration) {
-        let (quiet, at) = (self.quiet, self.f.address());
-        move |e, wait| {
-            if !quiet {
-                eprintln!("crawlsieve: Redis at {at}: {e}; retrying in {wait:?}");
-            }
-        }
-    }
-}
-
-/// What a `dedup` that gives up on Redis leaves behind.
-const UNSETTLED: &str = "the Redis filter failed; every URL written so far was delivered, and \
-    the URLs not yet written stay claimed for --claim-ttl: run the same input again (after that \
-    long, or it waits for them) and they are reported new";
-
 fn dedup(a: DedupArgs) -> Result<()> {
     let mut sieve = a.rules.sieve()?;
     a.scope.apply(&mut sieve)?;
@@ -829,15 +745,8 @@ fn dedup(a: DedupArgs) -> Result<()> {
             })?;
         }
         DedupFilter::Redis(f, budget) => {
-            let mut pipe = RedisPipe {
-                f,
-                budget: *budget,
-                quiet: a.quiet,
-                queue: Default::default(),
-                pool: Vec::new(),
-                news: Vec::new(),
-                delivered: Vec::new(),
-            };
+            let mut pipe = dedup::RedisPipe::new(f, *budget, a.quiet);
+            pipe.adopt(&mut em)?;
             for_each_batch(&a.input, progress.as_ref(), |lines| {
                 let (mut res, mut kept) = pipe.pool.pop().unwrap_or_default();
                 sieve.classify_batch(lines.iter().map(|l| (&l.bytes[..], l.truncated)), &mut res);
@@ -845,8 +754,7 @@ fn dedup(a: DedupArgs) -> Result<()> {
                 kept.extend_from_slice(lines);
                 pipe.push(res, kept, &mut em)
             })?;
-            pipe.drain_to(0, &mut em)?;
-            pipe.settle()?;
+            pipe.finish(&mut em)?;
         }
     }
     let Emitter { mut out, sum, .. } = em;
@@ -864,8 +772,8 @@ fn dedup(a: DedupArgs) -> Result<()> {
                 let c = f.client_stats();
                 writeln!(
                     err,
-                    "  redis namespace {}: {} answered by the local tier, {} looked up in Redis, {} reconnects, {} reclaimed after a lost reply, {} waited on another client's claim",
-                    f.namespace(), c.tier_hits, c.redis_lookups, c.reconnects, c.reclaimed, c.busy_waits
+                    "  redis namespace {}: {} answered by the local tier, {} looked up in Redis, {} reconnects, {} answered new after a lost reply, {} outbox entries adopted from ended clients",
+                    f.namespace(), c.tier_hits, c.redis_lookups, c.reconnects, c.doubt_rescued, c.adopted
                 )?;
             }
             return Ok(());

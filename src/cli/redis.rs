@@ -28,8 +28,9 @@ pub struct RedisArgs {
     /// How long to keep retrying while Redis is unavailable before giving up.
     #[arg(long, env = "CRAWLSIEVE_REDIS_RETRY_FOR", default_value = "60s")]
     pub redis_retry_for: Dur,
-    /// How long a claim on a new URL lasts if its holder dies before confirming it: the
-    /// longest a re-run (or another client) waits for the URLs a failed run left claimed.
+    /// How long a client's lease outlives it (`dedup`: its outbox of URLs taken but not yet
+    /// written is adopted by another run this long after it died) or a gate's claim on a URL
+    /// (the longest another gate waits for it after a crash).
     #[arg(long, env = "CRAWLSIEVE_CLAIM_TTL", default_value = "30s")]
     pub claim_ttl: Dur,
     /// How long to wait for a URL another process has claimed (it is publishing it) before

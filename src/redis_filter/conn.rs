@@ -208,6 +208,28 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// Run a Lua script on several keys (one hash tag on a cluster).
+    pub fn script_keys<T: redis::FromRedisValue>(
+        &mut self,
+        script: &redis::Script,
+        keys: &[&str],
+        args: &[&str],
+    ) -> RedisResult<T> {
+        let mut inv = script.prepare_invoke();
+        for k in keys {
+            inv.key(*k);
+        }
+        for a in args {
+            inv.arg(*a);
+        }
+        match self {
+            Conn::Single(c, _) => inv.invoke(c),
+            Conn::Cluster(c) => inv.invoke(c),
+        }
+    }
+}
+
 fn raw_error(e: RawError) -> RedisFilterError {
     match e {
         RawError::Io(io) => RedisFilterError::from_redis(io.into(), false),

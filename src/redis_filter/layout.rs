@@ -405,6 +405,24 @@ impl Keys {
         let _ = write!(out, ":c:{fp:032x}}}");
     }
 
+    /// The outbox protocol's keys of namespace `ns` share the hash tag `{NS:ob}`, so the
+    /// adoption script touches them together on a cluster: the set of clients with an outbox
+    /// (`cs:{NS:ob}:clients`), ...
+    pub fn outbox_clients(ns: &str) -> String {
+        format!("cs:{{{ns}:ob}}:clients")
+    }
+
+    /// ... one client's lease (`cs:{NS:ob}:lease:ID`, a key with a TTL its holder refreshes) ...
+    pub fn lease(ns: &str, id: &str) -> String {
+        format!("cs:{{{ns}:ob}}:lease:{id}")
+    }
+
+    /// ... and one client's outbox (`cs:{NS:ob}:box:ID`, a hash: one field per batch in flight,
+    /// the payloads of its URLs as the value).
+    pub fn outbox(ns: &str, id: &str) -> String {
+        format!("cs:{{{ns}:ob}}:box:{id}")
+    }
+
     /// A URL-pattern verdict of namespace `ns` (`cs:pv:{NS:HASH}`; [`crate::patterns`]).
     pub fn pattern_verdict(ns: &str, pattern_hash: u64) -> String {
         format!("cs:pv:{{{ns}:{pattern_hash:016x}}}")

@@ -25,6 +25,7 @@
 
 mod conn;
 pub mod layout;
+mod outbox;
 mod resp;
 pub mod snapshot;
 pub mod tier;
@@ -37,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 pub use conn::{Conn, LazyConn, RedisConfig};
 pub use layout::{GenSpec, Keys};
+pub use outbox::{Adopted, Ticket};
 pub use tier::LocalTier;
 
 use resp::{Batch, Replies};
@@ -441,6 +443,8 @@ pub struct ClientStats {
     pub ambiguous_failures: u64,
     /// Reconnections.
     pub reconnects: u64,
+    /// Outbox entries adopted from clients whose lease expired (the outbox protocol).
+    pub adopted: u64,
 }
 
 /// Filled and estimated figures of one generation.
@@ -529,6 +533,8 @@ pub struct RedisFilter {
     inflight: std::collections::VecDeque<Inflight>,
     epoch: u64,
     warnings: Vec<String>,
+    /// The outbox protocol's state (`outbox.rs`), made on first use.
+    ob: Option<outbox::Outbox>,
 }
 
 /// A batch between [`RedisFilter::submit`] and [`RedisFilter::complete`].
@@ -724,6 +730,7 @@ impl RedisFilter {
             inflight: std::collections::VecDeque::new(),
             epoch: 0,
             warnings: Vec::new(),
+            ob: None,
             cfg,
         };
         f.refresh()?;
@@ -1125,7 +1132,7 @@ impl RedisFilter {
         let r = self.exec(&mut batch, &mut replies, true);
         self.spare = batch;
         let r = match r {
-            Ok(()) => self.apply(fps, todo, out, &groups, &cur, &replies),
+            Ok(()) => self.apply_at(0, fps, todo, out, &groups, &cur, &replies),
             Err(e) => {
                 self.stats.ambiguous_failures += 1;
                 self.doubt.extend(todo.iter().map(|&i| fps[i]));
@@ -1138,8 +1145,10 @@ impl RedisFilter {
 
     /// Turn the replies of a check-and-set into answers: old bits / `SADD` results, the doubt
     /// set, the tier and the counters.
-    fn apply(
+    #[allow(clippy::too_many_arguments)]
+    fn apply_at(
         &mut self,
+        base: usize,
         fps: &[u128],
         todo: &[usize],
         out: &mut [bool],
@@ -1154,8 +1163,15 @@ impl RedisFilter {
         bloom_new.clear();
         bloom_new.resize(fps.len(), false);
         let mut bad = None;
+        if replies.len() != base + groups.len() + if exact { todo.len() } else { 0 } {
+            self.seen = bloom_new;
+            return Err(RedisFilterError::Corrupt(format!(
+                "a check-and-set got {} replies",
+                replies.len()
+            )));
+        }
         for (c, g) in groups.iter().enumerate() {
-            let bits = replies.get(c);
+            let bits = replies.get(base + c);
             if bits.len() != g.len() * k {
                 bad = Some((bits.len(), g.len()));
                 break;
@@ -1172,7 +1188,7 @@ impl RedisFilter {
         }
         for (n, &i) in todo.iter().enumerate() {
             let mut new = if exact {
-                let added = replies.int(groups.len() + n) == 1;
+                let added = replies.int(base + groups.len() + n) == 1;
                 if added && cur.bitmap && !bloom_new[i] {
                     self.stats.bloom_fp_caught += 1;
                 }
@@ -1910,7 +1926,7 @@ impl RedisFilter {
     }
 
     fn idle(&self) -> Result<(), RedisFilterError> {
-        if self.inflight.is_empty() {
+        if self.inflight.is_empty() && self.takes_in_flight() == 0 {
             Ok(())
         } else {
             Err(RedisFilterError::Params(
@@ -2316,6 +2332,23 @@ impl RedisFilter {
                 unlink_generation(&mut conn, ns, g)?;
             }
         }
+        // The outbox protocol's keys: every client's lease and outbox, then the list.
+        let clients = Keys::outbox_clients(ns);
+        let ids: Vec<String> = conn
+            .query(redis::cmd("SMEMBERS").arg(&clients))
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
+        for id in &ids {
+            let _: i64 = conn
+                .query(
+                    redis::cmd("UNLINK")
+                        .arg(Keys::lease(ns, id))
+                        .arg(Keys::outbox(ns, id)),
+                )
+                .map_err(|e| RedisFilterError::from_redis(e, false))?;
+        }
+        let _: i64 = conn
+            .query(redis::cmd("UNLINK").arg(&clients))
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
         let _: i64 = conn
             .query(redis::cmd("UNLINK").arg(&key))
             .map_err(|e| RedisFilterError::from_redis(e, false))?;
@@ -2328,6 +2361,9 @@ impl Drop for RedisFilter {
         if self.mconn.is_some() {
             let _ = self.flush_items();
         }
+        // A client that did not leave (it failed) gives its lease up: its outbox entries are
+        // then adopted at once by the next client.
+        let _ = self.leave();
     }
 }
 

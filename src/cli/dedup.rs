@@ -1,0 +1,178 @@
+//! `dedup --redis`: the line job's driver of the shared filter's outbox protocol
+//! (`redis_filter/outbox.rs`).
+//!
+//! Each batch's URLs that the local tier cannot answer are written to this client's outbox and
+//! check-and-set in Redis in one pipeline; the answers come back in order; each batch is written
+//! out and flushed, and only then is its outbox entry cleared. A crash or a Redis fault at any
+//! point therefore repeats URLs (another client, or the next run, adopts the entry once this
+//! client's lease expires, and writes its URLs) and never drops one; docs/redis-filter.md has
+//! the fault table. Nothing here waits on another process: a URL another client has just taken
+//! is "seen", and that client delivers it.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::{write_json_line, Emitter, Format, REDIS_DEPTH};
+use crate::input::Line;
+use crate::redis_filter::{with_retry, Adopted, RedisFilter, RedisFilterError};
+use crate::sieve::BatchResult;
+
+/// Batches in flight, answered in order, emitted in order.
+pub(super) struct RedisPipe<'a> {
+    f: &'a mut RedisFilter,
+    budget: Duration,
+    quiet: bool,
+    queue: VecDeque<(BatchResult, Vec<Line>)>,
+    pub(super) pool: Vec<(BatchResult, Vec<Line>)>,
+    news: Vec<bool>,
+}
+
+impl<'a> RedisPipe<'a> {
+    pub(super) fn new(f: &'a mut RedisFilter, budget: Duration, quiet: bool) -> RedisPipe<'a> {
+        RedisPipe {
+            f,
+            budget,
+            quiet,
+            queue: VecDeque::new(),
+            pool: Vec::new(),
+            news: Vec::new(),
+        }
+    }
+
+    fn submit(f: &mut RedisFilter, res: &BatchResult) -> Result<(), RedisFilterError> {
+        f.take_submit(res.fps(), |j| res.passed(j).as_bytes())
+    }
+
+    pub(super) fn push(
+        &mut self,
+        res: BatchResult,
+        lines: Vec<Line>,
+        em: &mut Emitter,
+    ) -> Result<()> {
+        self.queue.push_back((res, lines));
+        let res = &self.queue.back().expect("just pushed").0;
+        if let Err(e) = Self::submit(self.f, res) {
+            self.recover(e)?;
+        }
+        self.drain_to(REDIS_DEPTH, em)
+    }
+
+    /// Complete batches until at most `keep` are in flight: emit each, flush the output, then
+    /// clear its outbox entry (with the next exchange).
+    fn drain_to(&mut self, keep: usize, em: &mut Emitter) -> Result<()> {
+        while self.queue.len() > keep {
+            match self.f.take_complete(&mut self.news) {
+                Ok(ticket) => {
+                    let (mut res, lines) = self.queue.pop_front().expect("in flight");
+                    res.apply(&self.news);
+                    em.emit(&res, &lines)?;
+                    em.out.flush().context("writing the output")?;
+                    self.f.delivered(ticket);
+                    self.pool.push((res, lines));
+                }
+                Err(e) => self.recover(e)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// After a failure: forget what is in flight and resubmit every queued batch, in order,
+    /// with backoff. A URL whose insert ran but whose reply was lost is answered new on the
+    /// retry (in doubt), so nothing is lost.
+    fn recover(&mut self, first: RedisFilterError) -> Result<()> {
+        if !first.is_retryable() {
+            return Err(first).context("the Redis filter failed");
+        }
+        let report = self.reporter();
+        report(&first, Duration::ZERO);
+        let (f, queue) = (&mut *self.f, &self.queue);
+        with_retry(self.budget, report, || {
+            f.take_abandon();
+            for (res, _) in queue {
+                Self::submit(f, res)?;
+            }
+            Ok(())
+        })
+        .context(UNSETTLED)
+    }
+
+    /// Deliver the entries of clients whose lease expired (a killed run's URLs): at the start
+    /// of a run, and again at its end.
+    pub(super) fn adopt(&mut self, em: &mut Emitter) -> Result<()> {
+        let report = self.reporter();
+        let f = &mut *self.f;
+        let got = with_retry(self.budget, report, || f.adopt_expired()).context(UNSETTLED)?;
+        self.deliver_adopted(got, em)
+    }
+
+    fn deliver_adopted(&mut self, got: Vec<Adopted>, em: &mut Emitter) -> Result<()> {
+        if got.is_empty() {
+            return Ok(());
+        }
+        for (_, payloads) in &got {
+            for url in payloads.split(|&b| b == b'\n').filter(|u| !u.is_empty()) {
+                let url = String::from_utf8_lossy(url);
+                em.sum.new += 1;
+                em.sum.adopted += 1;
+                match em.format {
+                    Format::Plain => {
+                        em.buf.extend_from_slice(url.as_bytes());
+                        em.buf.push(b'\n');
+                    }
+                    Format::Jsonl => {
+                        write_json_line(&mut em.buf, url.as_bytes(), "keep", None, Some(&url))
+                    }
+                }
+            }
+        }
+        em.out.write_all(&em.buf)?;
+        em.buf.clear();
+        em.out.flush().context("writing the output")?;
+        for (t, _) in got {
+            self.f.delivered(t);
+        }
+        Ok(())
+    }
+
+    /// At the end: complete what is in flight; wait for the entries other clients hold (a URL
+    /// answered "seen" here may be in one: a run killed just before this one started),
+    /// delivering those whose holder's lease expires; clear every entry; give the lease up.
+    pub(super) fn finish(&mut self, em: &mut Emitter) -> Result<()> {
+        self.drain_to(0, em)?;
+        let limit = self.f.lease_ttl() * 2 + Duration::from_secs(1);
+        let report = self.reporter();
+        let f = &mut *self.f;
+        let (got, all) =
+            with_retry(self.budget, report, || f.await_others(limit)).context(UNSETTLED)?;
+        self.deliver_adopted(got, em)?;
+        if !all && !self.quiet {
+            eprintln!(
+                "crawlsieve: another live client of the namespace still holds URLs it took; it \
+                 writes them out itself"
+            );
+        }
+        let report = self.reporter();
+        let f = &mut *self.f;
+        with_retry(self.budget, report, || f.take_settle()).context(UNSETTLED)?;
+        f.leave().context(UNSETTLED)
+    }
+
+    /// What a retry says on stderr (nothing with `--quiet`), naming where Redis is.
+    fn reporter(&self) -> impl Fn(&RedisFilterError, Duration) {
+        let (quiet, at) = (self.quiet, self.f.address());
+        move |e, wait| {
+            if !quiet {
+                eprintln!("crawlsieve: Redis at {at}: {e}; retrying in {wait:?}");
+            }
+        }
+    }
+}
+
+/// What a `dedup` that gives up on Redis leaves behind.
+const UNSETTLED: &str = "the Redis filter failed; every URL written so far was delivered, and \
+    the URLs not yet written stay in this run's outbox in Redis: the next run on the namespace \
+    writes them out (once --claim-ttl has passed since this one stopped; run the same input \
+    again)";
