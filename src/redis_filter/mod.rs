@@ -1330,19 +1330,7 @@ impl RedisFilter {
                 Some(plan)
             }
             Pending::Sent { plan, n, epoch } => {
-                let r = match self.conn.as_mut() {
-                    Some(c) if epoch == self.epoch => c.recv(n, &mut replies),
-                    _ => Err(RedisFilterError::from_redis(
-                        std::io::Error::new(
-                            std::io::ErrorKind::ConnectionAborted,
-                            "the connection was lost with this batch in flight",
-                        )
-                        .into(),
-                        false,
-                    )),
-                };
-                if let Err(e) = r {
-                    self.lose_connection(&e);
+                if let Err(e) = self.recv_sent(n, epoch, false, &mut replies) {
                     self.replies = replies;
                     return Err(e);
                 }
@@ -1911,6 +1899,33 @@ impl RedisFilter {
         }
         replies.append(&second);
         Ok(replies)
+    }
+
+    /// Receive the `n` replies of a batch sent on connection `epoch` (an error if that
+    /// connection was lost meanwhile, `ambiguous` if the batch wrote); a failure drops the
+    /// connection.
+    fn recv_sent(
+        &mut self,
+        n: usize,
+        epoch: u64,
+        ambiguous: bool,
+        replies: &mut Replies,
+    ) -> Result<(), RedisFilterError> {
+        let r = match self.conn.as_mut() {
+            Some(c) if epoch == self.epoch => c.recv(n, replies),
+            _ => Err(RedisFilterError::from_redis(
+                std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    "the connection was lost with this batch in flight",
+                )
+                .into(),
+                ambiguous,
+            )),
+        };
+        if let Err(e) = &r {
+            self.lose_connection(e);
+        }
+        r
     }
 
     /// Batches submitted and not yet completed.

@@ -371,19 +371,7 @@ impl RedisFilter {
                 cur,
             } => {
                 let mut replies = std::mem::take(&mut self.replies);
-                let r = match self.conn.as_mut() {
-                    Some(c) if epoch == self.epoch => c.recv(n, &mut replies),
-                    _ => Err(RedisFilterError::from_redis(
-                        std::io::Error::new(
-                            std::io::ErrorKind::ConnectionAborted,
-                            "the connection was lost with this batch in flight",
-                        )
-                        .into(),
-                        true,
-                    )),
-                };
-                if let Err(e) = r {
-                    self.lose_connection(&e);
+                if let Err(e) = self.recv_sent(n, epoch, true, &mut replies) {
                     self.replies = replies;
                     self.doubt.extend(take.todo.iter().map(|&i| take.fps[i]));
                     self.stats.ambiguous_failures += 1;
