@@ -535,6 +535,11 @@ pub struct RedisFilter {
     warnings: Vec<String>,
     /// The outbox protocol's state (`outbox.rs`), made on first use.
     ob: Option<outbox::Outbox>,
+    /// URLs Redis answered for this client (seen, or inserted with its reply): the local
+    /// tier's twin that a lost connection does not clear. A URL in it was present before any
+    /// later attempt, so a failed later attempt cannot have been its inserter: it is never put
+    /// in doubt (the outbox protocol; made with it).
+    known: Option<LocalTier>,
 }
 
 /// A batch between [`RedisFilter::submit`] and [`RedisFilter::complete`].
@@ -731,6 +736,7 @@ impl RedisFilter {
             epoch: 0,
             warnings: Vec::new(),
             ob: None,
+            known: None,
             cfg,
         };
         f.refresh()?;
@@ -917,13 +923,16 @@ impl RedisFilter {
             g.check()?;
         }
         let instance = meta.get("instance").cloned().unwrap_or_default();
-        if instance != self.instance {
+        if instance != self.instance || self.gens.retires_into(&gens) {
+            // Another filter, or a generation left the live set: what the tiers hold may
+            // belong to it.
             self.tier.clear();
-            self.doubt.clear();
+            if let Some(k) = self.known.as_mut() {
+                k.clear();
+            }
         }
-        // A generation left the live set: what the tier holds may belong to it.
-        if self.gens.retires_into(&gens) {
-            self.tier.clear();
+        if instance != self.instance {
+            self.doubt.clear();
         }
         self.items = meta
             .iter()
@@ -1117,6 +1126,9 @@ impl RedisFilter {
                 j += 1;
                 if s {
                     self.tier.insert(fps[i]);
+                    if let Some(k) = self.known.as_mut() {
+                        k.insert(fps[i]);
+                    }
                 }
                 !s
             });
@@ -1206,6 +1218,9 @@ impl RedisFilter {
                 self.count_items(1);
             }
             self.tier.insert(fps[i]);
+            if let Some(k) = self.known.as_mut() {
+                k.insert(fps[i]);
+            }
         }
         if !self.doubt.is_empty() {
             for &i in todo.iter() {

@@ -181,6 +181,7 @@ impl RedisFilter {
             let r = self.mconn()?.pipeline(cmds);
             r.map_err(|e| self.mfail(e))?;
             self.ob = Some(ob);
+            self.known = Some(super::LocalTier::new(self.cfg.local_tier_slots));
         }
         let ob = self.ob.as_mut().expect("made above");
         if ob.beat.is_none() {
@@ -373,7 +374,7 @@ impl RedisFilter {
                 let mut replies = std::mem::take(&mut self.replies);
                 if let Err(e) = self.recv_sent(n, epoch, true, &mut replies) {
                     self.replies = replies;
-                    self.doubt.extend(take.todo.iter().map(|&i| take.fps[i]));
+                    self.put_in_doubt(take.todo.iter().map(|&i| take.fps[i]));
                     self.stats.ambiguous_failures += 1;
                     return Err(e);
                 }
@@ -403,11 +404,22 @@ impl RedisFilter {
         }
         fields.append(&mut ob.reuse);
         ob.reuse = fields;
-        self.doubt.extend(doubt);
+        self.put_in_doubt(doubt);
         if sent {
             // Their replies are still in the socket.
             self.conn = None;
             self.tier.clear();
+        }
+    }
+
+    /// URLs whose insert may have run without its reply reaching us: answered new on the
+    /// retry. Not those Redis had answered for this client before (they were present before
+    /// the failed attempt, which therefore did not insert them).
+    fn put_in_doubt(&mut self, fps: impl IntoIterator<Item = u128>) {
+        for fp in fps {
+            if !self.known.as_ref().is_some_and(|k| k.contains(fp)) {
+                self.doubt.insert(fp);
+            }
         }
     }
 
