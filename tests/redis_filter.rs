@@ -48,6 +48,31 @@ fn client(
     })
 }
 
+/// The clients' answers: no URL reported new twice, and every one of `distinct` new once.
+fn assert_new_once(
+    mode: Mode,
+    clients: Vec<std::thread::JoinHandle<Vec<u128>>>,
+    distinct: &[u128],
+) {
+    let all: Vec<u128> = clients
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let unique: HashSet<u128> = all.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        all.len(),
+        "{mode:?}: a URL was reported new twice"
+    );
+    match mode {
+        Mode::Exact | Mode::Fingerprints => {
+            assert_eq!(all.len(), distinct.len(), "{mode:?}: every URL new once")
+        }
+        // Bloom: a URL may be lost to a false positive (p = 1e-4 at capacity; far below here).
+        Mode::Bloom => assert!(all.len() >= distinct.len() - 5, "{}", all.len()),
+    }
+}
+
 /// `copies` of `distinct`, in a deterministic order of its own per `seed` (one client's stream).
 fn shuffled(distinct: &[u128], copies: usize, seed: u64) -> Vec<u128> {
     let mut stream: Vec<u128> = (0..copies).flat_map(|_| distinct.iter().copied()).collect();
@@ -175,23 +200,7 @@ fn concurrent_clients_report_each_distinct_url_new_exactly_once() {
                 client(REDIS.to_string(), ns, shuffled(&distinct, 3, t), 700)
             })
             .collect();
-        let all: Vec<u128> = handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect();
-        let unique: HashSet<u128> = all.iter().copied().collect();
-        assert_eq!(
-            unique.len(),
-            all.len(),
-            "{mode:?}: a URL was reported new twice"
-        );
-        match mode {
-            Mode::Exact | Mode::Fingerprints => {
-                assert_eq!(all.len(), distinct.len(), "{mode:?}: every URL new once")
-            }
-            // Bloom: a URL may be lost to a false positive (p = 1e-4 at capacity; far below here).
-            Mode::Bloom => assert!(all.len() >= distinct.len() - 5, "{}", all.len()),
-        }
+        assert_new_once(mode, handles, &distinct);
         RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
     }
 }
@@ -1152,22 +1161,7 @@ fn outbox_clients_report_each_distinct_url_new_exactly_once() {
                 )
             })
             .collect();
-        let all: Vec<u128> = handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect();
-        let unique: HashSet<u128> = all.iter().copied().collect();
-        assert_eq!(
-            unique.len(),
-            all.len(),
-            "{mode:?}: a URL was reported new twice"
-        );
-        match mode {
-            Mode::Exact | Mode::Fingerprints => {
-                assert_eq!(all.len(), distinct.len(), "{mode:?}: every URL new once")
-            }
-            Mode::Bloom => assert!(all.len() >= distinct.len() - 5, "{}", all.len()),
-        }
+        assert_new_once(mode, handles, &distinct);
         // Every client left: no outbox, no lease, no client id remains.
         assert!(keys_like(REDIS, &format!("cs:{{{ns}:ob}}:*")).is_empty());
         RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();

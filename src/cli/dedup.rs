@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::{write_json_line, Emitter, Format, REDIS_DEPTH};
+use super::{Emitter, REDIS_DEPTH};
 use crate::input::Line;
 use crate::redis_filter::{with_retry, Adopted, RedisFilter, RedisFilterError};
-use crate::sieve::BatchResult;
+use crate::sieve::{BatchResult, Verdict};
 
 /// Batches in flight, answered in order, emitted in order.
 pub(super) struct RedisPipe<'a> {
@@ -117,19 +117,10 @@ impl<'a> RedisPipe<'a> {
                 let url = String::from_utf8_lossy(url);
                 em.sum.new += 1;
                 em.sum.adopted += 1;
-                match em.format {
-                    Format::Plain => {
-                        em.buf.extend_from_slice(url.as_bytes());
-                        em.buf.push(b'\n');
-                    }
-                    Format::Jsonl => {
-                        write_json_line(&mut em.buf, url.as_bytes(), "keep", None, Some(&url))
-                    }
-                }
+                em.format_line(url.as_bytes(), Verdict::Keep, Some(&url));
             }
         }
-        em.out.write_all(&em.buf)?;
-        em.buf.clear();
+        em.write_out()?;
         em.out.flush().context("writing the output")?;
         for (t, _) in got {
             self.f.delivered(t);

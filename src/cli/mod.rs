@@ -676,7 +676,7 @@ enum DedupFilter {
 const REDIS_DEPTH: usize = 4;
 
 /// Writes verdicts out and counts them.
-pub(crate) struct Emitter {
+struct Emitter {
     out: Box<dyn Write>,
     sum: Summary,
     format: Format,
@@ -694,23 +694,29 @@ impl Emitter {
                 Verdict::Duplicate => self.sum.duplicates += 1,
                 Verdict::Reject(r) => self.sum.rejected[r.index()] += 1,
             }
-            match self.format {
-                Format::Plain => {
-                    if let (Verdict::Keep, Some(c)) = (v, res.canonical(i)) {
-                        self.buf.extend_from_slice(c.as_bytes());
-                        self.buf.push(b'\n');
-                    }
-                }
-                Format::Jsonl => write_json_line(
-                    &mut self.buf,
-                    &line.bytes,
-                    v.as_str(),
-                    v.reason(),
-                    res.canonical(i),
-                ),
-            }
+            self.format_line(&line.bytes, v, res.canonical(i));
         }
         // One write per batch; a batch is emitted whole before its URLs are confirmed.
+        self.write_out()
+    }
+
+    /// Format one verdict into the batch's buffer.
+    fn format_line(&mut self, input: &[u8], v: Verdict, canonical: Option<&str>) {
+        match self.format {
+            Format::Plain => {
+                if let (Verdict::Keep, Some(c)) = (v, canonical) {
+                    self.buf.extend_from_slice(c.as_bytes());
+                    self.buf.push(b'\n');
+                }
+            }
+            Format::Jsonl => {
+                write_json_line(&mut self.buf, input, v.as_str(), v.reason(), canonical)
+            }
+        }
+    }
+
+    /// Write the buffered batch with one call.
+    fn write_out(&mut self) -> Result<()> {
         self.out.write_all(&self.buf)?;
         self.buf.clear();
         Ok(())

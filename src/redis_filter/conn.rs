@@ -197,18 +197,9 @@ impl Conn {
         key: &str,
         args: &[&str],
     ) -> RedisResult<T> {
-        let mut inv = script.key(key);
-        for a in args {
-            inv.arg(*a);
-        }
-        match self {
-            Conn::Single(c, _) => inv.invoke(c),
-            Conn::Cluster(c) => inv.invoke(c),
-        }
+        self.script_keys(script, &[key], args)
     }
-}
 
-impl Conn {
     /// Run a Lua script on several keys (one hash tag on a cluster).
     pub fn script_keys<T: redis::FromRedisValue>(
         &mut self,

@@ -461,28 +461,34 @@ impl RedisFilter {
     /// Adopt the outbox of every client of the namespace whose lease expired: its entries
     /// become this client's, to deliver and then clear with [`RedisFilter::delivered`].
     pub fn adopt_expired(&mut self) -> Result<Vec<Adopted>, RedisFilterError> {
-        self.outbox()?;
-        let clients_key = self.ob.as_ref().expect("made").clients_key.clone();
-        let me = self.ob.as_ref().expect("made").id.clone();
-        let r: redis::RedisResult<Vec<String>> = self
-            .mconn()?
-            .query(redis::cmd("SMEMBERS").arg(&clients_key));
-        let ids = r.map_err(|e| self.mfail(e))?;
         let mut got = Vec::new();
-        for id in ids.iter().filter(|id| **id != me) {
-            got.extend(self.adopt_one(id)?);
+        for id in self.others()? {
+            got.extend(self.adopt_one(&id)?);
         }
         Ok(got)
     }
 
-    /// Adopt `id`'s outbox if its lease is gone (else nothing).
+    /// The other clients with an outbox in this namespace.
+    fn others(&mut self) -> Result<Vec<String>, RedisFilterError> {
+        let ob = self.outbox()?;
+        let (clients_key, me) = (ob.clients_key.clone(), ob.id.clone());
+        let r: redis::RedisResult<Vec<String>> = self
+            .mconn()?
+            .query(redis::cmd("SMEMBERS").arg(&clients_key));
+        let mut ids = r.map_err(|e| self.mfail(e))?;
+        ids.retain(|id| *id != me);
+        Ok(ids)
+    }
+
+    /// Adopt `id`'s outbox if its lease is gone (else nothing: the script checks the lease).
     fn adopt_one(&mut self, id: &str) -> Result<Vec<Adopted>, RedisFilterError> {
+        static ADOPT_SCRIPT: std::sync::LazyLock<redis::Script> =
+            std::sync::LazyLock::new(|| redis::Script::new(ADOPT));
         let (lease, dead_box) = (Keys::lease(&self.ns, id), Keys::outbox(&self.ns, id));
         let ob = self.ob.as_ref().expect("made by outbox()");
         let (own_box, clients, me) = (ob.box_key.clone(), ob.clients_key.clone(), ob.id.clone());
-        let script = redis::Script::new(ADOPT);
         let r: redis::RedisResult<Option<Vec<Vec<u8>>>> = self.mconn()?.script_keys(
-            &script,
+            &ADOPT_SCRIPT,
             &[&lease, &dead_box, &own_box, &clients],
             &[id, &me],
         );
@@ -499,22 +505,22 @@ impl RedisFilter {
     /// Wait (at most `limit`) until every entry other clients hold now is cleared, adopting
     /// those whose holder's lease expires meanwhile. What this client answered "seen" because
     /// another client had just taken it is then delivered, by that client or here. Returns the
-    /// adopted entries, to deliver; and whether every entry was accounted for.
+    /// adopted entries, to deliver; and whether every entry was accounted for. A client that
+    /// Redis never answered "seen" depends on nobody: it only adopts the expired outboxes.
     pub fn await_others(
         &mut self,
         limit: Duration,
     ) -> Result<(Vec<Adopted>, bool), RedisFilterError> {
-        self.outbox()?;
         let deadline = Instant::now() + limit;
-        let mut got = self.adopt_expired()?;
-        let ob = self.ob.as_ref().expect("made");
-        let (clients_key, me) = (ob.clients_key.clone(), ob.id.clone());
-        let r: redis::RedisResult<Vec<String>> = self
-            .mconn()?
-            .query(redis::cmd("SMEMBERS").arg(&clients_key));
-        let ids = r.map_err(|e| self.mfail(e))?;
+        let depends = self.outbox()?.seen_in_redis > 0;
+        let mut got = Vec::new();
         let mut waiting: Vec<(String, Vec<String>)> = Vec::new();
-        for id in ids.into_iter().filter(|id| *id != me) {
+        for id in self.others()? {
+            let adopted = self.adopt_one(&id)?;
+            if !adopted.is_empty() || !depends {
+                got.extend(adopted);
+                continue;
+            }
             let key = Keys::outbox(&self.ns, &id);
             let r: redis::RedisResult<Vec<String>> =
                 self.mconn()?.query(redis::cmd("HKEYS").arg(&key));
@@ -529,11 +535,9 @@ impl RedisFilter {
             pause = (pause * 2).min(Duration::from_millis(200));
             let mut still = Vec::new();
             for (id, fields) in std::mem::take(&mut waiting) {
-                let lease = Keys::lease(&self.ns, &id);
-                let r: redis::RedisResult<bool> =
-                    self.mconn()?.query(redis::cmd("EXISTS").arg(&lease));
-                if !r.map_err(|e| self.mfail(e))? {
-                    got.extend(self.adopt_one(&id)?);
+                let adopted = self.adopt_one(&id)?;
+                if !adopted.is_empty() {
+                    got.extend(adopted);
                     continue;
                 }
                 let key = Keys::outbox(&self.ns, &id);
