@@ -290,13 +290,21 @@ fn staged_events<T: serde::de::DeserializeOwned>(st: &GateStaged, dest: Dest) ->
         .collect()
 }
 
+/// The outbox protocol in the gate: staging takes the URLs (their fetch events go into the
+/// gate's outbox with the check-and-set), so another gate answers them "seen" at once without
+/// waiting; a gate that goes away before its batch was delivered leaves the entry, and another
+/// gate adopts it (lease gone) and publishes the same fetch events.
 #[test]
-fn stage_claims_and_finish_marks_seen() {
+fn stage_takes_urls_and_a_gone_gates_outbox_is_adopted() {
     let ns = Ns::new("core", REDIS);
-    let mut cfg = GateConfig::default();
-    cfg.redis.namespace = ns.name.clone();
-    cfg.kafka.audit_topic = Some("audit".into());
-    let mut core = GateCore::new(cfg, FilterMetrics::unregistered());
+    let gate_cfg = || {
+        let mut cfg = GateConfig::default();
+        cfg.redis.namespace = ns.name.clone();
+        cfg.redis.claim_ttl.0 = Duration::from_secs(1);
+        cfg.kafka.audit_topic = Some("audit".into());
+        cfg
+    };
+    let mut core = GateCore::new(gate_cfg(), FilterMetrics::unregistered());
     let mut batch = Batch::default();
     for (i, v) in [
         "https://a.example/x?utm_source=1",
@@ -311,9 +319,7 @@ fn stage_claims_and_finish_marks_seen() {
         batch.push(0, i as i64, Some(b"k"), Some(v.as_bytes()));
     }
     let mut st = Staged::default();
-    let dests = |st: &GateStaged| -> Vec<Dest> { (0..st.len()).map(|i| st.get(i).0).collect() };
     core.stage("in", &batch, &mut st).unwrap();
-    let first = dests(&st);
     assert_eq!(
         st.emitted, 2,
         "a.example/x once (the repeat is in the batch), b.example/y"
@@ -331,6 +337,7 @@ fn stage_claims_and_finish_marks_seen() {
     let fe: FetchEvent = serde_json::from_slice(payload).unwrap();
     assert_eq!(fe.url, "https://a.example/x");
     assert_eq!(fe.original, "https://a.example/x?utm_source=1");
+    let first: Vec<FetchEvent> = staged_events(&st, Dest::Output);
     let audit: Vec<RejectedEvent> = staged_events(&st, Dest::Audit);
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].reason, Reason::NonFetchableScheme);
@@ -345,27 +352,31 @@ fn stage_claims_and_finish_marks_seen() {
     let mut next = Staged::default();
     core.stage("in", &batch, &mut next).unwrap();
     assert_eq!((next.emitted, next.pending.duplicates), (0, 3));
-    // Staging only claimed the URLs: another worker staging the same batch waits on the
-    // claims; this one never finishing (as if it had crashed), the other takes them over after
-    // its busy wait (500 ms) and publishes them itself.
-    let mut cfg2 = GateConfig::default();
-    cfg2.redis.namespace = ns.name.clone();
-    cfg2.kafka.audit_topic = Some("audit".into());
-    let mut other = GateCore::new(cfg2, FilterMetrics::unregistered());
+    // Another gate answers them "seen" at once: nobody waits on anyone.
+    let mut other = GateCore::new(gate_cfg(), FilterMetrics::unregistered());
     let mut st2 = Staged::default();
-    other.stage("in", &Batch::default(), &mut st2).unwrap(); // attach first
-    let t = std::time::Instant::now();
+    let t = Instant::now();
     other.stage("in", &batch, &mut st2).unwrap();
-    assert!(
-        t.elapsed() >= Duration::from_millis(400),
-        "it waited for the claims"
-    );
-    assert_eq!(dests(&st2), first);
-    assert_eq!(st2.emitted, 2);
-    // Once finished, the URLs are in Redis: every worker sees them.
-    core.finish(&mut st).unwrap();
-    other.stage("in", &batch, &mut st2).unwrap();
+    assert!(t.elapsed() < Duration::from_millis(400), "it did not wait");
     assert_eq!((st2.emitted, st2.pending.duplicates), (0, 3));
+    // The first gate goes away before its batch was delivered: its entry stays, and the other
+    // gate adopts it (at its next look, every half lease) and publishes the same events.
+    drop(core);
+    std::thread::sleep(Duration::from_millis(600));
+    other.stage("in", &Batch::default(), &mut st2).unwrap();
+    assert_eq!((st2.emitted, st2.pending.adopted), (2, 2));
+    let adopted: Vec<FetchEvent> = staged_events(&st2, Dest::Output);
+    assert_eq!(adopted, first, "the very fetch events the first gate staged");
+    // Delivered and settled: nothing is left to adopt, and the URLs stay seen.
+    other.finish(&mut st2).unwrap();
+    other.idle().unwrap();
+    let mut third = GateCore::new(gate_cfg(), FilterMetrics::unregistered());
+    let mut st3 = Staged::default();
+    third.stage("in", &batch, &mut st3).unwrap();
+    assert_eq!(
+        (st3.emitted, st3.pending.adopted, st3.pending.duplicates),
+        (0, 0, 3)
+    );
 }
 
 #[test]

@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 
 use super::{Emitter, REDIS_DEPTH};
 use crate::input::Line;
-use crate::redis_filter::{with_retry, Adopted, RedisFilter, RedisFilterError};
+use crate::redis_filter::{with_retry, Adopted, Payload, RedisFilter, RedisFilterError};
 use crate::sieve::{BatchResult, Verdict};
 
 /// Batches in flight, answered in order, emitted in order.
@@ -43,7 +43,7 @@ impl<'a> RedisPipe<'a> {
     }
 
     fn submit(f: &mut RedisFilter, res: &BatchResult) -> Result<(), RedisFilterError> {
-        f.take_submit(res.fps(), |j| res.passed(j).as_bytes())
+        f.take_submit(res.fps(), |j, b| b.extend_from_slice(res.passed(j).as_bytes()))
     }
 
     pub(super) fn push(
@@ -113,8 +113,8 @@ impl<'a> RedisPipe<'a> {
             return Ok(());
         }
         for (_, payloads) in &got {
-            for url in payloads.split(|&b| b == b'\n').filter(|u| !u.is_empty()) {
-                let url = String::from_utf8_lossy(url);
+            // A gate's entry (same namespace) holds fetch events: their URL is written.
+            for url in Payload::lines(payloads).filter_map(|p| p.url()) {
                 em.sum.new += 1;
                 em.sum.adopted += 1;
                 em.format_line(url.as_bytes(), Verdict::Keep, Some(&url));

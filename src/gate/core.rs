@@ -1,11 +1,17 @@
 //! The gate's decision for a batch of input messages, without Kafka: decode → reject junk →
-//! canonicalize → skip patterns verified similar → check the Redis filter → the records to
-//! produce. The stage runtime ([`crate::stage`]) produces them, waits for every delivery report,
-//! and only then calls [`Stage::finish`], which marks the new URLs seen.
+//! canonicalize → skip patterns verified similar → take the URLs in the Redis filter → the
+//! records to produce. The stage runtime ([`crate::stage`]) produces them, waits for every
+//! delivery report, and only then calls [`Stage::finish`].
 //!
-//! The split is what makes the stage at-least-once: a URL is written to the filter only after
-//! its fetch event is durable in Kafka, so a crash at any point can repeat a URL but never lose
-//! one. [`Stage::stage`] only reads Redis and may be repeated as often as needed.
+//! The filter runs the outbox protocol (`redis_filter/outbox.rs`, docs/redis-filter.md): the
+//! fetch events of the URLs a batch takes are written to this gate's outbox in Redis in the same
+//! pipeline as their check-and-set, and the entry is cleared only after Kafka acknowledged the
+//! batch. A gate killed at any point leaves its undelivered fetch events in its outbox; once its
+//! lease expires (`redis.claim_ttl`) another gate of the namespace adopts the entry and produces
+//! them. So a crash can repeat a URL but never lose one, and no gate ever waits on another.
+//!
+//! A fetch event the output cluster refuses for good (its input is dead-lettered `too_large`)
+//! stays marked seen: the dead letter is where its URL is found.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -18,7 +24,9 @@ use crate::events::{
 };
 use crate::observe::FilterMetrics;
 use crate::patterns::PatternVerdicts;
-use crate::redis_filter::{Expect, LazyConn, RedisConfig, RedisFilter, RedisFilterError};
+use crate::redis_filter::{
+    Adopted, Expect, LazyConn, Payload, RedisConfig, RedisFilter, RedisFilterError, Ticket,
+};
 use crate::sieve::Sieve;
 use crate::stage::{Batch, Dest, Stage, StageError, Staged};
 use crate::url::Reason;
@@ -26,13 +34,11 @@ use crate::url::Reason;
 /// What a staged batch of the gate carries until it is finished.
 #[derive(Debug, Default)]
 pub struct GatePending {
-    /// (namespace, fingerprints of its new URLs): confirmed in the filter after delivery.
-    inserts: Vec<(String, Vec<u128>)>,
-    /// Fetch records and the URL each carries: (record, index into `inserts`, fingerprint).
-    claimed: Vec<(usize, usize, u128)>,
-    /// (namespace, fingerprints) whose fetch event was refused for good: their claims are
-    /// released, never confirmed, so the URL stays new for a later event.
-    releases: Vec<(String, Vec<u128>)>,
+    /// (namespace, outbox entry) of everything the batch publishes: its own take per
+    /// namespace, and entries adopted from gates that died. Cleared once delivered.
+    tickets: Vec<(String, Ticket)>,
+    /// Fetch events published from adopted (or carried) outbox entries.
+    pub adopted: u64,
     /// Rejections per reason.
     pub rejected: Vec<(Reason, u64)>,
     /// Duplicates.
@@ -40,11 +46,6 @@ pub struct GatePending {
 }
 
 impl GatePending {
-    /// Fingerprints [`Stage::finish`] will confirm, per namespace.
-    pub fn inserts(&self) -> &[(String, Vec<u128>)] {
-        &self.inserts
-    }
-
     fn count_reject(&mut self, r: Reason) {
         match self.rejected.iter_mut().find(|(x, _)| *x == r) {
             Some((_, n)) => *n += 1,
@@ -74,13 +75,31 @@ struct Namespace {
 struct Pending {
     /// Index of the input message in its batch.
     idx: usize,
+    /// Bytes of the input message (bounds its fetch event's size).
+    raw_len: usize,
     ns: usize,
     fp: u128,
     canonical: String,
     pattern: String,
     event: UrlEvent,
-    skipped: bool,
-    new: bool,
+    role: Role,
+    /// Its fetch event's JSON in [`GateCore::enc`], once encoded.
+    enc: Option<(usize, usize)>,
+}
+
+/// What an event that passed the sieve becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A repeat of an earlier event of the batch (or not judged yet).
+    Repeat,
+    /// Its URL's pattern was verified similar.
+    Skipped,
+    /// Its fetch event is over the output limit: dead-lettered.
+    TooLarge,
+    /// The first event of its URL that fits: taken in the filter.
+    Publisher,
+    /// A publisher the filter answered new.
+    New,
 }
 
 /// Why [`GateCore::filter_direct`] answered no verdicts.
@@ -166,12 +185,14 @@ pub struct GateCore {
     namespaces: HashMap<String, Namespace>,
     patterns_conn: LazyConn,
     pending: Vec<Pending>,
-    seen: HashSet<(usize, u128)>,
-    /// URLs of batches staged and not yet finished (their fetch events are on their way): a
-    /// later batch staged meanwhile counts them as duplicates instead of emitting them again.
-    unfinished: HashSet<(usize, u128)>,
+    /// Fetch events (JSON) of the batch being staged.
+    enc: Vec<u8>,
+    /// Outbox entries to publish with the next batch: adopted from gates whose lease expired,
+    /// or this gate's own takes of a stage that failed after them (namespace index, entry).
+    carry: Vec<(usize, Adopted)>,
+    /// When each namespace (indexed like `names`) last looked for expired outboxes.
+    adopted_at: Vec<Option<std::time::Instant>>,
     metrics: FilterMetrics,
-    yield_on_busy: bool,
     /// The scope of each namespace in `names` (the sieve's own is `[scope]`'s).
     scopes: Vec<Option<Arc<crate::scope::Scope>>>,
     /// `[scope]`, restored after a namespace with a scope of its own.
@@ -199,10 +220,10 @@ impl GateCore {
             names: Vec::new(),
             namespaces: HashMap::new(),
             pending: Vec::new(),
-            seen: HashSet::new(),
-            unfinished: HashSet::new(),
+            enc: Vec::new(),
+            carry: Vec::new(),
+            adopted_at: Vec::new(),
             metrics,
-            yield_on_busy: false,
             scopes: Vec::new(),
             default_scope,
         }
@@ -234,7 +255,7 @@ impl GateCore {
                 r.max_namespaces
             )));
         }
-        let mut filter = match RedisFilter::attach(self.redis.clone(), ns, &Expect::default()) {
+        let filter = match RedisFilter::attach(self.redis.clone(), ns, &Expect::default()) {
             Err(RedisFilterError::NotFound(_)) if r.create_missing => {
                 RedisFilter::create(self.redis.clone(), ns, &r.new_namespace())?
             }
@@ -245,7 +266,6 @@ impl GateCore {
             }
             other => other?,
         };
-        filter.set_yield_on_busy(self.yield_on_busy);
         for w in filter.warnings() {
             tracing::warn!(namespace = ns, "{w}");
         }
@@ -258,6 +278,7 @@ impl GateCore {
             },
         );
         self.names.push(ns.to_string());
+        self.adopted_at.push(None);
         // The namespace's own `[scopes.NAME]`, else `[scope]`; compiled once per process.
         self.scopes.push(match self.cfg.scopes.get(ns) {
             Some(spec) => crate::scope::for_component(spec),
@@ -415,16 +436,6 @@ impl GateCore {
         Ok(Ok((out, false)))
     }
 
-    /// A stage that failed after claiming: the claims stay ours in Redis (the retry finds them
-    /// ours), but this client must not take them for URLs it is already publishing.
-    fn unclaim(&mut self, claimed: &[(String, Vec<u128>)]) {
-        for (ns, fps) in claimed {
-            if let Some(state) = self.namespaces.get_mut(ns) {
-                state.filter.forget(fps);
-            }
-        }
-    }
-
     /// A namespace Redis no longer has (Redis restarted without its data, or it was dropped):
     /// with `redis.create_missing` it is created again at once; either way the stage waits and
     /// retries (a retryable error pauses the partitions), it does not exit.
@@ -435,8 +446,7 @@ impl GateCore {
         let r = &self.cfg.redis;
         let detail = if r.create_missing {
             match RedisFilter::create(self.redis.clone(), ns, &r.new_namespace()) {
-                Ok(mut f) => {
-                    f.set_yield_on_busy(self.yield_on_busy);
+                Ok(f) => {
                     tracing::warn!(
                         namespace = ns,
                         "the namespace was missing from Redis (restarted without its data?); created it again: its URLs are new again"
@@ -483,23 +493,53 @@ impl GateCore {
     }
 }
 
-impl Stage for GateCore {
-    type Error = RedisFilterError;
-    type Pending = GatePending;
+/// A fetch event over this many bytes of input is encoded to check the output limit; under it,
+/// the bound alone shows it fits (strings re-encode no longer than they arrived; numbers may
+/// grow a little: twice the input, plus what the gate adds, plus the field names).
+fn fetch_event_bound(p: &Pending) -> usize {
+    2 * p.raw_len + 2 * (p.canonical.len() + p.pattern.len()) + 3 * 256
+}
 
-    fn stage(
+/// Append `p`'s fetch event (JSON) to `enc` and note where it is. The event's fields move into
+/// it: `p` is published from here on.
+fn encode(p: &mut Pending, namespace: &str, now: &str, enc: &mut Vec<u8>) {
+    let ev = &mut p.event;
+    let fe = FetchEvent {
+        url: p.canonical.clone(),
+        original: std::mem::take(&mut ev.url),
+        pattern: p.pattern.clone(),
+        host: crate::url::lex::host_port(&p.canonical).to_string(),
+        namespace: namespace.to_string(),
+        source: ev.source.take(),
+        depth: ev.depth,
+        discovered_at: ev.discovered_at.take(),
+        crawl_id: ev.crawl_id.take(),
+        method: ev.method.take(),
+        metadata: ev.metadata.take(),
+        gated_at: now.to_string(),
+    };
+    let s = enc.len();
+    serde_json::to_writer(&mut *enc, &fe).expect("event types serialize");
+    p.enc = Some((s, enc.len()));
+}
+
+/// The message key of `p`'s fetch event: its host.
+fn host_of(p: &Pending) -> &str {
+    crate::url::lex::host_port(&p.canonical)
+}
+
+impl GateCore {
+    /// 1. Decode and sieve `batch` into `self.pending`; dead letters and rejections are staged
+    ///    at once.
+    fn decode(
         &mut self,
         topic: &str,
         batch: &Batch,
         out: &mut GateStaged,
+        now: &str,
     ) -> Result<(), RedisFilterError> {
-        out.clear();
-        self.pending.clear();
-        out.consumed = batch.len() as u64;
-        let now = now_rfc3339();
         let max = self.cfg.kafka.max_message_bytes;
         let default_ns = self.cfg.redis.namespace.clone();
-        // 1. Decode and sieve; dead letters and rejections are staged at once.
         for i in 0..batch.len() {
             let ev = match UrlEvent::decode(batch.value(i), max) {
                 Ok(ev) => ev,
@@ -524,228 +564,313 @@ impl Stage for GateCore {
             self.sieve.context = ev.context.unwrap_or_default();
             self.use_scope_of(ns);
             match self.sieve_url(&ev.url) {
-                Err(reason) => self.reject(out, &ev, reason, &now),
+                Err(reason) => self.reject(out, &ev, reason, now),
                 Ok(canonical) => {
                     let fp = self.sieve.dedup_fingerprint();
                     let pattern = crate::url::pattern::pattern(&canonical);
                     self.pending.push(Pending {
                         idx: i,
+                        raw_len: batch.value(i).len(),
                         ns,
                         fp,
                         canonical,
                         pattern,
                         event: ev,
-                        skipped: false,
-                        new: false,
+                        role: Role::Repeat,
+                        enc: None,
                     });
                 }
             }
         }
-        // 2. Per namespace: pattern verdicts, then one filter check for the rest.
-        let t = std::time::Instant::now();
-        let mut pending = std::mem::take(&mut self.pending);
+        Ok(())
+    }
+
+    /// 2. Pattern verdicts, every namespace before anything is taken.
+    fn skip_patterns(&mut self, pending: &mut [Pending]) -> Result<(), RedisFilterError> {
         let mut skip = Vec::new();
-        let mut fps = Vec::new();
-        let mut idx = Vec::new();
-        let mut news = Vec::new();
-        let mut claimed: Vec<(String, Vec<u128>)> = Vec::new();
         for ns in 0..self.names.len() {
-            idx.clear();
-            idx.extend((0..pending.len()).filter(|&j| pending[j].ns == ns));
+            let idx: Vec<usize> = (0..pending.len()).filter(|&j| pending[j].ns == ns).collect();
             if idx.is_empty() {
                 continue;
             }
             let name = self.names[ns].clone();
             let pats: Vec<&str> = idx.iter().map(|&j| pending[j].pattern.as_str()).collect();
-            if let Err(e) = self.pattern_skips(&name, &pats, &mut skip) {
-                self.pending = pending;
-                self.unclaim(&claimed);
-                return Err(e);
+            self.pattern_skips(&name, &pats, &mut skip)?;
+            for (&j, &s) in idx.iter().zip(&skip) {
+                if s {
+                    pending[j].role = Role::Skipped;
+                }
             }
-            let mut k = 0;
-            idx.retain(|&j| {
-                let s = skip[k];
-                k += 1;
-                pending[j].skipped = s;
-                !s
-            });
-            let state = self
-                .namespaces
-                .get_mut(&name)
-                .expect("every name has its state");
-            fps.clear();
-            fps.extend(idx.iter().map(|&j| pending[j].fp));
-            // Claim (docs/redis-filter.md): new = ours to publish; confirmed in finish() after
-            // the delivery report, so nothing is marked seen that was not delivered, and a
-            // second gate seeing the same link meanwhile waits for our claim.
-            if let Err(e) = state.filter.claim(&fps, &mut news) {
-                self.pending = pending;
-                self.unclaim(&claimed);
-                return Err(self.namespace_lost(&name, e));
-            }
-            for (&j, &n) in idx.iter().zip(&news) {
-                pending[j].new = n;
-            }
-            claimed.push((
-                name,
-                fps.iter()
-                    .zip(&news)
-                    .filter(|(_, &n)| n)
-                    .map(|(f, _)| *f)
-                    .collect(),
-            ));
         }
-        self.metrics
-            .filter_seconds
-            .observe(t.elapsed().as_secs_f64());
-        // 3. In input order: skipped patterns are rejected, repeats within the batch are
-        //    duplicates, the rest become fetch events.
-        //    A URL is new for the batch if its claim said so; its first event whose fetch event
-        //    fits the output limit publishes it (an event too large for it is dead-lettered
-        //    and the next event of the same URL, if any, publishes it instead).
-        self.seen.clear();
-        let new_fps: HashSet<(usize, u128)> = pending
-            .iter()
-            .filter(|p| p.new)
-            .map(|p| (p.ns, p.fp))
-            .collect();
+        Ok(())
+    }
+
+    /// 3. The publisher of each URL: its first event whose fetch event fits the output limit
+    ///    (one too large is dead-lettered, and the next event of the URL is tried).
+    fn choose_publishers(
+        &mut self,
+        pending: &mut [Pending],
+        topic: &str,
+        batch: &Batch,
+        out: &mut GateStaged,
+        now: &str,
+    ) {
         let limit = self.cfg.kafka.producer_max_bytes();
-        let mut inserts: Vec<Vec<u128>> = vec![Vec::new(); self.names.len()];
-        for p in pending.drain(..) {
-            if p.skipped {
-                self.reject(out, &p.event, Reason::PatternSimilar, &now);
+        let mut chosen: HashSet<(usize, u128)> = HashSet::with_capacity(pending.len());
+        for p in pending.iter_mut() {
+            if p.role == Role::Skipped || chosen.contains(&(p.ns, p.fp)) {
                 continue;
             }
-            if !new_fps.contains(&(p.ns, p.fp))
-                || self.unfinished.contains(&(p.ns, p.fp))
-                || self.seen.contains(&(p.ns, p.fp))
-            {
-                out.pending.duplicates += 1;
-                continue;
+            if fetch_event_bound(p) > limit {
+                encode(p, &self.names[p.ns], now, &mut self.enc);
+                let (s, e) = p.enc.expect("just encoded");
+                let size = host_of(p).len() + (e - s) + crate::stage::batch::RECORD_OVERHEAD;
+                if size > limit {
+                    p.role = Role::TooLarge;
+                    let e = DecodeError {
+                        code: DeadLetterCode::TooLarge,
+                        detail: format!(
+                            "its fetch event would be {size} bytes, over the output limit of {limit} (the producer's message.max.bytes)"
+                        ),
+                    };
+                    out.dead_letter(&e, topic, batch, p.idx);
+                    continue;
+                }
             }
-            let host = crate::url::lex::host_port(&p.canonical).to_string();
-            let ev = p.event;
-            let fe = FetchEvent {
-                url: p.canonical,
-                original: ev.url,
-                pattern: p.pattern,
-                host,
-                namespace: self.names[p.ns].clone(),
-                source: ev.source,
-                depth: ev.depth,
-                discovered_at: ev.discovered_at,
-                crawl_id: ev.crawl_id,
-                method: ev.method,
-                metadata: ev.metadata,
-                gated_at: now.clone(),
-            };
-            let key = fe.host.clone();
-            out.json_from(p.idx, Dest::Output, Some(key.as_bytes()), &fe);
-            let size = out.record_bytes(out.len() - 1);
-            if size > limit {
-                out.pop();
-                let e = DecodeError {
-                    code: DeadLetterCode::TooLarge,
-                    detail: format!(
-                        "its fetch event would be {size} bytes, over the output limit of {limit} (the producer's message.max.bytes)"
-                    ),
-                };
-                out.dead_letter(&e, topic, batch, p.idx);
-                continue;
-            }
-            out.emitted += 1;
-            self.seen.insert((p.ns, p.fp));
-            inserts[p.ns].push(p.fp);
-            let rec = out.len() - 1;
-            out.pending.claimed.push((rec, p.ns, p.fp));
+            p.role = Role::Publisher;
+            chosen.insert((p.ns, p.fp));
         }
-        // Claimed URLs no event of the batch could publish: released, never marked seen.
-        let mut releases: Vec<Vec<u128>> = vec![Vec::new(); self.names.len()];
-        for &(ns, fp) in &new_fps {
-            if !self.seen.contains(&(ns, fp)) {
-                releases[ns].push(fp);
-            }
-        }
-        out.pending.releases = self
-            .names
-            .iter()
-            .cloned()
-            .zip(releases)
-            .filter(|(_, v)| !v.is_empty())
+    }
+
+    /// 4. Take namespace `ns`'s publishers: their fetch events into the outbox and their
+    ///    fingerprints check-and-set, in one exchange; the new ones become [`Role::New`].
+    fn take(
+        &mut self,
+        ns: usize,
+        pending: &mut [Pending],
+        now: &str,
+    ) -> Result<Option<Ticket>, RedisFilterError> {
+        let idx: Vec<usize> = (0..pending.len())
+            .filter(|&j| pending[j].ns == ns && pending[j].role == Role::Publisher)
             .collect();
-        self.pending = pending;
-        // Only now, when nothing can fail any more: a failed stage is repeated from scratch.
-        self.unfinished.extend(self.seen.iter().copied());
-        // One entry per attached namespace (indexed like `names`), so `claimed` can point in.
-        out.pending.inserts = self.names.iter().cloned().zip(inserts).collect();
+        if idx.is_empty() {
+            return Ok(None);
+        }
+        let fps: Vec<u128> = idx.iter().map(|&j| pending[j].fp).collect();
+        let GateCore {
+            names,
+            namespaces,
+            enc,
+            ..
+        } = self;
+        let name = &names[ns];
+        let filter = &mut namespaces.get_mut(name).expect("attached").filter;
+        let mut news = Vec::new();
+        let r = filter
+            .take_submit(&fps, |k, buf| {
+                let p = &mut pending[idx[k]];
+                if p.enc.is_none() {
+                    encode(p, name, now, enc);
+                }
+                let (s, e) = p.enc.expect("encoded");
+                buf.extend_from_slice(host_of(p).as_bytes());
+                buf.push(b'\t');
+                buf.extend_from_slice(&enc[s..e]);
+            })
+            .and_then(|()| filter.take_complete(&mut news));
+        match r {
+            Ok(ticket) => {
+                for (&j, &n) in idx.iter().zip(&news) {
+                    if n {
+                        pending[j].role = Role::New;
+                    }
+                }
+                Ok(Some(ticket))
+            }
+            Err(e) => {
+                filter.take_abandon();
+                let name = name.clone();
+                Err(self.namespace_lost(&name, e))
+            }
+        }
+    }
+
+    /// Take every namespace's publishers. If one fails after others were taken, what those
+    /// answered new is carried to the next batch (their entries are in the outbox already, and
+    /// this gate's tier now answers them "seen").
+    fn take_all(
+        &mut self,
+        pending: &mut [Pending],
+        now: &str,
+        tickets: &mut Vec<(usize, Ticket)>,
+    ) -> Result<(), RedisFilterError> {
+        for ns in 0..self.names.len() {
+            match self.take(ns, pending, now) {
+                Ok(Some(t)) => tickets.push((ns, t)),
+                Ok(None) => {}
+                Err(e) => {
+                    for (ns, t) in tickets.drain(..) {
+                        let mut lines = Vec::new();
+                        for p in pending.iter().filter(|p| p.ns == ns && p.role == Role::New) {
+                            let (s, e) = p.enc.expect("a new URL was encoded");
+                            lines.extend_from_slice(host_of(p).as_bytes());
+                            lines.push(b'\t');
+                            lines.extend_from_slice(&self.enc[s..e]);
+                            lines.push(b'\n');
+                        }
+                        self.carry.push((ns, (t, lines)));
+                    }
+                    return Err(e);
+                }
+            }
+        }
         Ok(())
     }
 
-    fn finish(&mut self, out: &mut GateStaged) -> Result<(), RedisFilterError> {
-        let out = &out.pending;
-        let t = std::time::Instant::now();
-        // Queue the confirmations (delivered) and releases (refused for good) in each
-        // namespace's filter, then send them. A failed settle leaves them queued (settle drops
-        // repeats) and finish() is called again.
-        let mut touched: Vec<&str> = Vec::new();
-        for ((ns, fps), release) in out
-            .inserts
-            .iter()
-            .map(|x| (x, false))
-            .chain(out.releases.iter().map(|x| (x, true)))
-        {
-            if fps.is_empty() {
+    /// Adopt the outboxes of gates whose lease expired: on a namespace's first batch, then
+    /// every half lease.
+    fn adopt_due(&mut self) -> Result<(), RedisFilterError> {
+        for ns in 0..self.names.len() {
+            let state = self.namespaces.get_mut(&self.names[ns]).expect("attached");
+            let every = state.filter.lease_ttl() / 2;
+            if self.adopted_at[ns].is_some_and(|t| t.elapsed() < every) {
                 continue;
             }
-            let state = self
-                .namespaces
-                .get_mut(ns)
-                .expect("staged namespaces are attached");
-            if release {
-                state.filter.release(fps);
-            } else {
-                state.filter.confirm(fps);
+            let got = match state.filter.adopt_expired() {
+                Ok(got) => got,
+                Err(e) => {
+                    let name = self.names[ns].clone();
+                    return Err(self.namespace_lost(&name, e));
+                }
+            };
+            if !got.is_empty() {
+                tracing::warn!(
+                    namespace = self.names[ns],
+                    entries = got.len(),
+                    "adopted the outbox of a gate whose lease expired: publishing its URLs"
+                );
             }
-            if !touched.contains(&ns.as_str()) {
-                touched.push(ns);
+            self.carry.extend(got.into_iter().map(|a| (ns, a)));
+            self.adopted_at[ns] = Some(std::time::Instant::now());
+        }
+        Ok(())
+    }
+
+    /// 5. The records, in input order: skipped patterns are rejected, each new URL's publisher
+    ///    becomes its fetch event, the other events are duplicates.
+    fn emit(&mut self, pending: &[Pending], out: &mut GateStaged, now: &str) {
+        for p in pending {
+            match p.role {
+                Role::TooLarge => {}
+                Role::Skipped => self.reject(out, &p.event, Reason::PatternSimilar, now),
+                Role::New => {
+                    let (s, e) = p.enc.expect("a new URL was encoded");
+                    let json = &self.enc[s..e];
+                    let key = host_of(p).as_bytes();
+                    out.record_from(p.idx, Dest::Output, Some(key), |b| {
+                        b.extend_from_slice(json)
+                    });
+                    out.emitted += 1;
+                }
+                Role::Repeat | Role::Publisher => out.pending.duplicates += 1,
             }
         }
-        for ns in touched {
-            let state = self.namespaces.get_mut(ns).expect("attached");
-            if let Err(e) = state.filter.settle() {
-                return Err(self.namespace_lost(ns, e));
+    }
+
+    /// 6. The carried outbox entries' fetch events (a `dedup` client's entry holds bare URLs:
+    ///    they get a fetch event of their own).
+    fn emit_carried(&mut self, out: &mut GateStaged, now: &str) {
+        for (ns, (ticket, lines)) in self.carry.drain(..) {
+            for line in Payload::lines(&lines) {
+                match line {
+                    Payload::Event { key, json } => {
+                        out.record(Dest::Output, Some(key), |b| b.extend_from_slice(json))
+                    }
+                    Payload::Url(u) => {
+                        let url = String::from_utf8_lossy(u).into_owned();
+                        let host = crate::url::lex::host_port(&url).to_string();
+                        let fe = FetchEvent {
+                            pattern: crate::url::pattern::pattern(&url),
+                            original: url.clone(),
+                            url,
+                            host: host.clone(),
+                            namespace: self.names[ns].clone(),
+                            source: None,
+                            depth: None,
+                            discovered_at: None,
+                            crawl_id: None,
+                            method: None,
+                            metadata: None,
+                            gated_at: now.to_string(),
+                        };
+                        out.json(Dest::Output, Some(host.as_bytes()), &fe);
+                    }
+                }
+                out.emitted += 1;
+                out.pending.adopted += 1;
             }
+            out.pending.tickets.push((self.names[ns].clone(), ticket));
         }
-        for (ns, fps) in &out.inserts {
-            let i = self
-                .names
-                .iter()
-                .position(|n| n == ns)
-                .expect("a known name");
-            for fp in fps {
-                self.unfinished.remove(&(i, *fp));
-            }
-        }
+    }
+}
+
+impl Stage for GateCore {
+    type Error = RedisFilterError;
+    type Pending = GatePending;
+
+    fn stage(
+        &mut self,
+        topic: &str,
+        batch: &Batch,
+        out: &mut GateStaged,
+    ) -> Result<(), RedisFilterError> {
+        out.clear();
+        self.pending.clear();
+        self.enc.clear();
+        out.consumed = batch.len() as u64;
+        let now = now_rfc3339();
+        self.decode(topic, batch, out, &now)?;
+        self.adopt_due()?;
+        let t = std::time::Instant::now();
+        let mut pending = std::mem::take(&mut self.pending);
+        let mut tickets = Vec::new();
+        let r = self.skip_patterns(&mut pending).and_then(|()| {
+            self.choose_publishers(&mut pending, topic, batch, out, &now);
+            self.take_all(&mut pending, &now, &mut tickets)
+        });
         self.metrics
             .filter_seconds
             .observe(t.elapsed().as_secs_f64());
+        if let Err(e) = r {
+            self.pending = pending;
+            return Err(e);
+        }
+        self.emit(&pending, out, &now);
+        self.emit_carried(out, &now);
+        for (ns, t) in tickets {
+            out.pending.tickets.push((self.names[ns].clone(), t));
+        }
+        pending.clear();
+        self.pending = pending;
         Ok(())
     }
 
-    /// Fetch record `i` will not be delivered (the output cluster refused it for good): its
-    /// URL is released, never marked seen.
-    fn withdraw(&mut self, out: &mut GateStaged, i: usize) {
-        let p = &mut out.pending;
-        let Some(pos) = p.claimed.iter().position(|c| c.0 == i) else {
-            return;
-        };
-        let (_, ns, fp) = p.claimed.swap_remove(pos);
-        let (name, fps) = &mut p.inserts[ns];
-        fps.retain(|&f| f != fp);
-        match p.releases.iter_mut().find(|(n, _)| n == name) {
-            Some((_, v)) => v.push(fp),
-            None => p.releases.push((name.clone(), vec![fp])),
+    /// Every record was delivered: the batch's outbox entries are cleared (with the next
+    /// exchange, or when the gate is idle).
+    fn finish(&mut self, out: &mut GateStaged) -> Result<(), RedisFilterError> {
+        for (ns, t) in std::mem::take(&mut out.pending.tickets) {
+            if let Some(state) = self.namespaces.get_mut(&ns) {
+                state.filter.delivered(t);
+            }
         }
+        Ok(())
+    }
+
+    fn idle(&mut self) -> Result<(), RedisFilterError> {
+        for state in self.namespaces.values_mut() {
+            state.filter.take_settle()?;
+        }
+        Ok(())
     }
 
     fn account(&self, out: &GateStaged) {
@@ -756,12 +881,5 @@ impl Stage for GateCore {
                 .inc_by(*n);
         }
         self.metrics.duplicates.inc_by(out.pending.duplicates);
-    }
-
-    fn set_yield_on_busy(&mut self, on: bool) {
-        self.yield_on_busy = on;
-        for state in self.namespaces.values_mut() {
-            state.filter.set_yield_on_busy(on);
-        }
     }
 }

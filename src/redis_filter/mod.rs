@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 
 pub use conn::{Conn, LazyConn, RedisConfig};
 pub use layout::{GenSpec, Keys};
-pub use outbox::{Adopted, Ticket};
+pub use outbox::{Adopted, Payload, Ticket};
 pub use tier::LocalTier;
 
 use resp::{Batch, Replies};

@@ -33,8 +33,13 @@ use super::{Conn, RedisConfig, RedisFilter, RedisFilterError};
 
 /// A batch's outbox entry: clear it with [`RedisFilter::delivered`] once its new URLs (or an
 /// adopted entry's payloads) were delivered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ticket(String);
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ticket {
+    /// The outbox (client id) holding the entry: a ticket of an earlier outbox of the same
+    /// filter (one replaced after Redis lost the namespace) clears nothing.
+    owner: String,
+    field: String,
+}
 
 /// The outbox side of a client (made on first use).
 pub(super) struct Outbox {
@@ -207,12 +212,13 @@ impl RedisFilter {
 
     /// Take a batch, first half: write the payloads of the URLs the local tier cannot answer
     /// into this client's outbox, then check-and-set them, without waiting for the replies.
-    /// `payload(i)` is what delivering `fps[i]` means (a line; no `\n`). Up to a few batches
+    /// `payload(i, buf)` appends what delivering `fps[i]` means (a line; no `\n`); it is called
+    /// only for the URLs sent to Redis, in order. Up to a few batches
     /// may be in flight; [`RedisFilter::take_complete`] answers them in order.
-    pub fn take_submit<'p>(
+    pub fn take_submit(
         &mut self,
         fps: &[u128],
-        payload: impl Fn(usize) -> &'p [u8],
+        mut payload: impl FnMut(usize, &mut Vec<u8>),
     ) -> Result<(), RedisFilterError> {
         if !self.inflight.is_empty() {
             return Err(RedisFilterError::Params(
@@ -225,13 +231,13 @@ impl RedisFilter {
         self.claim_todo(fps, &mut todo);
         let mut blob = Vec::new();
         for &i in &todo {
-            let p = payload(i);
-            if p.contains(&b'\n') {
+            let start = blob.len();
+            payload(i, &mut blob);
+            if blob[start..].contains(&b'\n') {
                 return Err(RedisFilterError::Params(
                     "an outbox payload contains a newline".into(),
                 ));
             }
-            blob.extend_from_slice(p);
             blob.push(b'\n');
         }
         let ob = self.ob.as_mut().expect("made by outbox()");
@@ -327,9 +333,12 @@ impl RedisFilter {
                 ob.seen_in_redis += seen as u64;
                 if take.todo.is_empty() {
                     // No entry was written.
-                    return Ok(Ticket(String::new()));
+                    return Ok(Ticket::default());
                 }
-                Ok(Ticket(take.field))
+                Ok(Ticket {
+                    owner: ob.id.clone(),
+                    field: take.field,
+                })
             }
             Err(e) => {
                 // Back in front, as sent on a lost connection: take_abandon() hands its field
@@ -426,8 +435,8 @@ impl RedisFilter {
     /// The ticket's URLs were delivered: its entry is cleared with the next exchange (or by
     /// [`RedisFilter::take_settle`]).
     pub fn delivered(&mut self, t: Ticket) {
-        if let (Some(ob), false) = (self.ob.as_mut(), t.0.is_empty()) {
-            ob.clear_q.push(t.0);
+        if let Some(ob) = self.ob.as_mut().filter(|ob| ob.id == t.owner) {
+            ob.clear_q.push(t.field);
         }
     }
 
@@ -497,7 +506,14 @@ impl RedisFilter {
         let mut it = moved.into_iter();
         while let (Some(f), Some(v)) = (it.next(), it.next()) {
             self.stats.adopted += 1;
-            out.push((Ticket(String::from_utf8_lossy(&f).into_owned()), v));
+            let field = String::from_utf8_lossy(&f).into_owned();
+            out.push((
+                Ticket {
+                    owner: me.clone(),
+                    field,
+                },
+                v,
+            ));
         }
         Ok(out)
     }
@@ -588,5 +604,49 @@ impl RedisFilter {
         conn.pipeline(cmds)
             .map_err(|e| RedisFilterError::from_redis(e, false))?;
         Ok(())
+    }
+}
+
+/// One line of an outbox entry: what delivering a URL means to the client that took it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payload<'a> {
+    /// A canonical URL (`dedup` writes it out).
+    Url(&'a [u8]),
+    /// `KEY \t FETCH-EVENT-JSON` (the gate produces it to the fetch topic with that key).
+    Event { key: &'a [u8], json: &'a [u8] },
+}
+
+impl<'a> Payload<'a> {
+    /// Read one line (a tab marks a gate's fetch event: a URL holds no raw tab).
+    pub fn parse(line: &'a [u8]) -> Payload<'a> {
+        match line.iter().position(|&b| b == b'\t') {
+            Some(t) => Payload::Event {
+                key: &line[..t],
+                json: &line[t + 1..],
+            },
+            None => Payload::Url(line),
+        }
+    }
+
+    /// Every non-empty line of an entry.
+    pub fn lines(entry: &'a [u8]) -> impl Iterator<Item = Payload<'a>> {
+        entry
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(Payload::parse)
+    }
+
+    /// The canonical URL it delivers (`None`: a fetch event that does not parse).
+    pub fn url(&self) -> Option<String> {
+        match self {
+            Payload::Url(u) => Some(String::from_utf8_lossy(u).into_owned()),
+            Payload::Event { json, .. } => {
+                #[derive(serde::Deserialize)]
+                struct U {
+                    url: String,
+                }
+                serde_json::from_slice::<U>(json).ok().map(|u| u.url)
+            }
+        }
     }
 }

@@ -179,6 +179,19 @@ impl<P: Default> Staged<P> {
         self.records.last_mut().expect("just pushed").source = Some(source);
     }
 
+    /// Stage a record for `dest` made from input message `source` of the batch (see
+    /// [`Staged::json_from`]).
+    pub fn record_from(
+        &mut self,
+        source: usize,
+        dest: Dest,
+        key: Option<&[u8]>,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) {
+        self.record(dest, key, write);
+        self.records.last_mut().expect("just pushed").source = Some(source);
+    }
+
     /// The input message record `i` was made from, if it says.
     pub fn source(&self, i: usize) -> Option<usize> {
         self.records[i].source

@@ -81,6 +81,12 @@ pub trait Stage {
     /// emitted and dead-lettered messages itself).
     fn account(&self, _out: &Staged<Self::Pending>) {}
 
+    /// Nothing is in flight and no input is waiting (and once more before the worker stops):
+    /// a moment to write down what [`Stage::finish`] left for later. Errors are logged.
+    fn idle(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
     /// Whether [`Stage::stage`] should fail with a busy error ([`StageError::is_busy`]) rather
     /// than wait when another client holds what it needs.
     fn set_yield_on_busy(&mut self, _on: bool) {}

@@ -660,7 +660,15 @@ impl<S: Stage + Send + 'static> Worker<S> {
             .run_loop(idle_exit)
             .and_then(|()| self.finish_inflight().map(drop));
         self.commit(CommitMode::Sync, true);
+        self.stage_idle();
         r.map(|()| self.report)
+    }
+
+    /// Let the stage write down what its finished batches left for later.
+    fn stage_idle(&mut self) {
+        if let Err(e) = self.pipe().stage.idle() {
+            tracing::warn!(error = %e, "the stage could not settle; it retries when idle again");
+        }
     }
 
     fn run_loop(&mut self, idle_exit: Option<Duration>) -> Result<()> {
@@ -676,6 +684,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
                 if !self.finish_inflight()? {
                     break;
                 }
+                self.stage_idle();
                 continue;
             }
             if !self.stage_and_send()? {
