@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Kafka gate benchmark, one command (release build):
-#   scripts/bench-gate.sh                       # 1 M events of gen_stream.py --seed 42
+#   scripts/bench-gate.sh                       # 1 M JSON url-events (gen_stream.py --seed 42), 1 then 2 consumers
 #   EVENTS=200000 BENCH_WORKERS=2 scripts/bench-gate.sh
+#   BENCH_FORMAT=lines scripts/bench-gate.sh    # bare lines as events
 # Starts its own tansu broker (memory storage; fetched like scripts/test.sh does), uses the Redis
 # on 127.0.0.1:6379 (BENCH_REDIS to change; a namespace of its own, dropped afterwards), loads the
 # stream into a 4-partition topic, then runs `crawlsieve gate --passthrough` and `crawlsieve gate`
@@ -16,4 +17,7 @@ STREAM="$DATA/stream-$EVENTS-seed42.txt"
 TANSU=$(scripts/fetch-tansu.sh)
 STREAM="$PWD/$STREAM"
 export TANSU STREAM
-exec cargo bench --bench gate_kafka
+for w in ${BENCH_WORKERS:-1 2}; do
+  echo "== consumers per process: $w" >&2
+  BENCH_WORKERS=$w cargo bench --bench gate_kafka
+done
