@@ -10,6 +10,8 @@
 //!    * [`page`] — page features, similarities, rule classes, near-duplicate clustering,
 //!      URL-pattern DOM verdicts (seeds 003 and 004).
 //!    * [`input`] — bounded line reading (a megabyte line never becomes a problem).
+//!    * [`decision`] — the URL decision the gate, the HTTP API and `dedup` share: which
+//!      candidates the filter must answer, and each candidate's verdict from its answers.
 //! 2. Shared services:
 //!    * [`sieve`] — validate → canonicalize → scope → check-and-set: the core step of embedded `dedup`.
 //!    * [`scope`] — crawl scope: domains (Public Suffix List sites), Nutch-style rules, limits.
@@ -29,7 +31,8 @@
 //! 7. [`cli`] — the `crawlsieve` command line (dedup, check, canon, pattern, bloom, gate,
 //!    cluster, similar, render, serve). It imports everything; nothing imports it.
 //!
-//! Where a change belongs: the render stage's decision → `render::stage`; the Kafka delivery
+//! Where a change belongs: what becomes of a candidate once the filter answered → `decision`
+//! (all three drivers); the render stage's decision → `render::stage`; the Kafka delivery
 //! discipline (batching, reports, commits, pauses) → `stage::worker`; a metric's name or help →
 //! `observe::names`; a configuration key → `config`; a junk rule → `url::validate`; a scope rule →
 //! `scope`.
@@ -37,6 +40,7 @@
 pub mod bloom;
 pub mod cli;
 pub mod config;
+pub mod decision;
 pub mod events;
 pub mod gate;
 pub mod input;

@@ -4,6 +4,7 @@
 
 use url::Url;
 
+use crate::decision::{self, Decision};
 use crate::bloom::{fingerprint, BloomFilter, CheckAndSet};
 use crate::url::{CanonError, Canonicalizer, Reason, Validator};
 
@@ -176,46 +177,41 @@ impl Sieve {
                 Ok(c) => {
                     let start = out.arena.len();
                     out.arena.push_str(c);
-                    let fp = self.dedup_fingerprint();
-                    out.fps.push(fp);
-                    out.pending.push(out.verdicts.len());
+                    out.decision.candidate(0, self.dedup_fingerprint());
                     out.spans.push((start, out.arena.len()));
-                    out.verdicts.push(Verdict::Duplicate); // decided below
                 }
                 Err(r) => {
+                    out.decision.reject(r);
                     out.spans.push((0, 0));
-                    out.verdicts.push(Verdict::Reject(r));
                 }
             }
         }
+        out.decision.lookups(0);
     }
 }
 
 /// Verdicts and canonical URLs of one [`Sieve::process_batch`] call; reuse it across batches.
+/// The verdicts are [`Decision`]'s (one group: `dedup` has one namespace).
 #[derive(Debug, Default)]
 pub struct BatchResult {
-    verdicts: Vec<Verdict>,
+    decision: Decision,
     spans: Vec<(usize, usize)>,
     arena: String,
-    fps: Vec<u128>,
-    pending: Vec<usize>,
     news: Vec<bool>,
 }
 
 impl BatchResult {
     fn clear(&mut self) {
-        self.verdicts.clear();
+        self.decision.clear();
         self.spans.clear();
         self.arena.clear();
-        self.fps.clear();
-        self.pending.clear();
     }
 
     /// Second half of [`Sieve::process_batch`]: check-and-set the batch's fingerprints and
     /// mark the new ones. On error nothing is marked and the call may be repeated.
     pub fn decide<F: CheckAndSet>(&mut self, mut filter: F) -> Result<(), F::Error> {
         let mut news = std::mem::take(&mut self.news);
-        let r = filter.check_and_set_batch(&self.fps, &mut news);
+        let r = filter.check_and_set_batch(self.decision.lookup_fps(), &mut news);
         if r.is_ok() {
             self.apply(&news);
         }
@@ -226,45 +222,43 @@ impl BatchResult {
     /// The dedup fingerprints of the lines that passed, in line order (for a filter driven by
     /// the caller, e.g. the pipelined Redis filter).
     pub fn fps(&self) -> &[u128] {
-        &self.fps
+        self.decision.lookup_fps()
     }
 
     /// The canonical URL of `fps()[j]`.
     pub fn passed(&self, j: usize) -> &str {
-        let (a, b) = self.spans[self.pending[j]];
+        let (a, b) = self.spans[self.decision.looked_up()[j]];
         &self.arena[a..b]
     }
 
     /// Mark the lines that passed new or duplicate: `news[j]` answers `fps()[j]`.
     pub fn apply(&mut self, news: &[bool]) {
-        for (&i, &new) in self.pending.iter().zip(news) {
-            self.verdicts[i] = if new {
-                Verdict::Keep
-            } else {
-                Verdict::Duplicate
-            };
-        }
+        self.decision.answer(news);
     }
 
     /// Number of lines in the batch.
     pub fn len(&self) -> usize {
-        self.verdicts.len()
+        self.decision.len()
     }
 
     /// Whether the batch was empty.
     pub fn is_empty(&self) -> bool {
-        self.verdicts.is_empty()
+        self.decision.is_empty()
     }
 
     /// The verdict of line `i`.
     pub fn verdict(&self, i: usize) -> Verdict {
-        self.verdicts[i]
+        match self.decision.verdict(i) {
+            decision::Verdict::New => Verdict::Keep,
+            decision::Verdict::Rejected(r) => Verdict::Reject(r),
+            decision::Verdict::Duplicate | decision::Verdict::Unpublishable => Verdict::Duplicate,
+        }
     }
 
     /// The canonical URL of line `i` (kept or duplicate).
     pub fn canonical(&self, i: usize) -> Option<&str> {
-        match self.verdicts[i] {
-            Verdict::Reject(_) => None,
+        match self.decision.verdict(i) {
+            decision::Verdict::Rejected(_) => None,
             _ => Some(&self.arena[self.spans[i].0..self.spans[i].1]),
         }
     }

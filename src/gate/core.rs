@@ -19,6 +19,7 @@ use std::sync::Arc;
 use url::Url;
 
 use crate::config::Config;
+use crate::decision::{Decision, Verdict};
 use crate::events::{
     now_rfc3339, DeadLetterCode, DecodeError, FetchEvent, RejectedEvent, UrlEvent,
 };
@@ -61,9 +62,6 @@ impl StageError for RedisFilterError {
     fn is_retryable(&self) -> bool {
         RedisFilterError::is_retryable(self)
     }
-    fn is_busy(&self) -> bool {
-        matches!(self, RedisFilterError::Claimed(_))
-    }
 }
 
 struct Namespace {
@@ -82,24 +80,8 @@ struct Pending {
     canonical: String,
     pattern: String,
     event: UrlEvent,
-    role: Role,
     /// Its fetch event's JSON in [`GateCore::enc`], once encoded.
     enc: Option<(usize, usize)>,
-}
-
-/// What an event that passed the sieve becomes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
-    /// A repeat of an earlier event of the batch (or not judged yet).
-    Repeat,
-    /// Its URL's pattern was verified similar.
-    Skipped,
-    /// Its fetch event is over the output limit: dead-lettered.
-    TooLarge,
-    /// The first event of its URL that fits: taken in the filter.
-    Publisher,
-    /// A publisher the filter answered new.
-    New,
 }
 
 /// Why [`GateCore::filter_direct`] answered no verdicts.
@@ -185,6 +167,8 @@ pub struct GateCore {
     namespaces: HashMap<String, Namespace>,
     patterns_conn: LazyConn,
     pending: Vec<Pending>,
+    /// The URL decision of the batch being staged (indexed like `pending`).
+    decision: Decision,
     /// Fetch events (JSON) of the batch being staged.
     enc: Vec<u8>,
     /// Outbox entries to publish with the next batch: adopted from gates whose lease expired,
@@ -220,6 +204,7 @@ impl GateCore {
             names: Vec::new(),
             namespaces: HashMap::new(),
             pending: Vec::new(),
+            decision: Decision::default(),
             enc: Vec::new(),
             carry: Vec::new(),
             adopted_at: Vec::new(),
@@ -356,34 +341,33 @@ impl GateCore {
             }
         }
         self.set_source(source);
-        let mut out = Vec::with_capacity(urls.len());
-        let mut todo: Vec<(usize, u128, String)> = Vec::new();
-        for (i, u) in urls.iter().enumerate() {
+        let mut d = Decision::default();
+        let mut canon: Vec<String> = Vec::with_capacity(urls.len());
+        for u in urls {
             match self.sieve_url(u) {
-                Err(r) => out.push(Direct::Rejected(r)),
+                Err(r) => {
+                    d.reject(r);
+                    canon.push(String::new());
+                }
                 Ok(c) => {
-                    out.push(Direct::Duplicate);
-                    todo.push((i, self.sieve.dedup_fingerprint(), c));
+                    d.candidate(0, self.sieve.dedup_fingerprint());
+                    canon.push(c);
                 }
             }
         }
-        let pats: Vec<String> = todo
+        let cand: Vec<usize> = (0..d.len()).filter(|&i| d.is_candidate(i)).collect();
+        let pats: Vec<String> = cand
             .iter()
-            .map(|(_, _, c)| crate::url::pattern::pattern(c))
+            .map(|&i| crate::url::pattern::pattern(&canon[i]))
             .collect();
         let refs: Vec<&str> = pats.iter().map(String::as_str).collect();
         let mut skip = Vec::new();
         self.pattern_skips(&ns, &refs, &mut skip)?;
-        let mut k = 0;
-        todo.retain(|(i, ..)| {
-            let s = skip[k];
-            k += 1;
-            if s {
-                out[*i] = Direct::Rejected(Reason::PatternSimilar);
-            }
-            !s
-        });
-        let fps: Vec<u128> = todo.iter().map(|t| t.1).collect();
+        for (&i, _) in cand.iter().zip(&skip).filter(|(_, &s)| s) {
+            d.reject_at(i, Reason::PatternSimilar);
+        }
+        d.lookups(0);
+        let fps = d.lookup_fps().to_vec();
         let mut news = Vec::new();
         let t = std::time::Instant::now();
         // A namespace Redis lost is created again (create_missing) and the call made once more.
@@ -407,22 +391,26 @@ impl GateCore {
             }
         }
         if check_only {
-            // Repeats inside the request: only the first is new.
+            // A read answers every occurrence alike: only the first is new.
             let mut seen = HashSet::new();
             for (n, fp) in news.iter_mut().zip(&fps) {
                 *n &= seen.insert(*fp);
             }
         }
+        d.answer(&news);
         self.metrics
             .filter_seconds
             .observe(t.elapsed().as_secs_f64());
-        let mut delivered = Vec::new();
-        for ((i, fp, c), n) in todo.into_iter().zip(news) {
-            if n {
-                out[i] = Direct::New(c);
-                delivered.push(fp);
-            }
-        }
+        let delivered: Vec<u128> = d.news().map(|i| d.fp(i)).collect();
+        let out: Vec<Direct> = canon
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| match d.verdict(i) {
+                Verdict::New => Direct::New(c),
+                Verdict::Rejected(r) => Direct::Rejected(r),
+                Verdict::Duplicate | Verdict::Unpublishable => Direct::Duplicate,
+            })
+            .collect();
         if let Some(k) = idem {
             // Remember the answer before the URLs are confirmed: a retry after this point
             // replays it; a retry before finds the claims still under the key's token.
@@ -568,6 +556,7 @@ impl GateCore {
                 Ok(canonical) => {
                     let fp = self.sieve.dedup_fingerprint();
                     let pattern = crate::url::pattern::pattern(&canonical);
+                    self.decision.candidate(ns as u32, fp);
                     self.pending.push(Pending {
                         idx: i,
                         raw_len: batch.value(i).len(),
@@ -576,7 +565,6 @@ impl GateCore {
                         canonical,
                         pattern,
                         event: ev,
-                        role: Role::Repeat,
                         enc: None,
                     });
                 }
@@ -598,7 +586,7 @@ impl GateCore {
             self.pattern_skips(&name, &pats, &mut skip)?;
             for (&j, &s) in idx.iter().zip(&skip) {
                 if s {
-                    pending[j].role = Role::Skipped;
+                    self.decision.reject_at(j, Reason::PatternSimilar);
                 }
             }
         }
@@ -617,8 +605,8 @@ impl GateCore {
     ) {
         let limit = self.cfg.kafka.producer_max_bytes();
         let mut chosen: HashSet<(usize, u128)> = HashSet::with_capacity(pending.len());
-        for p in pending.iter_mut() {
-            if p.role == Role::Skipped || chosen.contains(&(p.ns, p.fp)) {
+        for (j, p) in pending.iter_mut().enumerate() {
+            if !self.decision.is_candidate(j) || chosen.contains(&(p.ns, p.fp)) {
                 continue;
             }
             if fetch_event_bound(p) > limit {
@@ -626,7 +614,7 @@ impl GateCore {
                 let (s, e) = p.enc.expect("just encoded");
                 let size = host_of(p).len() + (e - s) + crate::stage::batch::RECORD_OVERHEAD;
                 if size > limit {
-                    p.role = Role::TooLarge;
+                    self.decision.unpublishable(j);
                     let e = DecodeError {
                         code: DeadLetterCode::TooLarge,
                         detail: format!(
@@ -637,37 +625,35 @@ impl GateCore {
                     continue;
                 }
             }
-            p.role = Role::Publisher;
             chosen.insert((p.ns, p.fp));
         }
     }
 
     /// 4. Take namespace `ns`'s publishers: their fetch events into the outbox and their
-    ///    fingerprints check-and-set, in one exchange; the new ones become [`Role::New`].
+    ///    fingerprints check-and-set, in one exchange, answering the decision's lookups.
     fn take(
         &mut self,
         ns: usize,
         pending: &mut [Pending],
         now: &str,
     ) -> Result<Option<Ticket>, RedisFilterError> {
-        let idx: Vec<usize> = (0..pending.len())
-            .filter(|&j| pending[j].ns == ns && pending[j].role == Role::Publisher)
-            .collect();
-        if idx.is_empty() {
-            return Ok(None);
-        }
-        let fps: Vec<u128> = idx.iter().map(|&j| pending[j].fp).collect();
         let GateCore {
             names,
             namespaces,
             enc,
+            decision,
             ..
         } = self;
+        let idx = decision.lookups(ns as u32).to_vec();
+        if idx.is_empty() {
+            return Ok(None);
+        }
+        let fps = decision.lookup_fps();
         let name = &names[ns];
         let filter = &mut namespaces.get_mut(name).expect("attached").filter;
         let mut news = Vec::new();
         let r = filter
-            .take_submit(&fps, |k, buf| {
+            .take_submit(fps, |k, buf| {
                 let p = &mut pending[idx[k]];
                 if p.enc.is_none() {
                     encode(p, name, now, enc);
@@ -680,11 +666,7 @@ impl GateCore {
             .and_then(|()| filter.take_complete(&mut news));
         match r {
             Ok(ticket) => {
-                for (&j, &n) in idx.iter().zip(&news) {
-                    if n {
-                        pending[j].role = Role::New;
-                    }
-                }
+                decision.answer(&news);
                 Ok(Some(ticket))
             }
             Err(e) => {
@@ -711,7 +693,8 @@ impl GateCore {
                 Err(e) => {
                     for (ns, t) in tickets.drain(..) {
                         let mut lines = Vec::new();
-                        for p in pending.iter().filter(|p| p.ns == ns && p.role == Role::New) {
+                        let news = self.decision.news().filter(|&j| pending[j].ns == ns);
+                        for p in news.map(|j| &pending[j]) {
                             let (s, e) = p.enc.expect("a new URL was encoded");
                             lines.extend_from_slice(host_of(p).as_bytes());
                             lines.push(b'\t');
@@ -759,11 +742,11 @@ impl GateCore {
     /// 5. The records, in input order: skipped patterns are rejected, each new URL's publisher
     ///    becomes its fetch event, the other events are duplicates.
     fn emit(&mut self, pending: &[Pending], out: &mut GateStaged, now: &str) {
-        for p in pending {
-            match p.role {
-                Role::TooLarge => {}
-                Role::Skipped => self.reject(out, &p.event, Reason::PatternSimilar, now),
-                Role::New => {
+        for (j, p) in pending.iter().enumerate() {
+            match self.decision.verdict(j) {
+                Verdict::Unpublishable => {}
+                Verdict::Rejected(r) => self.reject(out, &p.event, r, now),
+                Verdict::New => {
                     let (s, e) = p.enc.expect("a new URL was encoded");
                     let json = &self.enc[s..e];
                     let key = host_of(p).as_bytes();
@@ -772,7 +755,7 @@ impl GateCore {
                     });
                     out.emitted += 1;
                 }
-                Role::Repeat | Role::Publisher => out.pending.duplicates += 1,
+                Verdict::Duplicate => out.pending.duplicates += 1,
             }
         }
     }
@@ -826,6 +809,7 @@ impl Stage for GateCore {
     ) -> Result<(), RedisFilterError> {
         out.clear();
         self.pending.clear();
+        self.decision.clear();
         self.enc.clear();
         out.consumed = batch.len() as u64;
         let now = now_rfc3339();

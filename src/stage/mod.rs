@@ -35,12 +35,6 @@ pub use worker::{Report, Topics, Worker};
 pub trait StageError: std::error::Error + Send + Sync + 'static {
     /// The cause may pass (a store unavailable): stage or finish again after a back-off.
     fn is_retryable(&self) -> bool;
-    /// Another client holds what the stage needs (the gate: URLs another gate is publishing).
-    /// The runtime then finishes its own batch in flight, which may be what the other client
-    /// waits for, and stages again.
-    fn is_busy(&self) -> bool {
-        false
-    }
 }
 
 impl StageError for std::convert::Infallible {
@@ -86,8 +80,4 @@ pub trait Stage {
     fn idle(&mut self) -> Result<(), Self::Error> {
         Ok(())
     }
-
-    /// Whether [`Stage::stage`] should fail with a busy error ([`StageError::is_busy`]) rather
-    /// than wait when another client holds what it needs.
-    fn set_yield_on_busy(&mut self, _on: bool) {}
 }

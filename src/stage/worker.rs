@@ -97,8 +97,6 @@ const TAG_MASK: usize = (1 << TAG_BITS) - 1;
 /// `message.timeout.ms` (30 s by default here); this only guards against a missing report.
 const REPORT_WAIT: Duration = Duration::from_secs(120);
 
-/// Times a stage yields to another client's claims before it waits on them instead.
-const MAX_YIELDS: u32 = 8;
 
 /// A batch staged and sent, not yet finished.
 struct InFlight<P> {
@@ -702,11 +700,6 @@ impl<S: Stage + Send + 'static> Worker<S> {
         std::mem::swap(&mut batch, &mut self.batch);
         let span = batch_span(self.seq + 1, &batch);
         let _in = span.enter();
-        // Claims another gate holds: first yield (finish the batch in flight, so this gate
-        // holds no claim anyone waits on, back off a few ms at random, stage again); after a
-        // few yields, wait (and take over after redis.busy_wait).
-        let mut yields = 0u32;
-        self.pipe().stage.set_yield_on_busy(true);
         loop {
             let r = {
                 let mut p = self.pipe();
@@ -715,17 +708,6 @@ impl<S: Stage + Send + 'static> Worker<S> {
             };
             match r {
                 Ok(()) => break,
-                Err(e) if e.is_busy() => {
-                    yields += 1;
-                    if !self.finish_inflight()? {
-                        return Ok(false);
-                    }
-                    if yields >= MAX_YIELDS {
-                        self.pipe().stage.set_yield_on_busy(false);
-                    }
-                    let jitter = random_u64() % 20 + 1;
-                    std::thread::sleep(Duration::from_millis(jitter));
-                }
                 Err(e) if e.is_retryable() => {
                     tracing::warn!(error = %e, "the stage's store is unavailable; pausing");
                     if !self.wait(backoff.next(), "redis") {
@@ -946,14 +928,6 @@ impl<S: Stage + Send + 'static> Worker<S> {
             }
         }
     }
-}
-
-/// A random number (jitter), without a generator of its own: std's per-process random hash keys.
-fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(Instant::now().elapsed().as_nanos() as u64);
-    h.finish()
 }
 
 /// The span of one batch: its number in this worker and the partitions it holds.

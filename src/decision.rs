@@ -1,0 +1,220 @@
+//! The URL decision, one home for the three drivers (the Kafka gate, the HTTP filter API and
+//! `dedup`): pure and synchronous, no I/O.
+//!
+//! A driver feeds it what the sieve said of each candidate (rejected with a reason, or a
+//! fingerprint in a group — the gate's and the API's namespace; `dedup` has one), what the
+//! pattern verdicts skip, and which candidates cannot be published (the gate: a fetch event
+//! over the output limit). It answers the **lookups** the filter must make — per group, the
+//! publishable candidates in input order — and, once the filter answered them, each
+//! candidate's [`Verdict`].
+//!
+//! The filter's contract ([`crate::bloom::CheckAndSet`], and every protocol of
+//! [`crate::redis_filter::RedisFilter`]): within one call a fingerprint is answered new at most
+//! once, at its first occurrence. So the first publishable occurrence of a new URL is new and
+//! every other occurrence a duplicate, without a set of its own here. What the filter does with
+//! a lookup (check-and-set, take into an outbox, claim, or only check) is the driver's choice;
+//! the decision is the same.
+
+use crate::url::Reason;
+
+/// One candidate's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// New: deliver it.
+    New,
+    /// Seen before, or earlier in the batch.
+    Duplicate,
+    /// Junk, out of scope, a pattern verified similar, or not publishable.
+    Rejected(Reason),
+    /// Not publishable (over the output limit): the driver dead-letters it.
+    Unpublishable,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Rejected(Reason),
+    Unpublishable,
+    /// Passed the sieve; not looked up (yet).
+    Candidate,
+    /// Looked up: the filter's answer decides.
+    Lookup,
+    New,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    group: u32,
+    fp: u128,
+    state: State,
+}
+
+/// The decision of one batch; reuse it across batches.
+#[derive(Debug, Default)]
+pub struct Decision {
+    items: Vec<Item>,
+    /// The items of the last [`Decision::lookups`] call, in order.
+    asked: Vec<usize>,
+    /// Their fingerprints.
+    fps: Vec<u128>,
+}
+
+impl Decision {
+    /// Empty it for the next batch.
+    pub fn clear(&mut self) {
+        self.items.clear();
+        self.asked.clear();
+        self.fps.clear();
+    }
+
+    /// The next candidate was rejected by the sieve; returns its index.
+    pub fn reject(&mut self, reason: Reason) -> usize {
+        self.items.push(Item {
+            group: 0,
+            fp: 0,
+            state: State::Rejected(reason),
+        });
+        self.items.len() - 1
+    }
+
+    /// The next candidate passed the sieve with fingerprint `fp` in `group`; returns its index.
+    pub fn candidate(&mut self, group: u32, fp: u128) -> usize {
+        self.items.push(Item {
+            group,
+            fp,
+            state: State::Candidate,
+        });
+        self.items.len() - 1
+    }
+
+    /// Candidate `i` is rejected after all (its URL pattern was verified similar; out of scope).
+    pub fn reject_at(&mut self, i: usize, reason: Reason) {
+        self.items[i].state = State::Rejected(reason);
+    }
+
+    /// Candidate `i` cannot be published (the next occurrence of its URL is looked up instead).
+    pub fn unpublishable(&mut self, i: usize) {
+        self.items[i].state = State::Unpublishable;
+    }
+
+    /// Whether candidate `i` passed the sieve and nothing rejected it since (not looked up yet).
+    pub fn is_candidate(&self, i: usize) -> bool {
+        self.items[i].state == State::Candidate
+    }
+
+    /// Number of candidates.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The lookups `group` needs: its publishable candidates (indices), in input order; their
+    /// fingerprints are [`Decision::lookup_fps`]. Answer them with [`Decision::answer`].
+    pub fn lookups(&mut self, group: u32) -> &[usize] {
+        self.asked.clear();
+        self.fps.clear();
+        for (i, it) in self.items.iter_mut().enumerate() {
+            if it.group == group && it.state == State::Candidate {
+                it.state = State::Lookup;
+                self.asked.push(i);
+                self.fps.push(it.fp);
+            }
+        }
+        &self.asked
+    }
+
+    /// The candidates of the last [`Decision::lookups`] call.
+    pub fn looked_up(&self) -> &[usize] {
+        &self.asked
+    }
+
+    /// The fingerprints of the last [`Decision::lookups`] call.
+    pub fn lookup_fps(&self) -> &[u128] {
+        &self.fps
+    }
+
+    /// Candidate `i`'s fingerprint.
+    pub fn fp(&self, i: usize) -> u128 {
+        self.items[i].fp
+    }
+
+    /// The filter's answers to the last [`Decision::lookups`] call: `news[k]` for its `k`-th
+    /// candidate.
+    pub fn answer(&mut self, news: &[bool]) {
+        for (&i, &n) in self.asked.iter().zip(news) {
+            if n {
+                self.items[i].state = State::New;
+            }
+        }
+    }
+
+    /// Candidate `i`'s verdict (after the lookups were answered; a candidate of a group never
+    /// looked up is a duplicate).
+    pub fn verdict(&self, i: usize) -> Verdict {
+        match self.items[i].state {
+            State::Rejected(r) => Verdict::Rejected(r),
+            State::Unpublishable => Verdict::Unpublishable,
+            State::New => Verdict::New,
+            State::Candidate | State::Lookup => Verdict::Duplicate,
+        }
+    }
+
+    /// The new candidates, in order.
+    pub fn news(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.items.len()).filter(|&i| self.items[i].state == State::New)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publishable_candidates_are_looked_up_per_group_in_order() {
+        let mut d = Decision::default();
+        let a = d.candidate(0, 1);
+        let _r = d.reject(Reason::InvalidUrl);
+        let a2 = d.candidate(0, 1);
+        let b = d.candidate(0, 2);
+        let b2 = d.candidate(0, 2);
+        let other_group = d.candidate(1, 1);
+        d.unpublishable(b);
+        assert_eq!(d.lookups(0), [a, a2, b2]);
+        assert_eq!(d.lookup_fps(), [1, 1, 2]);
+        // A filter answers a fingerprint new once per call, at its first occurrence.
+        d.answer(&[true, false, false]);
+        assert_eq!(d.lookups(1), [other_group]);
+        d.answer(&[true]);
+        let v: Vec<Verdict> = (0..d.len()).map(|i| d.verdict(i)).collect();
+        assert_eq!(
+            v,
+            [
+                Verdict::New,
+                Verdict::Rejected(Reason::InvalidUrl),
+                Verdict::Duplicate,
+                Verdict::Unpublishable,
+                Verdict::Duplicate,
+                Verdict::New,
+            ]
+        );
+        assert_eq!(d.news().collect::<Vec<_>>(), [a, other_group]);
+        d.clear();
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn a_rejected_candidate_is_never_looked_up() {
+        let mut d = Decision::default();
+        let a = d.candidate(0, 7);
+        let a2 = d.candidate(0, 7);
+        d.reject_at(a, Reason::PatternSimilar);
+        assert_eq!(d.lookups(0), [a2], "the next occurrence stands in");
+        assert_eq!(d.lookups(0), [] as [usize; 0], "looked up once");
+        d.answer(&[true]);
+        assert_eq!(d.verdict(a), Verdict::Rejected(Reason::PatternSimilar));
+        assert_eq!(d.verdict(a2), Verdict::New);
+    }
+}
