@@ -8,14 +8,14 @@ use super::*;
 
 /// A batch between [`RedisFilter::submit`] and [`RedisFilter::complete`].
 pub(super) struct Inflight {
-    fps: Vec<u128>,
+    pub(super) fps: Vec<u128>,
     /// Indices of `fps` sent to be claimed: tier misses, first occurrence in the batch.
-    todo: Vec<usize>,
-    out: Vec<bool>,
+    pub(super) todo: Vec<usize>,
+    pub(super) out: Vec<bool>,
     /// Confirmations and releases riding on this exchange.
-    carried: Vec<u128>,
-    released: Vec<u128>,
-    kind: Pending,
+    pub(super) carried: Vec<u128>,
+    pub(super) released: Vec<u128>,
+    pub(super) kind: Pending,
 }
 
 pub(super) enum Pending {

@@ -53,6 +53,7 @@ pub use stats::{ClientStats, GenStats, NamespaceStats};
 pub use tier::LocalTier;
 
 use claims::Inflight;
+use namespace::{as_int, parse_field, CREATE_LUA};
 use resp::{Batch, Replies};
 
 use crate::bloom::CheckAndSet;

@@ -3,7 +3,7 @@
 
 use super::*;
 
-static CREATE_LUA: &str = r"
+pub(super) static CREATE_LUA: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'spec', ARGV[1], 'gens', ARGV[2], 'instance', ARGV[3])
 return 1";
