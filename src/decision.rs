@@ -212,8 +212,8 @@ mod tests {
         let a2 = d.candidate(0, 7);
         d.reject_at(a, Reason::PatternSimilar);
         assert_eq!(d.lookups(0), [a2], "the next occurrence stands in");
-        assert_eq!(d.lookups(0), [] as [usize; 0], "looked up once");
         d.answer(&[true]);
+        assert_eq!(d.lookups(0), [] as [usize; 0], "looked up once");
         assert_eq!(d.verdict(a), Verdict::Rejected(Reason::PatternSimilar));
         assert_eq!(d.verdict(a2), Verdict::New);
     }
