@@ -65,6 +65,18 @@ fn run(sets: &[String], extra: &[&str]) -> (u64, f64, String) {
     (num("consumed ") as u64, num("active "), line)
 }
 
+/// Seconds of CPU (user + system) the Redis server at `url` has used (`INFO cpu`).
+fn redis_cpu(url: &str) -> f64 {
+    let mut con = redis::Client::open(url)
+        .and_then(|c| c.get_connection())
+        .expect("connect to BENCH_REDIS");
+    let info: String = redis::cmd("INFO").arg("cpu").query(&mut con).expect("INFO cpu");
+    info.lines()
+        .filter(|l| l.starts_with("used_cpu_sys:") || l.starts_with("used_cpu_user:"))
+        .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
+        .sum()
+}
+
 /// A url-event for `line` as a link extractor emits it: found on a page of its host, every
 /// other one written relative to that page.
 fn as_event(i: usize, line: &str) -> Vec<u8> {
@@ -167,7 +179,13 @@ fn main() {
         let ns = format!("bench-gate-{}-{r}", std::process::id());
         let mut sets = common_sets(&format!("gate-{r}"), &format!("fetch-{r}"));
         sets.push(format!("redis.namespace={ns}"));
+        let cpu0 = redis_cpu(&redis);
         let (c, secs, line) = run(&sets, &[]);
+        let cpu = redis_cpu(&redis) - cpu0;
+        println!(
+            "round {r} gate: Redis CPU {:.2} µs per event (INFO cpu over the run; other clients of that Redis count too)",
+            cpu * 1e6 / c.max(1) as f64
+        );
         let _ = RedisFilter::drop_namespace(&RedisConfig::new(&redis), &ns);
         assert_eq!(c as usize, vals.len(), "gate read everything: {line}");
         gate_rates.push(c as f64 / secs);

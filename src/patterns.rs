@@ -19,7 +19,6 @@
 //! then (sampling, or measured different) its URLs pass. The gate caches verdicts for
 //! [`PatternConfig::cache_ttl`] and reads misses with one pipelined `GET` per batch.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -104,7 +103,7 @@ pub fn write(
 pub struct PatternVerdicts {
     cfg: PatternConfig,
     ns: String,
-    cache: HashMap<u64, (bool, Instant)>,
+    cache: rustc_hash::FxHashMap<u64, (bool, Instant)>,
     /// Verdicts stored in a form this build does not read (counted, treated as "pass").
     pub unreadable: u64,
 }
@@ -115,7 +114,7 @@ impl PatternVerdicts {
         PatternVerdicts {
             cfg,
             ns: ns.to_string(),
-            cache: HashMap::new(),
+            cache: Default::default(),
             unreadable: 0,
         }
     }

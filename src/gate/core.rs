@@ -75,6 +75,7 @@ struct Pending {
     idx: usize,
     /// Bytes of the input message (bounds its fetch event's size).
     raw_len: usize,
+    /// Its URL pattern, computed only for a URL the local tier does not know (empty until then).
     ns: usize,
     fp: u128,
     canonical: String,
@@ -481,16 +482,20 @@ impl GateCore {
     }
 }
 
-/// A fetch event over this many bytes of input is encoded to check the output limit; under it,
-/// the bound alone shows it fits (strings re-encode no longer than they arrived; numbers may
-/// grow a little: twice the input, plus what the gate adds, plus the field names).
+/// An upper bound of `p`'s fetch event's size: under the output limit, it fits without being
+/// encoded to check. Strings re-encode no longer than they arrived and numbers may grow a
+/// little (twice the input); the gate adds the canonical URL, its host and its pattern (a
+/// pattern is at most five bytes per byte of the URL: `/1` → `/{int}`), and the field names.
 fn fetch_event_bound(p: &Pending) -> usize {
-    2 * p.raw_len + 2 * (p.canonical.len() + p.pattern.len()) + 3 * 256
+    2 * p.raw_len + 2 * 7 * p.canonical.len() + 3 * 256
 }
 
 /// Append `p`'s fetch event (JSON) to `enc` and note where it is. The event's fields move into
 /// it: `p` is published from here on.
 fn encode(p: &mut Pending, namespace: &str, now: &str, enc: &mut Vec<u8>) {
+    if p.pattern.is_empty() {
+        p.pattern = crate::url::pattern::pattern(&p.canonical);
+    }
     let ev = &mut p.event;
     let fe = FetchEvent {
         url: p.canonical.clone(),
@@ -555,7 +560,6 @@ impl GateCore {
                 Err(reason) => self.reject(out, &ev, reason, now),
                 Ok(canonical) => {
                     let fp = self.sieve.dedup_fingerprint();
-                    let pattern = crate::url::pattern::pattern(&canonical);
                     self.decision.candidate(ns as u32, fp);
                     self.pending.push(Pending {
                         idx: i,
@@ -563,7 +567,7 @@ impl GateCore {
                         ns,
                         fp,
                         canonical,
-                        pattern,
+                        pattern: String::new(),
                         event: ev,
                         enc: None,
                     });
@@ -573,15 +577,23 @@ impl GateCore {
         Ok(())
     }
 
-    /// 2. Pattern verdicts, every namespace before anything is taken.
+    /// 2. Pattern verdicts, every namespace before anything is taken. A URL the filter's local
+    ///    tier knows as seen is a duplicate whatever its pattern: its pattern is not computed.
     fn skip_patterns(&mut self, pending: &mut [Pending]) -> Result<(), RedisFilterError> {
         let mut skip = Vec::new();
         for ns in 0..self.names.len() {
-            let idx: Vec<usize> = (0..pending.len()).filter(|&j| pending[j].ns == ns).collect();
+            let name = self.names[ns].clone();
+            let filter = &self.namespaces.get(&name).expect("attached").filter;
+            let idx: Vec<usize> = (0..pending.len())
+                .filter(|&j| pending[j].ns == ns && !filter.known_seen(pending[j].fp))
+                .collect();
             if idx.is_empty() {
                 continue;
             }
-            let name = self.names[ns].clone();
+            for &j in &idx {
+                let p = &mut pending[j];
+                p.pattern = crate::url::pattern::pattern(&p.canonical);
+            }
             let pats: Vec<&str> = idx.iter().map(|&j| pending[j].pattern.as_str()).collect();
             self.pattern_skips(&name, &pats, &mut skip)?;
             for (&j, &s) in idx.iter().zip(&skip) {
@@ -604,7 +616,7 @@ impl GateCore {
         now: &str,
     ) {
         let limit = self.cfg.kafka.producer_max_bytes();
-        let mut chosen: HashSet<(usize, u128)> = HashSet::with_capacity(pending.len());
+        let mut chosen: rustc_hash::FxHashSet<(usize, u128)> = Default::default();
         for (j, p) in pending.iter_mut().enumerate() {
             if !self.decision.is_candidate(j) || chosen.contains(&(p.ns, p.fp)) {
                 continue;

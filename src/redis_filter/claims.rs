@@ -359,7 +359,8 @@ impl RedisFilter {
     pub(super) fn claim_todo(&mut self, fps: &[u128], todo: &mut Vec<usize>) {
         self.tier_misses(fps, todo);
         if todo.len() > 1 {
-            let mut first = HashSet::with_capacity(todo.len());
+            let mut first: rustc_hash::FxHashSet<u128> = Default::default();
+            first.reserve(todo.len());
             todo.retain(|&i| first.insert(fps[i]));
         }
     }

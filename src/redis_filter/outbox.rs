@@ -54,6 +54,8 @@ pub(super) struct Outbox {
     /// (an entry is never deleted before its batch's resubmission replaced it).
     reuse: VecDeque<String>,
     inflight: VecDeque<Take>,
+    /// A buffer for the next batch's payloads.
+    spare_blob: Vec<u8>,
     beat: Option<Heartbeat>,
     /// URLs answered "seen" by Redis this run: someone else's entry may still hold them.
     pub(super) seen_in_redis: u64,
@@ -178,6 +180,7 @@ impl RedisFilter {
                 clear_q: Vec::new(),
                 reuse: VecDeque::new(),
                 inflight: VecDeque::new(),
+                spare_blob: Vec::new(),
                 beat: None,
                 seen_in_redis: 0,
             };
@@ -198,6 +201,11 @@ impl RedisFilter {
             ));
         }
         Ok(ob)
+    }
+
+    /// Whether this client knows `fp` is in the filter without asking Redis (the local tier).
+    pub fn known_seen(&self, fp: u128) -> bool {
+        self.tier.contains(fp)
     }
 
     /// How long a lease outlives its holder's last heartbeat (`claim_ttl`).
@@ -229,7 +237,10 @@ impl RedisFilter {
         self.outbox()?;
         let mut todo = Vec::new();
         self.claim_todo(fps, &mut todo);
-        let mut blob = Vec::new();
+        // The last sent batch's buffer, reused (a gate's batch of fetch events is ~0.5 MB:
+        // growing a fresh one every batch cost page faults and copies).
+        let mut blob = std::mem::take(&mut self.ob.as_mut().expect("made by outbox()").spare_blob);
+        blob.clear();
         for &i in &todo {
             let start = blob.len();
             payload(i, &mut blob);
@@ -265,7 +276,7 @@ impl RedisFilter {
         take.cleared = std::mem::take(&mut ob.clear_q);
         let raw = self.conn()?.is_raw();
         if raw && !deferred && self.gens.live.len() == 1 {
-            let mut b = Batch::new(true);
+            let mut b = self.batch()?;
             self.write_ahead(&take, &mut b);
             let base = b.len();
             let cur = self.gens.current().clone();
@@ -273,6 +284,9 @@ impl RedisFilter {
             let n = b.len();
             self.stats.redis_lookups += take.todo.len() as u64;
             let sent = self.conn().and_then(|c| c.send(&b));
+            self.spare = b;
+            // Sent: the payloads are in Redis's hands (a resubmission writes them again).
+            self.ob.as_mut().expect("made").spare_blob = std::mem::take(&mut take.blob);
             take.kind = Kind::Sent {
                 n,
                 epoch: self.epoch,
