@@ -144,8 +144,16 @@ impl Decision {
     /// The filter's answers to the last [`Decision::lookups`] call: `news[k]` for its `k`-th
     /// candidate.
     pub fn answer(&mut self, news: &[bool]) {
-        for (&i, &n) in self.asked.iter().zip(news) {
-            if n {
+        let asked = std::mem::take(&mut self.asked);
+        self.answer_for(&asked, news);
+        self.asked = asked;
+    }
+
+    /// The filter's answers to an earlier [`Decision::lookups`] call (several may be in
+    /// flight): `news[k]` for `asked[k]`.
+    pub fn answer_for(&mut self, asked: &[usize], news: &[bool]) {
+        for (&i, &n) in asked.iter().zip(news) {
+            if n && self.items[i].state == State::Lookup {
                 self.items[i].state = State::New;
             }
         }

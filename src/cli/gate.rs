@@ -121,6 +121,8 @@ pub(super) fn summary(
     let (consumed, emitted, duplicates) =
         (m.consumed.get(), m.emitted.get(), filter.duplicates.get());
     let secs = elapsed.as_secs_f64().max(1e-9);
+    // Time the stage spent on pattern verdicts and the filter (Redis round trips included).
+    let filter_secs = filter.filter_seconds.get_sample_sum();
     let active = report
         .active_secs()
         .map(|a| format!(", active {a:.2} s ({:.0}/s)", consumed as f64 / a.max(1e-9)))
@@ -134,6 +136,7 @@ pub(super) fn summary(
         dead_lettered = dead,
         elapsed_secs = secs,
         active_secs = report.active_secs(),
-        "crawlsieve {name}: consumed {consumed} in {secs:.1} s{active}, emitted {emitted}, duplicate {duplicates}, rejected {rejected}, dead-lettered {dead}",
+        filter_secs,
+        "crawlsieve {name}: consumed {consumed} in {secs:.1} s{active}, filter {filter_secs:.2} s, emitted {emitted}, duplicate {duplicates}, rejected {rejected}, dead-lettered {dead}",
     );
 }
