@@ -8,7 +8,8 @@
 //! `lines`: the bare line as the event), `BENCH_PARTITIONS` (4), `BENCH_ROUNDS` (2), `BENCH_WORKERS` (1),
 //! `BENCH_REDIS` (redis://127.0.0.1:6379), `BENCH_SET` (extra `--set` values for both runs,
 //! `;`-separated), `TANSU` (the broker binary), `BENCH_PERF` (a file: the gate runs under
-//! `perf record -g` into it).
+//! `perf record -g` into it), `BENCH_BIN` (run that `crawlsieve` binary instead of this
+//! build's: an earlier revision side by side).
 //!
 //! Rates are over each run's active span (first message → last finished batch), so group joins
 //! and the idle wait before exit are not counted.
@@ -25,7 +26,10 @@ use crawlsieve::redis_filter::{RedisConfig, RedisFilter};
 
 /// Run one gate to the end of the input; returns (consumed, active seconds, summary line).
 fn run(sets: &[String], extra: &[&str]) -> (u64, f64, String) {
-    let bin = env!("CARGO_BIN_EXE_crawlsieve");
+    // BENCH_BIN: another build's binary (side by side with an earlier revision).
+    let own = env!("CARGO_BIN_EXE_crawlsieve").to_string();
+    let bin = std::env::var("BENCH_BIN").unwrap_or(own);
+    let bin = bin.as_str();
     // BENCH_PERF=FILE: the gate (not the passthrough) runs under `perf record -g -o FILE`.
     let perf = std::env::var("BENCH_PERF")
         .ok()
@@ -70,7 +74,10 @@ fn redis_cpu(url: &str) -> f64 {
     let mut con = redis::Client::open(url)
         .and_then(|c| c.get_connection())
         .expect("connect to BENCH_REDIS");
-    let info: String = redis::cmd("INFO").arg("cpu").query(&mut con).expect("INFO cpu");
+    let info: String = redis::cmd("INFO")
+        .arg("cpu")
+        .query(&mut con)
+        .expect("INFO cpu");
     info.lines()
         .filter(|l| l.starts_with("used_cpu_sys:") || l.starts_with("used_cpu_user:"))
         .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())

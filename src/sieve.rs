@@ -4,8 +4,8 @@
 
 use url::Url;
 
-use crate::decision::{self, Decision};
 use crate::bloom::{fingerprint, BloomFilter, CheckAndSet};
+use crate::decision::{self, Decision};
 use crate::url::{CanonError, Canonicalizer, Reason, Validator};
 
 /// What happened to one candidate.

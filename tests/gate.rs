@@ -366,7 +366,10 @@ fn stage_takes_urls_and_a_gone_gates_outbox_is_adopted() {
     other.stage("in", &Batch::default(), &mut st2).unwrap();
     assert_eq!((st2.emitted, st2.pending.adopted), (2, 2));
     let adopted: Vec<FetchEvent> = staged_events(&st2, Dest::Output);
-    assert_eq!(adopted, first, "the very fetch events the first gate staged");
+    assert_eq!(
+        adopted, first,
+        "the very fetch events the first gate staged"
+    );
     // Delivered and settled: nothing is left to adopt, and the URLs stay seen.
     other.finish(&mut st2).unwrap();
     other.idle().unwrap();
@@ -1046,4 +1049,45 @@ fn scope_rejects_before_the_filter_with_a_reason() {
             ("https://t.example/a".to_string(), "off_site".to_string()),
         ]
     );
+}
+
+/// Issue 24: a batch is judged in chunks (256 messages), each chunk's exchange sent before the
+/// next is decoded. A URL in two chunks is published once, by its first event; a URL taken in an
+/// earlier chunk is a duplicate in a later one even though both exchanges were in flight at once.
+#[test]
+fn a_batch_judged_in_chunks_publishes_each_url_once() {
+    let ns = Ns::new("chunks", REDIS);
+    let mut cfg = GateConfig::default();
+    cfg.redis.namespace = ns.name.clone();
+    let mut core = GateCore::new(cfg, FilterMetrics::unregistered());
+    let mut batch = Batch::default();
+    for i in 0..900usize {
+        // Messages i and i + 300 and i + 600 carry the same URL (different spellings).
+        let k = i % 300;
+        let u = match i / 300 {
+            0 => format!("https://c{}.example/p/{k}", k % 7),
+            1 => format!("HTTPS://C{}.EXAMPLE:443/p/{k}?utm_source=x", k % 7),
+            _ => format!("https://c{}.example/p/{k}#f", k % 7),
+        };
+        batch.push(0, i as i64, None, Some(u.as_bytes()));
+    }
+    let mut st = GateStaged::default();
+    core.stage("in", &batch, &mut st).unwrap();
+    assert_eq!((st.emitted, st.pending.duplicates), (300, 600));
+    let evs: Vec<FetchEvent> = staged_events(&st, Dest::Output);
+    let distinct: HashSet<&str> = evs.iter().map(|e| e.url.as_str()).collect();
+    assert_eq!(distinct.len(), 300);
+    assert!(
+        evs.iter().all(|e| !e.original.contains("utm_source")),
+        "each URL is published by its first event"
+    );
+    core.finish(&mut st).unwrap();
+    core.idle().unwrap();
+    // A second gate, cold tier: all seen.
+    let mut cfg = GateConfig::default();
+    cfg.redis.namespace = ns.name.clone();
+    let mut other = GateCore::new(cfg, FilterMetrics::unregistered());
+    let mut st2 = GateStaged::default();
+    other.stage("in", &batch, &mut st2).unwrap();
+    assert_eq!((st2.emitted, st2.pending.duplicates), (0, 900));
 }

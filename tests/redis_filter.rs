@@ -1117,7 +1117,8 @@ fn taker(
         while done < batches.len() {
             while next < batches.len() && next - done < 4 {
                 let t = &texts[next];
-                f.take_submit(&batches[next], |i, b| b.extend_from_slice(t[i].as_bytes())).unwrap();
+                f.take_submit(&batches[next], |i, b| b.extend_from_slice(t[i].as_bytes()))
+                    .unwrap();
                 next += 1;
             }
             let ticket = f.take_complete(&mut out).unwrap();
@@ -1177,13 +1178,15 @@ fn an_ended_clients_outbox_is_adopted_and_its_urls_stay_seen() {
     // A takes a batch and ends without delivering it (a failed run: its lease is given up).
     let mut a = RedisFilter::attach(cfg(REDIS), &ns, &Expect::default()).unwrap();
     let mut out = Vec::new();
-    a.take_submit(&urls, |i, b| b.extend_from_slice(texts[i].as_bytes())).unwrap();
+    a.take_submit(&urls, |i, b| b.extend_from_slice(texts[i].as_bytes()))
+        .unwrap();
     let _ticket = a.take_complete(&mut out).unwrap();
     assert!(out.iter().all(|&n| n), "all new to A");
     drop(a);
     // B finds them seen (A inserted them), and adopts A's entry: the payloads come back.
     let mut b = RedisFilter::attach(no_tier(REDIS), &ns, &Expect::default()).unwrap();
-    b.take_submit(&urls, |i, b| b.extend_from_slice(texts[i].as_bytes())).unwrap();
+    b.take_submit(&urls, |i, b| b.extend_from_slice(texts[i].as_bytes()))
+        .unwrap();
     let t = b.take_complete(&mut out).unwrap();
     assert!(out.iter().all(|&n| !n), "seen to B");
     b.delivered(t);

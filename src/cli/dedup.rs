@@ -43,7 +43,9 @@ impl<'a> RedisPipe<'a> {
     }
 
     fn submit(f: &mut RedisFilter, res: &BatchResult) -> Result<(), RedisFilterError> {
-        f.take_submit(res.fps(), |j, b| b.extend_from_slice(res.passed(j).as_bytes()))
+        f.take_submit(res.fps(), |j, b| {
+            b.extend_from_slice(res.passed(j).as_bytes())
+        })
     }
 
     pub(super) fn push(

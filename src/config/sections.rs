@@ -350,13 +350,13 @@ pub struct RedisSection {
     /// budget is spent gets a smaller tier, or none (its lookups all go to Redis). What bounds
     /// a process's memory whatever namespaces its clients name.
     pub local_tier_memory: usize,
-    /// How long the claim on a URL being published lasts if its gate dies before the delivery
-    /// report (docs/redis-filter.md): the longest another gate waits for that URL after a crash.
-    /// Give every client of a namespace the same value.
+    /// A client's lease (docs/redis-filter.md, the outbox protocol): how long after its last
+    /// heartbeat (one a second) a gate or `dedup` run that died has its outbox adopted by
+    /// another, whose fetch events (URLs) it then delivers; also how long the API's idempotent
+    /// claims last. Give every client of a namespace the same value.
     pub claim_ttl: Dur,
-    /// How long to wait for a URL another gate is publishing before publishing it too (a
-    /// repeat, never a loss): ends the wait when two gates each wait on the other's batch in
-    /// flight, or when the other gate died.
+    /// The API's idempotent requests: how long to wait for a URL another request holds before
+    /// answering it new too (a repeat, never a loss).
     pub busy_wait: Dur,
 }
 

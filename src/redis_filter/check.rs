@@ -447,7 +447,6 @@ impl RedisFilter {
         self.idle()?;
         self.flush_items()
     }
-
 }
 
 impl CheckAndSet for &mut RedisFilter {

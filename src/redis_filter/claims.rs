@@ -728,7 +728,11 @@ impl RedisFilter {
     }
 
     /// Both phases of an exchange on the maintenance connection (see `encode_claims`).
-    pub(super) fn mexec2(&mut self, mut p1: Batch, mut p2: Batch) -> Result<Replies, RedisFilterError> {
+    pub(super) fn mexec2(
+        &mut self,
+        mut p1: Batch,
+        mut p2: Batch,
+    ) -> Result<Replies, RedisFilterError> {
         let mut replies = Replies::default();
         let mut second = Replies::default();
         let c = self.mconn()?;
@@ -771,5 +775,4 @@ impl RedisFilter {
         }
         r
     }
-
 }

@@ -415,8 +415,6 @@ fn new_instance_id() -> String {
     format!("{:016x}", layout::unique_u64())
 }
 
-
-
 /// A client attached to one namespace. Not `Sync`: give each thread or task its own.
 pub struct RedisFilter {
     cfg: RedisConfig,
@@ -474,7 +472,6 @@ pub struct RedisFilter {
     known: Option<LocalTier>,
 }
 
-
 impl std::fmt::Debug for RedisFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisFilter")
@@ -485,8 +482,7 @@ impl std::fmt::Debug for RedisFilter {
     }
 }
 
-impl RedisFilter {
-}
+impl RedisFilter {}
 
 impl Drop for RedisFilter {
     fn drop(&mut self) {
@@ -498,8 +494,6 @@ impl Drop for RedisFilter {
         let _ = self.leave();
     }
 }
-
-
 
 /// Retry `op` while it fails with a retryable error, backing off from 50 ms to 5 s, for at most
 /// `budget`. The error of the last attempt is returned when the budget is spent.

@@ -264,7 +264,11 @@ impl RedisFilter {
         err
     }
 
-    pub(super) fn pipeline(&mut self, cmds: Vec<Cmd>, write: bool) -> Result<Vec<Value>, RedisFilterError> {
+    pub(super) fn pipeline(
+        &mut self,
+        cmds: Vec<Cmd>,
+        write: bool,
+    ) -> Result<Vec<Value>, RedisFilterError> {
         let r = self.conn()?.pipeline(cmds);
         r.map_err(|e| self.fail(e, write))
     }
@@ -605,7 +609,11 @@ pub(super) fn check_room(conn: &mut Conn, bytes: u64) -> Result<(), RedisFilterE
 }
 
 /// UNLINK every key of a generation (one key per command: keys live in different slots).
-pub(super) fn unlink_generation(conn: &mut Conn, ns: &str, g: &GenSpec) -> Result<(), RedisFilterError> {
+pub(super) fn unlink_generation(
+    conn: &mut Conn,
+    ns: &str,
+    g: &GenSpec,
+) -> Result<(), RedisFilterError> {
     let mut keys = Vec::new();
     for s in 0..g.shards {
         if g.bitmap {

@@ -186,5 +186,4 @@ impl RedisFilter {
             generations: out,
         })
     }
-
 }

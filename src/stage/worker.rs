@@ -97,7 +97,6 @@ const TAG_MASK: usize = (1 << TAG_BITS) - 1;
 /// `message.timeout.ms` (30 s by default here); this only guards against a missing report.
 const REPORT_WAIT: Duration = Duration::from_secs(120);
 
-
 /// A batch staged and sent, not yet finished.
 struct InFlight<P> {
     /// Its number in this worker (for the logs).
