@@ -1212,3 +1212,93 @@ fn an_ended_clients_outbox_is_adopted_and_its_urls_stay_seen() {
     assert!(keys_like(REDIS, &format!("cs:{{{ns}:ob}}:*")).is_empty());
     RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
 }
+
+/// Issue 24 review: a take whose reply was lost is handed back whole by `take_abandon_carry`
+/// (the gate: a retried stage may hold other messages), its field is never written again by a
+/// later take, and its URLs are not put in doubt (they are delivered from the entry). An
+/// adopted entry whose script reply was lost is recovered from the client's own box.
+#[test]
+fn an_abandoned_take_is_handed_back_whole_and_a_lost_adoption_is_recovered() {
+    let server = OwnRedis::start(&["--enable-debug-command", "yes"]);
+    let mut c = cfg(&server.url());
+    c.response_timeout = Duration::from_millis(200);
+    let ns = "carry";
+    drop(RedisFilter::create(c.clone(), ns, &NamespaceSpec::new(10_000, 1e-4)).unwrap());
+    let mut f = RedisFilter::attach(c.clone(), ns, &Expect::default()).unwrap();
+    let a = fps(70, 200);
+    let a_text: Vec<String> = a.iter().map(|fp| format!("a{fp:x}")).collect();
+    // Warm up the outbox (lease, connection), then stall Redis past the request timeout.
+    let mut out = Vec::new();
+    f.take_submit(&[], |_, _| {}).unwrap();
+    f.take_complete(&mut out).unwrap();
+    let mut blocker = server.con();
+    let stall = std::thread::spawn(move || {
+        let _: () = redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(1)
+            .query(&mut blocker)
+            .unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    f.take_submit(&a, |i, b| b.extend_from_slice(a_text[i].as_bytes()))
+        .unwrap();
+    let e = f.take_complete(&mut out).unwrap_err();
+    assert!(e.is_retryable(), "{e}");
+    let carried = f.take_abandon_carry();
+    stall.join().unwrap();
+    assert_eq!(carried.len(), 1, "the take that reached Redis");
+    let lines: Vec<&[u8]> = carried[0]
+        .1
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(lines.iter().zip(&a_text).all(|(l, t)| *l == t.as_bytes()));
+    assert_eq!(lines.len(), a.len());
+    // A later take with other URLs gets a field of its own: the carried entry stays intact.
+    let b = fps(71, 50);
+    let b_text: Vec<String> = b.iter().map(|fp| format!("b{fp:x}")).collect();
+    f.take_submit(&b, |i, buf| buf.extend_from_slice(b_text[i].as_bytes()))
+        .unwrap();
+    let tb = f.take_complete(&mut out).unwrap();
+    assert!(out.iter().all(|&n| n));
+    let boxes = keys_like(&server.url(), "cs:{carry:ob}:box:*");
+    assert_eq!(boxes.len(), 1, "{boxes:?}");
+    let mut con = server.con();
+    let entries: std::collections::HashMap<String, Vec<u8>> = redis::cmd("HGETALL")
+        .arg(&boxes[0])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(entries.len(), 2, "the carried entry and the new one");
+    assert!(
+        entries.values().any(|v| *v == carried[0].1),
+        "the carried entry was not overwritten"
+    );
+    // A's inserts ran during the stall: a retry answers them seen (not in doubt): they are
+    // delivered from the carried entry.
+    f.take_submit(&a, |i, buf| buf.extend_from_slice(a_text[i].as_bytes()))
+        .unwrap();
+    let ta = f.take_complete(&mut out).unwrap();
+    assert!(out.iter().all(|&n| !n), "seen, not rescued");
+    // A lost adoption: an entry of a dead client sits in this client's box, never handed out.
+    let _: () = redis::cmd("HSET")
+        .arg(&boxes[0])
+        .arg("deadbeef/7")
+        .arg("https://lost.example/\n")
+        .query(&mut con)
+        .unwrap();
+    let got = f.adopt_expired().unwrap();
+    assert_eq!(got.len(), 1, "recovered");
+    assert_eq!(got[0].1, b"https://lost.example/\n");
+    assert!(f.adopt_expired().unwrap().is_empty(), "handed out once");
+    for t in [
+        tb,
+        ta,
+        carried.into_iter().next().unwrap().0,
+        got.into_iter().next().unwrap().0,
+    ] {
+        f.delivered(t);
+    }
+    f.take_settle().unwrap();
+    let left: usize = redis::cmd("HLEN").arg(&boxes[0]).query(&mut con).unwrap();
+    assert_eq!(left, 0, "every entry cleared once delivered");
+}

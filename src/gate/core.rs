@@ -344,56 +344,11 @@ impl GateCore {
                 return Ok(Idem::replay(&rec, &k.request).map(|v| (v, true)));
             }
         }
-        self.set_source(source);
-        let mut d = Decision::default();
-        let mut canon: Vec<String> = Vec::with_capacity(urls.len());
-        for u in urls {
-            match self.sieve_url(u) {
-                Err(r) => {
-                    d.reject(r);
-                    canon.push(String::new());
-                }
-                Ok(c) => {
-                    d.candidate(0, self.sieve.dedup_fingerprint());
-                    canon.push(c);
-                }
-            }
-        }
-        let cand: Vec<usize> = (0..d.len()).filter(|&i| d.is_candidate(i)).collect();
-        let pats: Vec<String> = cand
-            .iter()
-            .map(|&i| crate::url::pattern::pattern(&canon[i]))
-            .collect();
-        let refs: Vec<&str> = pats.iter().map(String::as_str).collect();
-        let mut skip = Vec::new();
-        self.pattern_skips(&ns, &refs, &mut skip)?;
-        for (&i, _) in cand.iter().zip(&skip).filter(|(_, &s)| s) {
-            d.reject_at(i, Reason::PatternSimilar);
-        }
-        d.lookups(0);
+        let (mut d, canon) = self.judge_request(&ns, source, urls)?;
         let fps = d.lookup_fps().to_vec();
         let mut news = Vec::new();
         let t = std::time::Instant::now();
-        // A namespace Redis lost is created again (create_missing) and the call made once more.
-        let mut attempt = 0;
-        loop {
-            let state = self.namespaces.get_mut(&ns).expect("attached above");
-            let r = match (check_only, idem) {
-                (true, _) => state.filter.check(&fps, &mut news),
-                (false, Some(k)) => state.filter.claim_as(k.token, &fps, &mut news),
-                (false, None) => state.filter.check_and_set(&fps, &mut news),
-            };
-            match r {
-                Ok(()) => break,
-                Err(e @ RedisFilterError::NotFound(_))
-                    if attempt == 0 && self.cfg.redis.create_missing =>
-                {
-                    attempt += 1;
-                    let _ = self.namespace_lost(&ns, e);
-                }
-                Err(e) => return Err(self.namespace_lost(&ns, e)),
-            }
-        }
+        self.ask_filter(&ns, &fps, &mut news, check_only, idem)?;
         if check_only {
             // A read answers every occurrence alike: only the first is new.
             let mut seen = HashSet::new();
@@ -426,6 +381,76 @@ impl GateCore {
             return Ok(Idem::replay(&stored, &k.request).map(|v| (v, false)));
         }
         Ok(Ok((out, false)))
+    }
+
+    /// The API's request through the sieve and the pattern verdicts: its decision (lookups
+    /// made) and each URL's canonical form (empty when rejected).
+    fn judge_request(
+        &mut self,
+        ns: &str,
+        source: Option<&str>,
+        urls: &[String],
+    ) -> Result<(Decision, Vec<String>), RedisFilterError> {
+        self.set_source(source);
+        let mut d = Decision::default();
+        let mut canon: Vec<String> = Vec::with_capacity(urls.len());
+        for u in urls {
+            match self.sieve_url(u) {
+                Err(r) => {
+                    d.reject(r);
+                    canon.push(String::new());
+                }
+                Ok(c) => {
+                    d.candidate(0, self.sieve.dedup_fingerprint());
+                    canon.push(c);
+                }
+            }
+        }
+        let cand: Vec<usize> = (0..d.len()).filter(|&i| d.is_candidate(i)).collect();
+        let pats: Vec<String> = cand
+            .iter()
+            .map(|&i| crate::url::pattern::pattern(&canon[i]))
+            .collect();
+        let refs: Vec<&str> = pats.iter().map(String::as_str).collect();
+        let mut skip = Vec::new();
+        self.pattern_skips(ns, &refs, &mut skip)?;
+        for (&i, _) in cand.iter().zip(&skip).filter(|(_, &s)| s) {
+            d.reject_at(i, Reason::PatternSimilar);
+        }
+        d.lookups(0);
+        Ok((d, canon))
+    }
+
+    /// The API's filter call: a read (`check_only`), the claims of an idempotent request, or a
+    /// check-and-set. A namespace Redis lost is created again (`create_missing`) and the call
+    /// made once more.
+    fn ask_filter(
+        &mut self,
+        ns: &str,
+        fps: &[u128],
+        news: &mut Vec<bool>,
+        check_only: bool,
+        idem: Option<&Idem>,
+    ) -> Result<(), RedisFilterError> {
+        let mut attempt = 0;
+        loop {
+            let state = self.namespaces.get_mut(ns).expect("attached");
+            let r = match (check_only, idem) {
+                (true, _) => state.filter.check(fps, news),
+                (false, Some(k)) => state.filter.claim_as(k.token, fps, news),
+                (false, None) => state.filter.check_and_set(fps, news),
+            };
+            match r {
+                Ok(()) => return Ok(()),
+                Err(e @ RedisFilterError::NotFound(_))
+                    if attempt == 0 && self.cfg.redis.create_missing =>
+                {
+                    attempt += 1;
+                    let _ = self.namespace_lost(ns, e);
+                }
+                Err(e) => return Err(self.namespace_lost(ns, e)),
+            }
+        }
     }
 
     /// A namespace Redis no longer has (Redis restarted without its data, or it was dropped):
@@ -725,7 +750,7 @@ impl GateCore {
         (topic, batch): (&str, &Batch),
         out: &mut GateStaged,
         now: &str,
-        tickets: &mut Vec<(usize, Ticket)>,
+        tickets: &mut Vec<(usize, Ticket, Vec<usize>)>,
     ) -> Result<(), RedisFilterError> {
         let mut sent: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut start = 0;
@@ -748,9 +773,9 @@ impl GateCore {
         }
         self.adopt_due()?;
         let t = std::time::Instant::now();
-        for (ns, idx) in &sent {
-            let ticket = self.complete(*ns, idx)?;
-            tickets.push((*ns, ticket));
+        for (ns, idx) in sent {
+            let ticket = self.complete(ns, &idx)?;
+            tickets.push((ns, ticket, idx));
         }
         self.metrics
             .filter_seconds
@@ -758,18 +783,23 @@ impl GateCore {
         Ok(())
     }
 
-    /// A stage that failed: every exchange in flight is abandoned (resubmitted by the retry:
-    /// their fields are reused, their URLs in doubt), and what the completed ones answered new
-    /// is carried to the next batch (their entries are in the outbox, and this gate's tier now
-    /// answers them "seen", so the retry would not publish them).
-    fn abandon(&mut self, pending: &[Pending], tickets: Vec<(usize, Ticket)>) {
-        for state in self.namespaces.values_mut() {
-            state.filter.take_abandon();
+    /// A stage that failed: every exchange that may have reached Redis is carried to the next
+    /// batch whole, as an adopted entry (its field is never written again: a retry may hold
+    /// other messages, after a rebalance), and what the completed ones answered new is carried
+    /// too (their entries are in the outbox, and this gate's tier now answers them "seen", so
+    /// the retry would not publish them). Repeats at worst.
+    fn abandon(&mut self, pending: &[Pending], tickets: Vec<(usize, Ticket, Vec<usize>)>) {
+        for (ns, name) in self.names.iter().enumerate() {
+            let state = self.namespaces.get_mut(name).expect("attached");
+            let sent = state.filter.take_abandon_carry();
+            self.carry.extend(sent.into_iter().map(|a| (ns, a)));
         }
-        for (ns, t) in tickets {
+        for (ns, t, idx) in tickets {
             let mut lines = Vec::new();
-            let news = self.decision.news().filter(|&j| pending[j].ns == ns);
-            for p in news.map(|j| &pending[j]) {
+            let news = idx
+                .iter()
+                .filter(|&&j| self.decision.verdict(j) == Verdict::New);
+            for p in news.map(|&j| &pending[j]) {
                 let (s, e) = p.enc.expect("a new URL was encoded");
                 lines.extend_from_slice(host_of(p).as_bytes());
                 lines.push(b'\t');
@@ -784,11 +814,10 @@ impl GateCore {
     /// every half lease.
     fn adopt_due(&mut self) -> Result<(), RedisFilterError> {
         for ns in 0..self.names.len() {
-            let state = self.namespaces.get_mut(&self.names[ns]).expect("attached");
-            let every = state.filter.lease_ttl() / 2;
-            if self.adopted_at[ns].is_some_and(|t| t.elapsed() < every) {
+            if !self.adoption_due(ns) {
                 continue;
             }
+            let state = self.namespaces.get_mut(&self.names[ns]).expect("attached");
             let got = match state.filter.adopt_expired() {
                 Ok(got) => got,
                 Err(e) => {
@@ -807,6 +836,14 @@ impl GateCore {
             self.adopted_at[ns] = Some(std::time::Instant::now());
         }
         Ok(())
+    }
+
+    /// Whether namespace `ns` is due to look for expired outboxes (its first batch, then every
+    /// half lease).
+    fn adoption_due(&self, ns: usize) -> bool {
+        let state = &self.namespaces[&self.names[ns]];
+        let every = state.filter.lease_ttl() / 2;
+        self.adopted_at[ns].is_none_or(|t| t.elapsed() >= every)
     }
 
     /// 5. The records, in input order: skipped patterns are rejected, each new URL's publisher
@@ -894,7 +931,7 @@ impl Stage for GateCore {
         }
         self.emit(&pending, out, &now);
         self.emit_carried(out, &now);
-        for (ns, t) in tickets {
+        for (ns, t, _) in tickets {
             out.pending.tickets.push((self.names[ns].clone(), t));
         }
         pending.clear();
@@ -911,6 +948,12 @@ impl Stage for GateCore {
             }
         }
         Ok(())
+    }
+
+    /// Carried entries to publish, or a namespace due to look for expired outboxes: an idle
+    /// gate stages an empty batch for them (a dead gate's fetch events do not wait for input).
+    fn wants_batch(&mut self) -> bool {
+        !self.carry.is_empty() || (0..self.names.len()).any(|ns| self.adoption_due(ns))
     }
 
     fn idle(&mut self) -> Result<(), RedisFilterError> {

@@ -150,7 +150,10 @@ impl RedisFilter {
             } else {
                 bloom_new[i]
             };
-            if !new && self.doubt.remove(&fps[i]) {
+            // Taken out of doubt at its first occurrence whatever the answer, so a repeat of the
+            // URL later in the same call is not rescued a second time.
+            let in_doubt = !self.doubt.is_empty() && self.doubt.remove(&fps[i]);
+            if !new && in_doubt {
                 self.stats.doubt_rescued += 1;
                 new = true;
             }

@@ -56,6 +56,10 @@ pub(super) struct Outbox {
     inflight: VecDeque<Take>,
     /// A buffer for the next batch's payloads.
     spare_blob: Vec<u8>,
+    /// Adopted entries (`deadid/seq` fields of this client's box) handed to the caller and not
+    /// yet delivered: any other such field in the box was adopted by a script whose reply was
+    /// lost, and is handed out at the next adoption.
+    handed: std::collections::HashSet<String>,
     beat: Option<Heartbeat>,
     /// URLs answered "seen" by Redis this run: someone else's entry may still hold them.
     pub(super) seen_in_redis: u64,
@@ -123,6 +127,9 @@ impl Heartbeat {
                     }
                 }
             })
+            .map_err(|e| {
+                tracing::warn!(error = %e, "could not start the lease heartbeat thread: this client's outbox will be adopted by others (repeats)")
+            })
             .ok();
         Heartbeat { stop, handle }
     }
@@ -181,6 +188,7 @@ impl RedisFilter {
                 reuse: VecDeque::new(),
                 inflight: VecDeque::new(),
                 spare_blob: Vec::new(),
+                handed: Default::default(),
                 beat: None,
                 seen_in_redis: 0,
             };
@@ -237,8 +245,6 @@ impl RedisFilter {
         self.outbox()?;
         let mut todo = Vec::new();
         self.claim_todo(fps, &mut todo);
-        // The last sent batch's buffer, reused (a gate's batch of fetch events is ~0.5 MB:
-        // growing a fresh one every batch cost page faults and copies).
         let mut blob = std::mem::take(&mut self.ob.as_mut().expect("made by outbox()").spare_blob);
         blob.clear();
         for &i in &todo {
@@ -251,42 +257,46 @@ impl RedisFilter {
             }
             blob.push(b'\n');
         }
+        let deferred = {
+            let ob = self.ob.as_ref().expect("made by outbox()");
+            ob.inflight.iter().any(|t| matches!(t.kind, Kind::Deferred))
+        };
+        let mut take = Take {
+            fps: fps.to_vec(),
+            todo,
+            field: String::new(),
+            blob,
+            cleared: Vec::new(),
+            kind: Kind::Deferred,
+        };
+        if take.todo.is_empty() {
+            // Nothing for Redis: no entry, no field.
+            take.kind = Kind::Done;
+            self.ob.as_mut().expect("made").inflight.push_back(take);
+            return Ok(());
+        }
+        // What can fail before anything is sent comes first: a failure here consumes no field
+        // and drops no entry to clear.
+        let raw = self.conn()?.is_raw();
+        let direct = raw && !deferred && self.gens.live.len() == 1;
+        let mut b = if direct { Some(self.batch()?) } else { None };
         let ob = self.ob.as_mut().expect("made by outbox()");
-        let field = match ob.reuse.pop_front() {
+        take.field = match ob.reuse.pop_front() {
             Some(f) => f,
             None => {
                 ob.seq += 1;
                 ob.seq.to_string()
             }
         };
-        let deferred = ob.inflight.iter().any(|t| matches!(t.kind, Kind::Deferred));
-        let mut take = Take {
-            fps: fps.to_vec(),
-            todo,
-            field,
-            blob,
-            cleared: Vec::new(),
-            kind: Kind::Deferred,
-        };
-        if take.todo.is_empty() {
-            take.kind = Kind::Done;
-            ob.inflight.push_back(take);
-            return Ok(());
-        }
         take.cleared = std::mem::take(&mut ob.clear_q);
-        let raw = self.conn()?.is_raw();
-        if raw && !deferred && self.gens.live.len() == 1 {
-            let mut b = self.batch()?;
-            self.write_ahead(&take, &mut b);
+        if let Some(b) = b.as_mut() {
+            self.write_ahead(&take, b);
             let base = b.len();
             let cur = self.gens.current().clone();
-            let groups = self.write_cmds(&cur, &take.fps, &take.todo, true, &mut b);
+            let groups = self.write_cmds(&cur, &take.fps, &take.todo, true, b);
             let n = b.len();
             self.stats.redis_lookups += take.todo.len() as u64;
-            let sent = self.conn().and_then(|c| c.send(&b));
-            self.spare = b;
-            // Sent: the payloads are in Redis's hands (a resubmission writes them again).
-            self.ob.as_mut().expect("made").spare_blob = std::mem::take(&mut take.blob);
+            let sent = self.conn().and_then(|c| c.send(b));
             take.kind = Kind::Sent {
                 n,
                 epoch: self.epoch,
@@ -300,6 +310,9 @@ impl RedisFilter {
                 self.ob.as_mut().expect("made").inflight.push_back(take);
                 return Err(e);
             }
+        }
+        if let Some(b) = b {
+            self.spare = b;
         }
         self.ob.as_mut().expect("made").inflight.push_back(take);
         Ok(())
@@ -343,6 +356,12 @@ impl RedisFilter {
         let ob = self.ob.as_mut().expect("made");
         match r {
             Ok(()) => {
+                // Answered: the payloads are in the outbox; the buffer serves the next batch
+                // (a gate's batch of fetch events is ~0.5 MB: growing a fresh one every batch
+                // cost page faults and copies).
+                if ob.spare_blob.capacity() < take.blob.capacity() {
+                    ob.spare_blob = std::mem::take(&mut take.blob);
+                }
                 let seen = take.todo.iter().filter(|&&i| !out[i]).count();
                 ob.seen_in_redis += seen as u64;
                 if take.todo.is_empty() {
@@ -419,7 +438,9 @@ impl RedisFilter {
         let mut fields = VecDeque::new();
         while let Some(mut t) = ob.inflight.pop_front() {
             ob.clear_q.append(&mut t.cleared);
-            fields.push_back(t.field);
+            if !t.field.is_empty() {
+                fields.push_back(t.field);
+            }
             if matches!(t.kind, Kind::Sent { .. }) {
                 sent = true;
                 doubt.extend(t.todo.iter().map(|&i| t.fps[i]));
@@ -433,6 +454,45 @@ impl RedisFilter {
             self.conn = None;
             self.tier.clear();
         }
+    }
+
+    /// Forget every batch in flight, for a caller that will not resubmit the same batches (the
+    /// gate: a retried stage may hold other messages, after a rebalance). What may have reached
+    /// Redis is handed back as entries to deliver, like adopted ones (their fields are never
+    /// written again; clear them with [`RedisFilter::delivered`] once delivered): its URLs are
+    /// not put in doubt, so a retry answers "seen" those whose insert ran (they are delivered
+    /// from the entry) and new the others (a repeat at worst).
+    pub fn take_abandon_carry(&mut self) -> Vec<Adopted> {
+        let Some(ob) = self.ob.as_mut() else {
+            return Vec::new();
+        };
+        let mut sent = false;
+        let mut out = Vec::new();
+        while let Some(mut t) = ob.inflight.pop_front() {
+            ob.clear_q.append(&mut t.cleared);
+            if matches!(t.kind, Kind::Sent { .. }) {
+                sent = true;
+                // take_complete's failure put them in doubt: the entry delivers them instead.
+                for &i in &t.todo {
+                    self.doubt.remove(&t.fps[i]);
+                }
+                let ticket = Ticket {
+                    owner: ob.id.clone(),
+                    field: t.field,
+                };
+                out.push((ticket, t.blob));
+            } else if !t.field.is_empty() {
+                // Never sent: its field was not written by it (an older entry's, reused, stays
+                // for the resubmission that reuses it next).
+                ob.reuse.push_front(t.field);
+            }
+        }
+        if sent {
+            // Their replies are still in the socket.
+            self.conn = None;
+            self.tier.clear();
+        }
+        out
     }
 
     /// URLs whose insert may have run without its reply reaching us: answered new on the
@@ -450,6 +510,9 @@ impl RedisFilter {
     /// [`RedisFilter::take_settle`]).
     pub fn delivered(&mut self, t: Ticket) {
         if let Some(ob) = self.ob.as_mut().filter(|ob| ob.id == t.owner) {
+            if t.field.contains('/') {
+                ob.handed.remove(&t.field);
+            }
             ob.clear_q.push(t.field);
         }
     }
@@ -484,11 +547,52 @@ impl RedisFilter {
     /// Adopt the outbox of every client of the namespace whose lease expired: its entries
     /// become this client's, to deliver and then clear with [`RedisFilter::delivered`].
     pub fn adopt_expired(&mut self) -> Result<Vec<Adopted>, RedisFilterError> {
-        let mut got = Vec::new();
+        let mut got = self.recover_adopted()?;
         for id in self.others()? {
-            got.extend(self.adopt_one(&id)?);
+            match self.adopt_one(&id) {
+                Ok(a) => got.extend(a),
+                // What was adopted already is handed out; the rest at the next call (an entry
+                // whose script ran without its reply is recovered from this client's box then).
+                Err(_) if !got.is_empty() => break,
+                Err(e) => return Err(e),
+            }
         }
         Ok(got)
+    }
+
+    /// Adopted entries in this client's box that were never handed out (the adopting
+    /// script's reply was lost).
+    fn recover_adopted(&mut self) -> Result<Vec<Adopted>, RedisFilterError> {
+        let ob = self.outbox()?;
+        let key = ob.box_key.clone();
+        let r: redis::RedisResult<Vec<String>> = self.mconn()?.query(redis::cmd("HKEYS").arg(&key));
+        let fields = r.map_err(|e| self.mfail(e))?;
+        let ob = self.ob.as_ref().expect("made");
+        let lost: Vec<String> = fields
+            .into_iter()
+            .filter(|f| f.contains('/') && !ob.handed.contains(f))
+            .collect();
+        if lost.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(&key);
+        for f in &lost {
+            cmd.arg(f);
+        }
+        let r: redis::RedisResult<Vec<Option<Vec<u8>>>> = self.mconn()?.query(&cmd);
+        let vals = r.map_err(|e| self.mfail(e))?;
+        let ob = self.ob.as_mut().expect("made");
+        let mut out = Vec::new();
+        for (field, v) in lost.into_iter().zip(vals) {
+            if let Some(v) = v {
+                ob.handed.insert(field.clone());
+                let owner = ob.id.clone();
+                out.push((Ticket { owner, field }, v));
+            }
+        }
+        self.stats.adopted += out.len() as u64;
+        Ok(out)
     }
 
     /// The other clients with an outbox in this namespace.
@@ -521,6 +625,7 @@ impl RedisFilter {
         while let (Some(f), Some(v)) = (it.next(), it.next()) {
             self.stats.adopted += 1;
             let field = String::from_utf8_lossy(&f).into_owned();
+            self.ob.as_mut().expect("made").handed.insert(field.clone());
             out.push((
                 Ticket {
                     owner: me.clone(),

@@ -80,4 +80,10 @@ pub trait Stage {
     fn idle(&mut self) -> Result<(), Self::Error> {
         Ok(())
     }
+
+    /// Whether the stage has output of its own while no input arrives (the gate: fetch events
+    /// adopted from a dead gate): the worker then stages an empty batch.
+    fn wants_batch(&mut self) -> bool {
+        false
+    }
 }

@@ -682,7 +682,9 @@ impl<S: Stage + Send + 'static> Worker<S> {
                     break;
                 }
                 self.stage_idle();
-                continue;
+                if !self.pipe().stage.wants_batch() {
+                    continue;
+                }
             }
             if !self.stage_and_send()? {
                 break;
