@@ -3,12 +3,6 @@
 
 use clap::Parser;
 
-/// mimalloc: the gate allocates per event on one thread and librdkafka frees on its own; glibc's
-/// arenas made that a lock (issue 24's profile: ~12 % of the gate thread in malloc, free and
-/// their futexes).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() {
     let args = crawlsieve::cli::normalize_args(std::env::args().collect());
     let cli = crawlsieve::cli::Cli::parse_from(args);
