@@ -87,6 +87,19 @@ fn shuffled(distinct: &[u128], copies: usize, seed: u64) -> Vec<u128> {
 }
 
 /// The keys of the Redis at `url` matching `pattern`.
+/// `DEBUG SLEEP secs` on `server` from a thread of its own: Redis stalls, and requests sent
+/// meanwhile time out on the client but run when it wakes.
+fn debug_sleep(server: &OwnRedis, secs: u64) -> std::thread::JoinHandle<()> {
+    let mut blocker = server.con();
+    std::thread::spawn(move || {
+        let _: () = redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(secs)
+            .query(&mut blocker)
+            .unwrap();
+    })
+}
+
 fn keys_like(url: &str, pattern: &str) -> Vec<String> {
     let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
     redis::cmd("KEYS").arg(pattern).query(&mut con).unwrap()
@@ -409,14 +422,7 @@ fn a_timed_out_write_that_still_ran_loses_no_url_on_retry() {
     let batch = fps(50, 300);
     // Redis stalls for 1 s: our request times out, then runs on the server anyway (it was
     // already in the socket buffer when the client gave up).
-    let mut blocker = server.con();
-    let stall = std::thread::spawn(move || {
-        let _: () = redis::cmd("DEBUG")
-            .arg("SLEEP")
-            .arg(1)
-            .query(&mut blocker)
-            .unwrap();
-    });
+    let stall = debug_sleep(&server, 1);
     std::thread::sleep(Duration::from_millis(100));
     let mut out = Vec::new();
     let e = f.check_and_set(&batch, &mut out).unwrap_err();
@@ -1231,14 +1237,7 @@ fn an_abandoned_take_is_handed_back_whole_and_a_lost_adoption_is_recovered() {
     let mut out = Vec::new();
     f.take_submit(&[], |_, _| {}).unwrap();
     f.take_complete(&mut out).unwrap();
-    let mut blocker = server.con();
-    let stall = std::thread::spawn(move || {
-        let _: () = redis::cmd("DEBUG")
-            .arg("SLEEP")
-            .arg(1)
-            .query(&mut blocker)
-            .unwrap();
-    });
+    let stall = debug_sleep(&server, 1);
     std::thread::sleep(Duration::from_millis(100));
     f.take_submit(&a, |i, b| b.extend_from_slice(a_text[i].as_bytes()))
         .unwrap();
