@@ -331,6 +331,15 @@ fn encode(p: &mut Pending, namespace: &str, now: &str, enc: &mut Vec<u8>) {
     p.enc = Some((s, enc.len()));
 }
 
+/// Append `p`'s outbox line (without its newline): `HOST \t FETCH-EVENT-JSON`, the form
+/// [`Payload::parse`] reads back. `p` was encoded.
+fn push_payload(p: &Pending, enc: &[u8], buf: &mut Vec<u8>) {
+    let (s, e) = p.enc.expect("encoded");
+    buf.extend_from_slice(host_of(p).as_bytes());
+    buf.push(b'\t');
+    buf.extend_from_slice(&enc[s..e]);
+}
+
 /// The message key of `p`'s fetch event: its host.
 fn host_of(p: &Pending) -> &str {
     crate::url::lex::host_port(&p.canonical)
@@ -490,10 +499,7 @@ impl GateCore {
             if p.enc.is_none() {
                 encode(p, name, now, enc);
             }
-            let (s, e) = p.enc.expect("encoded");
-            buf.extend_from_slice(host_of(p).as_bytes());
-            buf.push(b'\t');
-            buf.extend_from_slice(&enc[s..e]);
+            push_payload(p, enc, buf);
         });
         match r {
             Ok(()) => Ok(Some(idx)),
@@ -584,10 +590,7 @@ impl GateCore {
                 .iter()
                 .filter(|&&j| self.decision.verdict(j) == Verdict::New);
             for p in news.map(|&j| &pending[j]) {
-                let (s, e) = p.enc.expect("a new URL was encoded");
-                lines.extend_from_slice(host_of(p).as_bytes());
-                lines.push(b'\t');
-                lines.extend_from_slice(&self.enc[s..e]);
+                push_payload(p, &self.enc, &mut lines);
                 lines.push(b'\n');
             }
             self.carry.push((ns, (t, lines)));

@@ -219,14 +219,6 @@ impl RedisFilter {
         Ok(())
     }
 
-    /// Yield instead of waiting when a URL is claimed by another client (see
-    /// [`RedisFilterError::Claimed`]). A caller that holds claims it cannot confirm before the
-    /// call returns (a gate with a batch in flight) would otherwise wait on a client that may
-    /// be waiting on it.
-    pub fn set_yield_on_busy(&mut self, on: bool) {
-        self.yield_on_busy = on;
-    }
-
     /// [`RedisFilter::claim`] under `token` instead of this client's own: a request id that
     /// outlives this process (the HTTP API's `Idempotency-Key`), so a retry of the same
     /// request, by any process, finds the claims its first attempt took and answers the same.
@@ -663,20 +655,6 @@ impl RedisFilter {
                 .collect();
             if busy.is_empty() {
                 return Ok(());
-            }
-            if first && self.yield_on_busy {
-                // Release what this call took (nothing of it is delivered), so whoever holds
-                // the busy ones is not waiting on us, and let the caller finish its own work.
-                let mine: Vec<u128> = todo
-                    .iter()
-                    .zip(answers.iter())
-                    .filter(|(_, a)| **a == Some(true))
-                    .map(|(&i, _)| fps[i])
-                    .collect();
-                self.release_q.extend(mine);
-                self.settle_on_mconn()?;
-                self.stats.yields += 1;
-                return Err(RedisFilterError::Claimed(busy.len()));
             }
             if first {
                 self.stats.busy_waits += busy.len() as u64;

@@ -92,11 +92,6 @@ pub enum RedisFilterError {
         /// Whether a write was sent and its outcome is unknown.
         ambiguous: bool,
     },
-    /// Some URLs are claimed by another client, and this client was asked to yield rather
-    /// than wait ([`RedisFilter::set_yield_on_busy`]): what this call claimed was released;
-    /// finish what is in flight, then call again.
-    #[error("{0} URLs are being published by another client")]
-    Claimed(usize),
     /// Redis answered with an error that retrying will not fix (wrong key type, no permission…).
     #[error("Redis error: {}", describe(.0))]
     Server(redis::RedisError),
@@ -119,10 +114,7 @@ impl RedisFilterError {
 
     /// Whether the same call may succeed later.
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            RedisFilterError::Unavailable { .. } | RedisFilterError::Claimed(_)
-        )
+        matches!(self, RedisFilterError::Unavailable { .. })
     }
 
     /// A `-CODE message` reply line of the raw hot path.
@@ -434,9 +426,6 @@ pub struct RedisFilter {
     release_q: Vec<u128>,
     /// Refresh at the next call (counters near the generation's capacity).
     force_refresh: bool,
-    /// On a claim held by another client: release this call's claims and fail with
-    /// [`RedisFilterError::Claimed`] instead of waiting.
-    yield_on_busy: bool,
     /// Moving average of the share of URLs sent to Redis that were already seen: above one
     /// half, a batch is read first and only what looks new is claimed (a repeat then costs
     /// one read instead of a claim, a read and a release).

@@ -125,7 +125,6 @@ impl RedisFilter {
             confirm_q: Vec::new(),
             release_q: Vec::new(),
             force_refresh: false,
-            yield_on_busy: false,
             seen_share: 0.0,
             spec: NamespaceSpec::new(1, 0.5),
             gens: Generations {

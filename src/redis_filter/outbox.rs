@@ -560,6 +560,21 @@ impl RedisFilter {
         Ok(got)
     }
 
+    /// `HMGET key fields…` on the maintenance connection.
+    fn hmget(
+        &mut self,
+        key: &str,
+        fields: &[String],
+    ) -> Result<Vec<Option<Vec<u8>>>, RedisFilterError> {
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(key);
+        for f in fields {
+            cmd.arg(f);
+        }
+        let r: redis::RedisResult<Vec<Option<Vec<u8>>>> = self.mconn()?.query(&cmd);
+        r.map_err(|e| self.mfail(e))
+    }
+
     /// Adopted entries in this client's box that were never handed out (the adopting
     /// script's reply was lost).
     fn recover_adopted(&mut self) -> Result<Vec<Adopted>, RedisFilterError> {
@@ -575,13 +590,7 @@ impl RedisFilter {
         if lost.is_empty() {
             return Ok(Vec::new());
         }
-        let mut cmd = redis::cmd("HMGET");
-        cmd.arg(&key);
-        for f in &lost {
-            cmd.arg(f);
-        }
-        let r: redis::RedisResult<Vec<Option<Vec<u8>>>> = self.mconn()?.query(&cmd);
-        let vals = r.map_err(|e| self.mfail(e))?;
+        let vals = self.hmget(&key, &lost)?;
         let ob = self.ob.as_mut().expect("made");
         let mut out = Vec::new();
         for (field, v) in lost.into_iter().zip(vals) {
@@ -675,14 +684,7 @@ impl RedisFilter {
                     got.extend(adopted);
                     continue;
                 }
-                let key = Keys::outbox(&self.ns, &id);
-                let mut cmd = redis::cmd("HMGET");
-                cmd.arg(&key);
-                for f in &fields {
-                    cmd.arg(f);
-                }
-                let r: redis::RedisResult<Vec<Option<Vec<u8>>>> = self.mconn()?.query(&cmd);
-                let vals = r.map_err(|e| self.mfail(e))?;
+                let vals = self.hmget(&Keys::outbox(&self.ns, &id), &fields)?;
                 let left: Vec<String> = fields
                     .into_iter()
                     .zip(vals)

@@ -22,8 +22,6 @@ pub struct ClientStats {
     pub busy_waits: u64,
     /// Of those, taken as new after waiting `busy_wait` (possible repeats).
     pub busy_taken: u64,
-    /// Calls that yielded to another client's claims (released theirs and failed).
-    pub yields: u64,
     /// Write pipelines whose outcome was unknown.
     pub ambiguous_failures: u64,
     /// Reconnections.
