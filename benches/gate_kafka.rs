@@ -8,7 +8,7 @@
 //! `lines`: the bare line as the event), `BENCH_PARTITIONS` (4), `BENCH_ROUNDS` (2), `BENCH_WORKERS` (1),
 //! `BENCH_REDIS` (redis://127.0.0.1:6379), `BENCH_SET` (extra `--set` values for both runs,
 //! `;`-separated), `TANSU` (the broker binary), `BENCH_PERF` (a file: the gate runs under
-//! `perf record -g` into it), `BENCH_BIN` (run that `crawlsieve` binary instead of this
+//! `perf record -g` into it; `BENCH_PERF_CALLGRAPH=dwarf` for call graphs of a build without frame pointers), `BENCH_BIN` (run that `crawlsieve` binary instead of this
 //! build's: an earlier revision side by side).
 //!
 //! Rates are over each run's active span (first message → last finished batch), so group joins
@@ -37,7 +37,20 @@ fn run(sets: &[String], extra: &[&str]) -> (u64, f64, String) {
     let mut cmd = match &perf {
         Some(file) => {
             let mut c = Command::new("perf");
-            c.args(["record", "-F", "499", "-g", "-o", file, "--", bin]);
+            // BENCH_PERF_CALLGRAPH: perf's --call-graph mode (`dwarf` for a build without frame
+            // pointers; default `fp`).
+            let cg = std::env::var("BENCH_PERF_CALLGRAPH").unwrap_or_else(|_| "fp".into());
+            c.args([
+                "record",
+                "-F",
+                "499",
+                "--call-graph",
+                &cg,
+                "-o",
+                file,
+                "--",
+                bin,
+            ]);
             c
         }
         None => Command::new(bin),
@@ -67,6 +80,44 @@ fn run(sets: &[String], extra: &[&str]) -> (u64, f64, String) {
             .unwrap_or(0.0)
     };
     (num("consumed ") as u64, num("active "), line)
+}
+
+/// Seconds of CPU (user + system) used by this process's waited-for children.
+fn children_cpu() -> f64 {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+/// CPU per event of one run: (the crawlsieve process, the broker, Redis), in µs.
+struct Cpu(f64, f64, f64);
+
+impl Cpu {
+    fn measure<T>(k: &Tansu, redis: &str, f: impl FnOnce() -> (u64, T)) -> (Cpu, u64, T) {
+        let (p0, k0, r0) = (children_cpu(), k.cpu_seconds(), redis_cpu(redis));
+        let (n, t) = f();
+        let per = |d: f64| d * 1e6 / n.max(1) as f64;
+        let cpu = Cpu(
+            per(children_cpu() - p0),
+            per(k.cpu_seconds() - k0),
+            per(redis_cpu(redis) - r0),
+        );
+        (cpu, n, t)
+    }
+}
+
+impl std::fmt::Display for Cpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "CPU per event: process {:.2} µs, broker {:.2} µs, Redis {:.2} µs (INFO cpu: other clients of that Redis count too), total {:.2} µs",
+            self.0,
+            self.1,
+            self.2,
+            self.0 + self.1 + self.2
+        )
+    }
 }
 
 /// Seconds of CPU (user + system) the Redis server at `url` has used (`INFO cpu`).
@@ -172,10 +223,13 @@ fn main() {
     let mut pt_rates = Vec::new();
     let mut gate_rates = Vec::new();
     for r in 0..rounds {
-        let (c, secs, line) = run(
-            &common_sets(&format!("pt-{r}"), &format!("pt-out-{r}")),
-            &["--passthrough"],
-        );
+        let (cpu, c, (secs, line)) = Cpu::measure(&k, &redis, || {
+            let (c, secs, line) = run(
+                &common_sets(&format!("pt-{r}"), &format!("pt-out-{r}")),
+                &["--passthrough"],
+            );
+            (c, (secs, line))
+        });
         assert_eq!(
             c as usize,
             vals.len(),
@@ -183,20 +237,19 @@ fn main() {
         );
         pt_rates.push(c as f64 / secs);
         println!("round {r} passthrough: {line}");
+        println!("round {r} passthrough: {cpu}");
         let ns = format!("bench-gate-{}-{r}", std::process::id());
         let mut sets = common_sets(&format!("gate-{r}"), &format!("fetch-{r}"));
         sets.push(format!("redis.namespace={ns}"));
-        let cpu0 = redis_cpu(&redis);
-        let (c, secs, line) = run(&sets, &[]);
-        let cpu = redis_cpu(&redis) - cpu0;
-        println!(
-            "round {r} gate: Redis CPU {:.2} µs per event (INFO cpu over the run; other clients of that Redis count too)",
-            cpu * 1e6 / c.max(1) as f64
-        );
+        let (cpu, c, (secs, line)) = Cpu::measure(&k, &redis, || {
+            let (c, secs, line) = run(&sets, &[]);
+            (c, (secs, line))
+        });
         let _ = RedisFilter::drop_namespace(&RedisConfig::new(&redis), &ns);
         assert_eq!(c as usize, vals.len(), "gate read everything: {line}");
         gate_rates.push(c as f64 / secs);
         println!("round {r} gate:        {line}");
+        println!("round {r} gate:        {cpu}");
     }
     let best = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
     let (pt, gate) = (best(&pt_rates), best(&gate_rates));

@@ -414,6 +414,58 @@ pub struct FetchEvent {
     pub gated_at: String,
 }
 
+/// A [`FetchEvent`] as the gate writes it: the same fields, borrowed from the URL event and
+/// the gate's state, so writing one copies nothing twice (the gate writes one per new URL).
+/// `fetch_event_ref_writes_a_fetch_event` pins the two forms to the same JSON.
+#[derive(Debug, Serialize)]
+pub struct FetchEventRef<'a> {
+    pub url: &'a str,
+    pub original: &'a str,
+    pub pattern: &'a str,
+    pub host: &'a str,
+    pub namespace: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discovered_at: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crawl_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<Method>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<&'a Map<String, Value>>,
+    pub gated_at: &'a str,
+}
+
+impl<'a> FetchEventRef<'a> {
+    /// `ev`'s fetch event, with the fields the gate adds.
+    pub fn of(
+        ev: &'a UrlEvent,
+        url: &'a str,
+        pattern: &'a str,
+        host: &'a str,
+        namespace: &'a str,
+        gated_at: &'a str,
+    ) -> Self {
+        FetchEventRef {
+            url,
+            original: &ev.url,
+            pattern,
+            host,
+            namespace,
+            source: ev.source.as_deref(),
+            depth: ev.depth,
+            discovered_at: ev.discovered_at.as_deref(),
+            crawl_id: ev.crawl_id.as_deref(),
+            method: ev.method,
+            metadata: ev.metadata.as_ref(),
+            gated_at,
+        }
+    }
+}
+
 /// A rejected candidate, for the optional audit topic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -502,6 +554,43 @@ pub fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fetch_event_ref_writes_a_fetch_event() {
+        let full = UrlEvent::decode(
+            br#"{"url":"/a\"b","source":"https://s.example/","depth":2,"discovered_at":"2026-01-01T00:00:00Z","crawl_id":"c","method":"POST","metadata":{"k":[1,"\u00e9"]}}"#,
+            DEFAULT_MAX_MESSAGE_BYTES,
+        )
+        .unwrap();
+        for ev in [full, UrlEvent::bare("x")] {
+            let r = FetchEventRef::of(
+                &ev,
+                "https://s.example/a%22b",
+                "s.example/{str}",
+                "s.example",
+                "ns",
+                "2026-01-02T00:00:00.000Z",
+            );
+            let json = serde_json::to_string(&r).unwrap();
+            let back: FetchEvent = serde_json::from_str(&json).unwrap();
+            let owned = FetchEvent {
+                url: r.url.into(),
+                original: ev.url.clone(),
+                pattern: r.pattern.into(),
+                host: r.host.into(),
+                namespace: r.namespace.into(),
+                source: ev.source.clone(),
+                depth: ev.depth,
+                discovered_at: ev.discovered_at.clone(),
+                crawl_id: ev.crawl_id.clone(),
+                method: ev.method,
+                metadata: ev.metadata.clone(),
+                gated_at: r.gated_at.into(),
+            };
+            assert_eq!(back, owned);
+            assert_eq!(json, serde_json::to_string(&owned).unwrap());
+        }
+    }
 
     #[test]
     fn decodes_every_accepted_form() {

@@ -16,10 +16,25 @@
 //! similarity in [0, 1]. The writer (render stage) only records measurements; the decision uses
 //! the reader's configuration, as the seed's: a pattern is *similar* when
 //! `samples ≥ url_pattern_dom_sample_count` and `similarity ≥ url_pattern_dom_threshold`. Until
-//! then (sampling, or measured different) its URLs pass. The gate caches verdicts for
-//! [`PatternConfig::cache_ttl`] and reads misses with one pipelined `GET` per batch.
+//! then (sampling, or measured different) its URLs pass.
+//!
+//! # The index
+//! A crawl stream holds far more patterns than the render stage ever measures (a quarter of a
+//! million distinct ones per million events of `gen_stream.py`), so asking Redis about each
+//! would cost a `GET` per pattern and a round trip per batch for nothing. The writer therefore
+//! first adds the pattern's hash to the namespace's index (`cs:pv:{NAME}:idx`, a sorted set
+//! scored by a counter in `cs:pv:{NAME}:seq`, both in one script), then writes the verdict. The
+//! gate keeps a copy of the index, reading only what was added since its last read (at most
+//! once a second, or every [`PatternConfig::cache_ttl`] when that is shorter), and asks Redis
+//! only about patterns in it — caching those answers for `cache_ttl`. A verdict not in the index
+//! is not read: verdicts written by a build before the index (0.x ≤ issue 24) are seen again
+//! once the render stage measures their pattern anew. The counter carries a random `epoch`
+//! written with its first entry: Redis restarted empty (or the keys deleted) shows as a new
+//! epoch, and the gate reads the index again from the start.
 
 use std::time::{Duration, Instant};
+
+use rustc_hash::FxHashSet;
 
 use serde::{Deserialize, Serialize};
 
@@ -94,8 +109,99 @@ pub fn write(
         updated_at: crate::events::now_rfc3339(),
     };
     let json = serde_json::to_string(&v).expect("verdict serializes");
+    // Indexed first: a verdict is never stored where the gate would not look for it.
+    let (idx, seq) = crate::redis_filter::Keys::pattern_index(ns);
+    let hash = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(pattern.as_bytes()));
+    let epoch = format!("{:016x}", crate::redis_filter::layout::unique_u64());
+    conn.script_keys::<()>(&INDEX_SCRIPT, &[&seq, &idx], &[&hash, &epoch])
+        .map_err(|e| RedisFilterError::from_redis(e, false))?;
     conn.query::<()>(redis::cmd("SET").arg(key(ns, pattern)).arg(json))
         .map_err(|e| RedisFilterError::from_redis(e, false))
+}
+
+/// Index a pattern hash (ARGV[1]) once: KEYS[1] the counter, KEYS[2] the index; ARGV[2] the
+/// epoch to set when the counter is new. A pattern indexed before keeps its place.
+static INDEX_SCRIPT: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
+    redis::Script::new(
+        r"
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+redis.call('HSETNX', KEYS[1], 'epoch', ARGV[2])
+local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('ZADD', KEYS[2], n, ARGV[1])
+return 1
+",
+    )
+});
+
+/// Entries read from the index per round trip.
+const INDEX_PAGE: usize = 10_000;
+
+/// The gate's copy of a namespace's index (see the module docs).
+#[derive(Default)]
+struct Index {
+    /// Hashes of the patterns with a verdict.
+    hashes: FxHashSet<u64>,
+    /// The counter's epoch and the highest score read.
+    epoch: Option<String>,
+    upto: i64,
+    read_at: Option<Instant>,
+}
+
+impl Index {
+    /// Read what was added since the last read, when one is due.
+    fn refresh(
+        &mut self,
+        conn: &mut Conn,
+        ns: &str,
+        every: Duration,
+    ) -> Result<(), RedisFilterError> {
+        if self.read_at.is_some_and(|t| t.elapsed() < every) {
+            return Ok(());
+        }
+        let (idx, seq) = crate::redis_filter::Keys::pattern_index(ns);
+        loop {
+            let cmds = vec![
+                redis::cmd("HGET").arg(&seq).arg("epoch").clone(),
+                redis::cmd("ZRANGEBYSCORE")
+                    .arg(&idx)
+                    .arg(format!("({}", self.upto))
+                    .arg("+inf")
+                    .arg("WITHSCORES")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(INDEX_PAGE)
+                    .clone(),
+            ];
+            let r = conn
+                .pipeline(cmds)
+                .map_err(|e| RedisFilterError::from_redis(e, false))?;
+            let epoch: Option<String> = redis::from_redis_value(r[0].clone()).unwrap_or(None);
+            if epoch != self.epoch {
+                // A new counter (first entry, or Redis lost the index): from the start.
+                let restart = self.upto > 0;
+                *self = Index {
+                    epoch,
+                    ..Index::default()
+                };
+                if restart {
+                    continue;
+                }
+            }
+            let page: Vec<(String, i64)> =
+                redis::from_redis_value(r[1].clone()).unwrap_or_default();
+            for (h, score) in &page {
+                if let Ok(h) = u64::from_str_radix(h, 16) {
+                    self.hashes.insert(h);
+                }
+                self.upto = self.upto.max(*score);
+            }
+            if page.len() < INDEX_PAGE {
+                break;
+            }
+        }
+        self.read_at = Some(Instant::now());
+        Ok(())
+    }
 }
 
 /// The gate's reader: answers "skip this pattern?" for a batch, from a cache refreshed from
@@ -104,6 +210,7 @@ pub struct PatternVerdicts {
     cfg: PatternConfig,
     ns: String,
     cache: rustc_hash::FxHashMap<u64, (bool, Instant)>,
+    index: Index,
     /// Verdicts stored in a form this build does not read (counted, treated as "pass").
     pub unreadable: u64,
 }
@@ -115,12 +222,14 @@ impl PatternVerdicts {
             cfg,
             ns: ns.to_string(),
             cache: Default::default(),
+            index: Index::default(),
             unreadable: 0,
         }
     }
 
-    /// `skip[i]` = whether URLs of `patterns[i]` are to be skipped. One pipelined round trip
-    /// for the patterns not cached (or expired); none when the feature is off.
+    /// `skip[i]` = whether URLs of `patterns[i]` are to be skipped. A pattern not in the index
+    /// passes; one pipelined round trip for the indexed patterns not cached (or expired), and
+    /// one a second to read the index; none when the feature is off.
     pub fn skip_batch(
         &mut self,
         conn: &mut Conn,
@@ -133,10 +242,18 @@ impl PatternVerdicts {
             return Ok(());
         }
         let ttl = Duration::from_secs(self.cfg.cache_ttl);
+        self.index
+            .refresh(conn, &self.ns, ttl.min(Duration::from_secs(1)))?;
+        if self.index.hashes.is_empty() {
+            return Ok(());
+        }
         let now = Instant::now();
         let mut misses: Vec<(usize, u64)> = Vec::new();
         for (i, p) in patterns.iter().enumerate() {
             let h = xxhash_rust::xxh3::xxh3_64(p.as_bytes());
+            if !self.index.hashes.contains(&h) {
+                continue;
+            }
             match self.cache.get(&h) {
                 Some(&(s, at)) if now.duration_since(at) < ttl => skip[i] = s,
                 _ => misses.push((i, h)),

@@ -629,6 +629,11 @@ impl Scope {
         }))
     }
 
+    /// Whether [`Scope::check`] looks at the source (`same_site_as_source`).
+    pub fn uses_source(&self) -> bool {
+        self.same_site_as_source
+    }
+
     /// Judge a canonical URL (`scheme://host[:port]/path[?query]`, as the canonicalizer writes
     /// it) found on `source` (the page it came from, if known).
     pub fn check(&self, canonical: &str, source: Option<&Url>) -> Result<(), Reason> {

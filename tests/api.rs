@@ -335,6 +335,8 @@ fn verdicts_follow_the_gate_rules() {
         crawlsieve::redis_filter::Conn::connect(&crawlsieve::redis_filter::RedisConfig::new(REDIS))
             .unwrap();
     crawlsieve::patterns::write(&mut conn, &other, &pat, 3, 0.97).unwrap();
+    // The API reads the namespace's verdict index at most once a second (crate::patterns).
+    std::thread::sleep(Duration::from_millis(1100));
     let r3 = s.filter(&json!({"namespace": other, "urls": ["https://shop.example/p/456"]}));
     assert_eq!(r3["rejected"][0]["reason"], "pattern_similar", "{r3}");
     let _: () = redis::cmd("DEL")

@@ -796,6 +796,8 @@ fn pattern_verdicts_written_by_render_are_read_by_the_gate() {
     patterns::write(&mut conn, ns, similar, 3, 0.93).unwrap();
     patterns::write(&mut conn, ns, sampling, 2, 0.99).unwrap();
     patterns::write(&mut conn, ns, different, 5, 0.40).unwrap();
+    // Written and indexed, then damaged.
+    patterns::write(&mut conn, ns, garbage, 3, 0.99).unwrap();
     let mut plain = redis::Client::open(REDIS)
         .unwrap()
         .get_connection()
@@ -840,6 +842,83 @@ fn pattern_verdicts_written_by_render_are_read_by_the_gate() {
         .skip_batch(&mut conn, &all, &mut skip)
         .unwrap();
     assert_eq!(skip, [false; 5]);
+}
+
+/// The gate asks Redis only about patterns in the namespace's index, reads the index
+/// incrementally, and reads it again from the start when Redis lost it.
+#[test]
+fn the_gate_reads_only_indexed_verdicts_and_follows_a_lost_index() {
+    use crawlsieve::patterns::{self, PatternConfig, PatternVerdicts};
+    use crawlsieve::redis_filter::{Conn, Keys};
+    let server = OwnRedis::start(&[]);
+    let mut conn = Conn::connect(&cfg(&server.url())).unwrap();
+    let mut plain = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let ns = "idx";
+    let (a, b, c) = (
+        "a.example/p/{int}",
+        "b.example/p/{int}",
+        "c.example/p/{int}",
+    );
+    // A verdict stored without the index (an older build's) is not read.
+    let _: () = redis::cmd("SET")
+        .arg(patterns::key(ns, c))
+        .arg(
+            r#"{"v":1,"pattern":"c.example/p/{int}","samples":9,"similarity":1.0,"updated_at":""}"#,
+        )
+        .query(&mut plain)
+        .unwrap();
+    let gets = |plain: &mut redis::Connection| -> u64 {
+        let info: String = redis::cmd("INFO").arg("commandstats").query(plain).unwrap();
+        info.lines()
+            .find(|l| l.starts_with("cmdstat_get:"))
+            .and_then(|l| l.split("calls=").nth(1)?.split(',').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let instant = PatternConfig {
+        cache_ttl: 0, // re-read the index and the verdicts on every batch
+        ..PatternConfig::default()
+    };
+    let mut r = PatternVerdicts::new(instant, ns);
+    let mut skip = Vec::new();
+    let g0 = gets(&mut plain);
+    r.skip_batch(&mut conn, &[a, b, c], &mut skip).unwrap();
+    assert_eq!(skip, [false; 3]);
+    assert_eq!(gets(&mut plain), g0, "nothing indexed: no GET");
+    patterns::write(&mut conn, ns, a, 3, 0.9).unwrap();
+    r.skip_batch(&mut conn, &[a, b, c], &mut skip).unwrap();
+    assert_eq!(skip, [true, false, false]);
+    assert_eq!(gets(&mut plain), g0 + 1, "one GET: the indexed pattern");
+    // Rewriting a verdict keeps its place; a new one is read incrementally.
+    patterns::write(&mut conn, ns, a, 4, 0.9).unwrap();
+    patterns::write(&mut conn, ns, b, 3, 0.9).unwrap();
+    r.skip_batch(&mut conn, &[a, b, c], &mut skip).unwrap();
+    assert_eq!(skip, [true, true, false]);
+    let (idx, seq) = Keys::pattern_index(ns);
+    let n: i64 = redis::cmd("ZCARD").arg(&idx).query(&mut plain).unwrap();
+    assert_eq!(n, 2);
+    // Redis loses everything (restarted empty); the render stage measures d first (a place in
+    // the index the gate had read past), then more: the gate starts over (a new epoch).
+    let _: () = redis::cmd("FLUSHALL").query(&mut plain).unwrap();
+    let d = "d.example/p/{int}";
+    patterns::write(&mut conn, ns, d, 3, 0.9).unwrap();
+    for i in 0..5 {
+        patterns::write(&mut conn, ns, &format!("x{i}.example/{{int}}"), 1, 0.1).unwrap();
+    }
+    let n: i64 = redis::cmd("HGET")
+        .arg(&seq)
+        .arg("n")
+        .query(&mut plain)
+        .unwrap();
+    assert_eq!(n, 6);
+    r.skip_batch(&mut conn, &[a, b, c, d], &mut skip).unwrap();
+    assert_eq!(
+        skip,
+        [false, false, false, true],
+        "a and b are gone, d is read"
+    );
 }
 
 #[test]

@@ -16,12 +16,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use url::Url;
-
 use crate::config::Config;
 use crate::decision::{Decision, Verdict};
 use crate::events::{
-    now_rfc3339, DeadLetterCode, DecodeError, FetchEvent, RejectedEvent, UrlEvent,
+    now_rfc3339, DeadLetterCode, DecodeError, FetchEvent, FetchEventRef, RejectedEvent, UrlEvent,
 };
 use crate::observe::FilterMetrics;
 use crate::patterns::PatternVerdicts;
@@ -94,7 +92,6 @@ pub struct GateCore {
     cfg: Config,
     redis: RedisConfig,
     sieve: Sieve,
-    source: Option<String>,
     names: Vec<String>,
     namespaces: HashMap<String, Namespace>,
     patterns_conn: LazyConn,
@@ -134,7 +131,6 @@ impl GateCore {
             cfg,
             redis,
             sieve,
-            source: None,
             names: Vec::new(),
             namespaces: HashMap::new(),
             pending: Vec::new(),
@@ -269,15 +265,6 @@ impl GateCore {
         RedisFilterError::unavailable(detail)
     }
 
-    /// Use `source` as the base of relative candidates (parsed once per distinct source).
-    fn set_source(&mut self, source: Option<&str>) {
-        if self.source.as_deref() == source {
-            return;
-        }
-        self.sieve.base = source.and_then(|s| Url::parse(s).ok());
-        self.source = source.map(String::from);
-    }
-
     fn reject(&self, out: &mut GateStaged, ev: &UrlEvent, reason: Reason, now: &str) {
         out.pending.count_reject(reason);
         if self.cfg.kafka.audit_topic.is_some() {
@@ -305,27 +292,13 @@ fn fetch_event_bound(p: &Pending) -> usize {
     2 * p.raw_len + 2 * 7 * p.canonical.len() + 3 * 256
 }
 
-/// Append `p`'s fetch event (JSON) to `enc` and note where it is. The event's fields move into
-/// it: `p` is published from here on.
+/// Append `p`'s fetch event (JSON) to `enc` and note where it is.
 fn encode(p: &mut Pending, namespace: &str, now: &str, enc: &mut Vec<u8>) {
     if p.pattern.is_empty() {
         p.pattern = crate::url::pattern::pattern(&p.canonical);
     }
-    let ev = &mut p.event;
-    let fe = FetchEvent {
-        url: p.canonical.clone(),
-        original: std::mem::take(&mut ev.url),
-        pattern: p.pattern.clone(),
-        host: crate::url::lex::host_port(&p.canonical).to_string(),
-        namespace: namespace.to_string(),
-        source: ev.source.take(),
-        depth: ev.depth,
-        discovered_at: ev.discovered_at.take(),
-        crawl_id: ev.crawl_id.take(),
-        method: ev.method.take(),
-        metadata: ev.metadata.take(),
-        gated_at: now.to_string(),
-    };
+    let host = crate::url::lex::host_port(&p.canonical);
+    let fe = FetchEventRef::of(&p.event, &p.canonical, &p.pattern, host, namespace, now);
     let s = enc.len();
     serde_json::to_writer(&mut *enc, &fe).expect("event types serialize");
     p.enc = Some((s, enc.len()));
@@ -379,7 +352,7 @@ impl GateCore {
                     continue;
                 }
             };
-            self.set_source(ev.source.as_deref());
+            self.sieve.set_source(ev.source.as_deref());
             self.sieve.context = ev.context.unwrap_or_default();
             self.use_scope_of(ns);
             match self.sieve_url(&ev.url) {

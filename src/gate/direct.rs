@@ -163,7 +163,7 @@ impl GateCore {
         source: Option<&str>,
         urls: &[String],
     ) -> Result<(Decision, Vec<String>), RedisFilterError> {
-        self.set_source(source);
+        self.sieve.set_source(source);
         let mut d = Decision::default();
         let mut canon: Vec<String> = Vec::with_capacity(urls.len());
         for u in urls {

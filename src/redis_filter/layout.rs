@@ -428,6 +428,13 @@ impl Keys {
         format!("cs:pv:{{{ns}:{pattern_hash:016x}}}")
     }
 
+    /// The index of namespace `ns`'s pattern verdicts (`cs:pv:{NS}:idx`, a sorted set: the
+    /// hex hash of every pattern with a verdict, scored by when it was first indexed) and its
+    /// counter (`cs:pv:{NS}:seq`, a hash: `epoch`, `n`); [`crate::patterns`].
+    pub fn pattern_index(ns: &str) -> (String, String) {
+        (format!("cs:pv:{{{ns}}}:idx"), format!("cs:pv:{{{ns}}}:seq"))
+    }
+
     /// The render stage's clustering checkpoint of one host (`cs:rs:{HOST}`).
     pub fn render_state(host: &str) -> String {
         format!("cs:rs:{{{host}}}")

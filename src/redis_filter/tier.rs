@@ -44,6 +44,29 @@ fn reserve(want: usize) -> usize {
     0
 }
 
+/// Ask the kernel to back `slots` with transparent huge pages where it can (a hint; ignored
+/// where THP is off). Every lookup lands on a random slot of a table of up to tens of MiB: with
+/// 4 KiB pages nearly each one is a TLB miss as well as a cache miss (the tier's inserts were
+/// ~4% of the gate's CPU before).
+fn huge_pages(slots: &[u128]) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = std::mem::size_of_val(slots);
+        if bytes < 2 * HUGE {
+            return;
+        }
+        let start = slots.as_ptr() as usize;
+        let page = 4096;
+        let aligned = (start + page - 1) & !(page - 1);
+        let len = (start + bytes - aligned) & !(page - 1);
+        // SAFETY: the range lies inside `slots`' allocation and madvise only advises.
+        unsafe {
+            libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
 /// See the module docs.
 pub struct LocalTier {
     slots: Vec<u128>,
@@ -68,8 +91,10 @@ impl LocalTier {
         } else {
             reserve(slots.next_power_of_two())
         };
+        let slots = vec![0; n];
+        huge_pages(&slots);
         LocalTier {
-            slots: vec![0; n],
+            slots,
             mask: n.saturating_sub(1),
             len: 0,
         }

@@ -347,6 +347,22 @@ impl Canonicalizer {
         Ok(Canonical { url: out, absolute })
     }
 
+    /// [`Canonicalizer::canonicalize_into`]'s fast path alone: `true` when `input` is an
+    /// absolute http(s) URL it canonicalized into `out` without a base (the result
+    /// `canonicalize_into` gives with any base); `false` (and `out` unspecified) otherwise.
+    pub fn canonicalize_fast(&self, input: &str, out: &mut String) -> bool {
+        out.clear();
+        let s = input.trim_matches(|c: char| c <= ' ');
+        if super::find_byte3(b'\t', b'\n', b'\r', s.as_bytes()).is_some() {
+            return false;
+        }
+        if self.fast_absolute(s, out) {
+            trim_residue_end(out);
+            return true;
+        }
+        false
+    }
+
     /// As [`Canonicalizer::canonicalize`], writing into a reused buffer (cleared first).
     /// Returns whether the result is absolute.
     pub fn canonicalize_into(

@@ -65,6 +65,20 @@ impl Tansu {
     pub fn brokers(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
+
+    /// Seconds of CPU (user + system) the broker process has used (`/proc/PID/stat`).
+    #[allow(dead_code)]
+    pub fn cpu_seconds(&self) -> f64 {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // Fields after the command name (which may hold spaces) start at state (field 3).
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        // utime and stime are fields 14 and 15 (indices 11 and 12 after the state).
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        (ticks(11) + ticks(12)) / hz
+    }
 }
 
 impl Drop for Tansu {
