@@ -67,6 +67,8 @@ pub struct Sieve {
     /// Crawl scope, judged on the canonical URL before the filter (`None`: everything is in
     /// scope). [`crate::scope`].
     pub scope: Option<std::sync::Arc<crate::scope::Scope>>,
+    /// Special-purpose hosts candidates may name (none by default: `private_address`).
+    pub address: crate::url::AddressPolicy,
     buf: String,
     key: String,
 }
@@ -81,6 +83,7 @@ impl Sieve {
             source: None,
             context: crate::url::Context::Unknown,
             scope: None,
+            address: Default::default(),
             buf: String::with_capacity(256),
             key: String::new(),
         }
@@ -150,6 +153,11 @@ impl Sieve {
         // `%5C`), and a canonical URL must pass the validator it came through.
         if self.buf.len() > self.validator.config().max_len {
             return Err(Reason::TooLong);
+        }
+        // A host that is this machine or its network, by literal or localhost name, whatever
+        // the spelling (canonicalized: `0x7f.1` is `127.0.0.1`).
+        if self.buf.contains("://") {
+            self.address.check(&self.buf)?;
         }
         // Scope after canonicalization (it judges what would be fetched), before the filter (an
         // out-of-scope URL never takes a place in it).
@@ -315,6 +323,55 @@ impl BatchResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 25: a candidate naming this machine or its network is rejected however it is
+    /// spelled (decimal, octal, hex, short IPv4; IPv6 carrying IPv4; entity-encoded in an
+    /// attribute), unless allowed; the shared table of special-purpose addresses all fail.
+    #[test]
+    fn candidates_naming_special_purpose_hosts_are_private_address() {
+        use crate::url::address::{url_of, SPECIAL_PURPOSE};
+        let mut s = Sieve::new(Validator::default(), Canonicalizer::default(), None);
+        let judge = |s: &mut Sieve, u: &str| s.classify(u.as_bytes(), false).map(String::from);
+        for a in SPECIAL_PURPOSE {
+            assert_eq!(
+                judge(&mut s, &url_of(a)),
+                Err(Reason::PrivateAddress),
+                "{a}"
+            );
+        }
+        for u in [
+            "http://2130706433/",
+            "http://0x7f.1/",
+            "http://0177.0.0.1/",
+            "http://127.1/",
+            "http://0xa9fea9fe/latest/meta-data/",
+            "HTTP://LOCALHOST:8080/admin",
+            "http://[::ffff:a9fe:a9fe]/",
+            "//10.0.0.1/x",
+        ] {
+            assert_eq!(judge(&mut s, u), Err(Reason::PrivateAddress), "{u}");
+        }
+        s.context = crate::url::Context::HtmlAttr;
+        assert_eq!(
+            judge(&mut s, "http://&#x31;27.0.0.1/"),
+            Err(Reason::PrivateAddress)
+        );
+        s.context = crate::url::Context::Unknown;
+        // Relative to a private page: the result names it too.
+        s.set_source(Some("http://192.168.1.1/admin/"));
+        assert_eq!(judge(&mut s, "users"), Err(Reason::PrivateAddress));
+        s.clear_source();
+        assert_eq!(judge(&mut s, "http://8.8.8.8/").unwrap(), "http://8.8.8.8/");
+        s.address = crate::url::AddressPolicy::new(&["10.0.0.0/8"]).unwrap();
+        assert_eq!(
+            judge(&mut s, "http://10.9.8.7/").unwrap(),
+            "http://10.9.8.7/"
+        );
+        assert_eq!(
+            judge(&mut s, "http://127.0.0.1/"),
+            Err(Reason::PrivateAddress)
+        );
+    }
 
     #[test]
     fn a_source_is_the_base_while_set_and_parsed_only_when_needed() {

@@ -450,6 +450,57 @@ fn context_decodes_candidates_before_judging() {
     );
 }
 
+/// Issue 25: a candidate naming the crawler's own machine or network is `private_address` in
+/// `check` and `dedup` alike, however it is spelled; `--allow-private` opens what it names, and
+/// a bad entry is an error naming it.
+#[test]
+fn private_addresses_are_rejected_unless_allowed() {
+    let input = b"http://&#x31;27.0.0.1/admin\nhttp://2130706433/\nhttp://[::ffff:a9fe:a9fe]/\nhttp://10.1.2.3/x\nhttps://public.example/\n";
+    let out = stdout(&run(&["check", "--context", "html_attr"], input));
+    let reasons: Vec<String> = out
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["reason"]
+                .as_str()
+                .unwrap_or(v["verdict"].as_str().unwrap())
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "private_address",
+            "private_address",
+            "private_address",
+            "private_address",
+            "keep"
+        ],
+        "{out}"
+    );
+    let dedup = stdout(&run(
+        &[
+            "dedup",
+            "--context",
+            "html_attr",
+            "--allow-private",
+            "10.0.0.0/8,127.0.0.1",
+        ],
+        input,
+    ));
+    assert_eq!(
+        dedup,
+        "http://127.0.0.1/admin\nhttp://127.0.0.1/\nhttp://10.1.2.3/x\nhttps://public.example/\n",
+        "allowed ranges pass, the metadata address does not"
+    );
+    let bad = run(&["check", "--allow-private", "example.com"], b"x\n");
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && err.contains("\"example.com\""),
+        "{err}"
+    );
+}
+
 /// Issue 18: the scope flags of `check` and `dedup`, a Nutch file among them; a bad file is an
 /// error naming its line.
 #[test]

@@ -419,6 +419,9 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
         format!(r#"{{"url":"https://other.example/x","namespace":"{}"}}"#, ns2.name),
         "https://tpl.example/p/7".into(),
         "https://tpl.example/p/8".into(),
+        // An entity-encoded loopback address in an attribute (issue 25): private_address.
+        r#"{"url":"http://&#x31;27.0.0.1/admin","context":"html_attr"}"#.into(),
+        "http://0xa9fea9fe/latest/meta-data/".into(),
     ];
     for i in 0..300 {
         let j = i % 150; // each generated URL twice
@@ -483,6 +486,19 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
     let reasons: HashSet<Reason> = audit.iter().map(|r| r.reason).collect();
     assert!(reasons.contains(&Reason::NonFetchableScheme), "{reasons:?}");
     assert!(reasons.contains(&Reason::PatternSimilar), "{reasons:?}");
+    let mut private: Vec<&str> = audit
+        .iter()
+        .filter(|r| r.reason == Reason::PrivateAddress)
+        .map(|r| r.url.as_str())
+        .collect();
+    private.sort();
+    assert_eq!(
+        private,
+        [
+            "http://&#x31;27.0.0.1/admin",
+            "http://0xa9fea9fe/latest/meta-data/"
+        ]
+    );
     assert_eq!(
         audit
             .iter()

@@ -126,7 +126,11 @@ fn prometheus_scrapes_every_stage_and_the_dashboard_has_data() {
     input.push(vec![0xff, 0xfe, 0x00]);
     produce(&b, "urls", 2, &input);
 
-    let mut gate = crawlsieve(&["gate"], &common_sets("obs-gate", gport), &[]);
+    // The gate lets the loopback site and the private address through (allow-listed, as an
+    // intranet crawl would), so the render stage is the one refusing 10.0.0.7.
+    let mut gsets = common_sets("obs-gate", gport);
+    gsets.push("sieve.allow_private=[\"127.0.0.1\", \"10.0.0.7\"]".into());
+    let mut gate = crawlsieve(&["gate"], &gsets, &[]);
     let mut rsets = common_sets("obs-render", rport);
     // The site is on loopback (refused unless allow-listed); 10.0.0.7 stays refused: a failure.
     rsets.push("render.allow=[\"127.0.0.1\"]".into());

@@ -237,7 +237,8 @@ fn gate_then_render_end_to_end() {
         &config,
         format!(
             "[kafka]\nbrokers = \"{b}\"\naudit_topic = \"audit\"\n[kafka.consumer]\n\"session.timeout.ms\" = 6000\n\
-             [redis]\nnamespace = \"{ns}\"\nfp_rate = 1e-9\n[render]\nallow = [\"127.0.0.1\"]\npage_timeout = \"15s\"\n"
+             [redis]\nnamespace = \"{ns}\"\nfp_rate = 1e-9\n[render]\nallow = [\"127.0.0.1\"]\npage_timeout = \"15s\"\n\
+             [sieve]\nallow_private = [\"127.0.0.1\"]\n"
         ),
     )
     .unwrap();

@@ -129,6 +129,17 @@ pub struct RuleArgs {
     /// rejected), css (`url()` values), text, or unknown (nothing decoded).
     #[arg(long, env = "CRAWLSIEVE_CONTEXT", value_enum, default_value_t = crate::url::Context::Unknown)]
     pub context: crate::url::Context,
+    /// Let candidates name these special-purpose hosts (intranet crawls; repeatable or
+    /// comma-separated): an address or CIDR range (`10.0.0.0/8`, `::1`), a localhost name, or `*`
+    /// for all. Otherwise a loopback, private, link-local or metadata IP literal (any spelling)
+    /// or a localhost name is rejected as `private_address`.
+    #[arg(
+        long = "allow-private",
+        env = "CRAWLSIEVE_ALLOW_PRIVATE",
+        value_delimiter = ',',
+        value_name = "RANGE"
+    )]
+    pub allow_private: Vec<String>,
 }
 
 impl RuleArgs {
@@ -143,6 +154,7 @@ impl RuleArgs {
             keep_tracking: self.keep_tracking,
             sort_query: !self.no_sort_query,
             merge: self.merge.clone(),
+            allow_private: self.allow_private.clone(),
         }
     }
 
@@ -157,6 +169,10 @@ impl RuleArgs {
     fn sieve(&self) -> Result<Sieve> {
         let mut s = Sieve::new(self.validator()?, self.canonicalizer(), self.base.clone());
         s.context = self.context;
+        s.address = self
+            .section()
+            .address_policy()
+            .map_err(anyhow::Error::msg)?;
         Ok(s)
     }
 }

@@ -220,6 +220,9 @@ impl Config {
                 bad(format!("metrics.listen {l:?} is not host:port"));
             }
         }
+        if let Err(e) = self.sieve.address_policy() {
+            bad(format!("sieve.{e}"));
+        }
         if let Err(e) = self.sieve.validator() {
             bad(format!("sieve: {e}"));
         }

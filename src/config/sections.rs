@@ -80,6 +80,11 @@ pub struct SieveSection {
     /// Opt-in equivalences for deduplication only: `scheme`, `www`, `trailing-slash`, `index`,
     /// `slashes`. Each may merge pages a server tells apart.
     pub merge: Vec<crate::url::Merge>,
+    /// Special-purpose hosts a candidate may name (intranet crawls): addresses or CIDR ranges
+    /// (`10.0.0.0/8`, `::1`), localhost names, or `*` for all. By default a candidate whose host
+    /// is a loopback, private, link-local, metadata or other special-purpose IP literal, or a
+    /// localhost name, is rejected as `private_address` ([`crate::url::address`]).
+    pub allow_private: Vec<String>,
 }
 
 impl Default for SieveSection {
@@ -93,11 +98,17 @@ impl Default for SieveSection {
             keep_tracking: false,
             sort_query: true,
             merge: Vec::new(),
+            allow_private: Vec::new(),
         }
     }
 }
 
 impl SieveSection {
+    /// The special-purpose hosts these settings allow.
+    pub fn address_policy(&self) -> Result<crate::url::AddressPolicy, String> {
+        crate::url::AddressPolicy::new(&self.allow_private)
+    }
+
     /// The validator these settings describe.
     pub fn validator(&self) -> Result<crate::url::Validator, String> {
         let mut cfg = crate::url::ValidatorConfig::from_profile(self.profile);

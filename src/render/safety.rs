@@ -32,97 +32,7 @@ pub enum Refused {
     },
 }
 
-/// The class of a non-public address, or `None` for a public one. Follows IANA's special-purpose
-/// address registries; IPv6 forms that carry an IPv4 address (mapped, translated, compatible,
-/// NAT64 `64:ff9b::/96`, 6to4 `2002::/16`) are judged by that IPv4 address.
-pub fn non_public(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v) => {
-            let o = v.octets();
-            if v.is_loopback() {
-                Some("loopback")
-            } else if v.is_private() {
-                Some("private")
-            } else if v.is_link_local() {
-                Some("link-local (cloud metadata)")
-            } else if o[0] == 100 && (64..128).contains(&o[1]) {
-                Some("carrier-grade NAT")
-            } else if v.is_unspecified() || v.is_broadcast() || v.is_multicast() || o[0] == 0 {
-                Some("unroutable")
-            } else if v.is_documentation()
-                || o[0] >= 240
-                || (o[0], o[1], o[2]) == (192, 0, 0) // IETF protocol assignments
-                || (o[0], o[1], o[2]) == (192, 88, 99) // 6to4 relay anycast (deprecated)
-                || (o[0] == 198 && (o[1] & 0xfe) == 18)
-            // benchmarking 198.18.0.0/15
-            {
-                Some("reserved")
-            } else {
-                None
-            }
-        }
-        IpAddr::V6(v) => {
-            let s = v.segments();
-            if v.is_loopback() {
-                return Some("loopback");
-            }
-            if v.is_unspecified() || v.is_multicast() {
-                return Some("unroutable");
-            }
-            if let Some(v4) = embedded_v4(&s) {
-                return non_public(IpAddr::V4(v4)).or(
-                    // `::a.b.c.d` (IPv4-compatible) is deprecated: nothing public uses it.
-                    if s[..6] == [0; 6] {
-                        Some("reserved (IPv4-compatible)")
-                    } else {
-                        None
-                    },
-                );
-            }
-            if (s[0] & 0xfe00) == 0xfc00 {
-                Some("private (unique-local)")
-            } else if (s[0] & 0xffc0) == 0xfe80 {
-                Some("link-local")
-            } else if (s[0] & 0xffc0) == 0xfec0 {
-                Some("site-local (deprecated)")
-            } else if s[0] == 0xfd00 && s[1] == 0x0ec2 {
-                Some("link-local (cloud metadata)")
-            } else if s[0] == 0x0064 && s[1] == 0xff9b && s[2] == 1 {
-                Some("NAT64 local use")
-            } else if (s[0] == 0x2001 && s[1] == 0x0db8) || (s[0] & 0xfff0) == 0x3ff0 {
-                Some("reserved (documentation)")
-            } else if s[0] == 0x2001
-                && (s[1] == 0
-                    || s[1] == 2
-                    || (s[1] & 0xffe0) == 0x0020
-                    || (s[1] & 0xfff0) == 0x0010)
-            {
-                // Teredo 2001::/32, benchmarking 2001:2::/48, ORCHID 2001:10::/28, 2001:20::/28
-                Some("reserved")
-            } else if s[..4] == [0x0100, 0, 0, 0] {
-                Some("reserved (discard)")
-            } else {
-                None
-            }
-        }
-    }
-}
-
-/// The IPv4 address an IPv6 address carries, where it is one of the forms that route to it:
-/// mapped `::ffff:0:0/96`, translated `::ffff:0:0:0/96`, compatible `::/96`, NAT64
-/// `64:ff9b::/96`, 6to4 `2002::/16`.
-fn embedded_v4(s: &[u16; 8]) -> Option<std::net::Ipv4Addr> {
-    let low =
-        |a: u16, b: u16| std::net::Ipv4Addr::new((a >> 8) as u8, a as u8, (b >> 8) as u8, b as u8);
-    match s {
-        [0, 0, 0, 0, 0, 0xffff, a, b]
-        | [0, 0, 0, 0, 0xffff, 0, a, b]
-        | [0, 0, 0, 0, 0, 0, a, b] => Some(low(*a, *b)),
-        [0x0064, 0xff9b, 0, 0, 0, 0, a, b] => Some(low(*a, *b)),
-        [0x2002, a, b, ..] => Some(low(*a, *b)),
-        _ => None,
-    }
-}
+pub use crate::url::address::non_public;
 
 /// The allow-list: host names (exact, case-insensitive) and addresses.
 #[derive(Debug, Clone, Default)]
@@ -254,48 +164,21 @@ const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 mod tests {
     use super::*;
 
-    /// Issue 14: every special-purpose form the issue found passing, and their public twins.
-    #[test]
-    fn special_purpose_addresses_are_not_public() {
-        for a in [
-            "::127.0.0.1",
-            "::ffff:0:127.0.0.1",
-            "64:ff9b::7f00:1",
-            "64:ff9b::a9fe:a9fe",
-            "64:ff9b::a00:1",
-            "64:ff9b:1::1",
-            "2002:7f00:1::",
-            "2002:a9fe:a9fe::1",
-            "2002:c0a8:1::",
-            "fec0::1",
-            "2001:db8::1",
-            "3fff::1",
-            "2001::1",
-            "2001:2::1",
-            "2001:10::1",
-            "100::1",
-            "::8.8.8.8",
-            "198.18.0.1",
-            "198.19.255.255",
-            "192.0.0.8",
-            "192.88.99.1",
-            "192.0.2.1",
-            "203.0.113.5",
-        ] {
-            let ip: IpAddr = a.parse().unwrap();
-            assert!(non_public(ip).is_some(), "{a} passed as public");
+    /// The renderer refuses every address of the shared table ([`crate::url::address`]'s, which
+    /// the sieve refuses as literals too) and loads their public twins.
+    #[tokio::test]
+    async fn refuses_every_special_purpose_address_of_the_shared_table() {
+        use crate::url::address::{url_of, PUBLIC, SPECIAL_PURPOSE};
+        let p = Policy::default();
+        for a in SPECIAL_PURPOSE {
+            let u = url_of(a);
+            assert!(
+                matches!(p.check(&u).await, Err(Refused::Private { .. })),
+                "{u}"
+            );
         }
-        for a in [
-            "93.184.216.34",
-            "198.20.0.1",
-            "192.0.1.1",
-            "64:ff9b::5db8:d822",
-            "2002:5db8:d822::1",
-            "2606:4700::1111",
-            "2a00:1450:4001::200e",
-        ] {
-            let ip: IpAddr = a.parse().unwrap();
-            assert_eq!(non_public(ip), None, "{a} refused");
+        for a in PUBLIC {
+            assert!(p.check(&url_of(a)).await.is_ok(), "{a}");
         }
     }
 

@@ -5,6 +5,7 @@
 //! Owns: what a URL candidate is and what it canonicalizes to. Imports nothing of the crate;
 //! `validate` and `canon` import [`lex`], never each other.
 
+pub mod address;
 pub mod canon;
 pub mod context;
 pub mod lex;
@@ -12,6 +13,7 @@ pub mod pattern;
 pub mod reason;
 pub mod validate;
 
+pub use address::AddressPolicy;
 pub use canon::{CanonConfig, CanonError, Canonical, Canonicalizer, Merge};
 pub use context::Context;
 pub use pattern::{pattern, pattern_with_method};

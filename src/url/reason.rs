@@ -94,11 +94,15 @@ pub enum Reason {
     OutOfScopePort,
     /// (Scope) `same_site_as_source`: another site than the page it was found on.
     OffSite,
+    /// The host is a special-purpose IP literal (loopback, private, link-local or cloud metadata,
+    /// an IPv6 form carrying one, …) or a localhost name, not allowed by `allow_private`: a
+    /// fetcher would be pointed at the crawler's own network ([`crate::url::address`]).
+    PrivateAddress,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 40] = [
+    pub const ALL: [Reason; 41] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -139,6 +143,7 @@ impl Reason {
         Reason::OutOfScopeScheme,
         Reason::OutOfScopePort,
         Reason::OffSite,
+        Reason::PrivateAddress,
     ];
 
     /// The stable machine-readable code.
@@ -184,6 +189,7 @@ impl Reason {
             Reason::OutOfScopeScheme => "out_of_scope_scheme",
             Reason::OutOfScopePort => "out_of_scope_port",
             Reason::OffSite => "off_site",
+            Reason::PrivateAddress => "private_address",
         }
     }
 
