@@ -69,6 +69,8 @@ pub struct Sieve {
     pub scope: Option<std::sync::Arc<crate::scope::Scope>>,
     /// Special-purpose hosts candidates may name (none by default: `private_address`).
     pub address: crate::url::AddressPolicy,
+    /// Spider-trap rules (`trap_*`; [`crate::url::trap`]).
+    pub traps: crate::url::TrapConfig,
     buf: String,
     key: String,
 }
@@ -84,6 +86,7 @@ impl Sieve {
             context: crate::url::Context::Unknown,
             scope: None,
             address: Default::default(),
+            traps: Default::default(),
             buf: String::with_capacity(256),
             key: String::new(),
         }
@@ -156,8 +159,15 @@ impl Sieve {
         }
         // A host that is this machine or its network, by literal or localhost name, whatever
         // the spelling (canonicalized: `0x7f.1` is `127.0.0.1`).
+        // Traps are judged on what would be fetched: an absolute URL (a relative one's `../`
+        // are not resolved yet).
         if self.buf.contains("://") {
             self.address.check(&self.buf)?;
+            let source = match &self.source {
+                Some((text, _)) => Some(text.as_str()).filter(|t| !t.is_empty()),
+                None => self.base.as_ref().map(Url::as_str),
+            };
+            self.traps.check(&self.buf, source)?;
         }
         // Scope after canonicalization (it judges what would be fetched), before the filter (an
         // out-of-scope URL never takes a place in it).

@@ -501,6 +501,54 @@ fn private_addresses_are_rejected_unless_allowed() {
     );
 }
 
+/// Issue 25: the spider-trap rules in `check`, each with its reason; `--no-traps` turns them
+/// off; a number repeated is not a loop.
+#[test]
+fn spider_traps_are_rejected_with_their_reasons() {
+    let deep: String = (0..31).map(|i| format!("/d{i}")).collect();
+    let input = format!(
+        "https://t.example/x/y/x/y/x/y/\nhttps://t.example{deep}\nhttps://t.example/events/2999/01/\nhttps://t.example/cal?month=2999-01\nhttps://tiles.example/3/3/3.png\nhttps://t.example/blog/2009/05/post\n"
+    );
+    let reasons = |args: &[&str]| -> Vec<String> {
+        stdout(&run(args, input.as_bytes()))
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["reason"].as_str().unwrap_or("keep").to_string()
+            })
+            .collect()
+    };
+    assert_eq!(
+        reasons(&["check"]),
+        [
+            "trap_repeated_path",
+            "trap_too_deep",
+            "trap_calendar",
+            "trap_calendar",
+            "keep",
+            "keep"
+        ]
+    );
+    assert_eq!(reasons(&["check", "--no-traps"]), ["keep"; 6]);
+    // Echo: judged against the page the links were found on (`--base`).
+    let echo = stdout(&run(
+        &["check", "--base", "https://t.example/shop/list?sort=price"],
+        b"list/shop/list\n/shop/list/shop/list\n?sort=price&sort=price\n/shop/item/1\n",
+    ));
+    let got: Vec<String> = echo
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["reason"].as_str().unwrap_or("keep").to_string()
+        })
+        .collect();
+    assert_eq!(
+        got,
+        ["trap_echo", "trap_echo", "trap_echo", "keep"],
+        "{echo}"
+    );
+}
+
 /// Issue 18: the scope flags of `check` and `dedup`, a Nutch file among them; a bad file is an
 /// error naming its line.
 #[test]

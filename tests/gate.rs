@@ -422,6 +422,9 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
         // An entity-encoded loopback address in an attribute (issue 25): private_address.
         r#"{"url":"http://&#x31;27.0.0.1/admin","context":"html_attr"}"#.into(),
         "http://0xa9fea9fe/latest/meta-data/".into(),
+        // Spider traps (issue 25): a loop, and a page echoing its own path into a link.
+        "https://trap.example/a/b/a/b/a/b/".into(),
+        r#"{"url":"/search/all/search/all","source":"https://echo.example/search/all"}"#.into(),
     ];
     for i in 0..300 {
         let j = i % 150; // each generated URL twice

@@ -140,6 +140,10 @@ pub struct RuleArgs {
         value_name = "RANGE"
     )]
     pub allow_private: Vec<String>,
+    /// Turn the spider-trap rules off (`trap_repeated_path`, `trap_too_deep`, `trap_echo`,
+    /// `trap_calendar`; a gate's `[sieve.traps]` sets each).
+    #[arg(long, env = "CRAWLSIEVE_NO_TRAPS")]
+    pub no_traps: bool,
 }
 
 impl RuleArgs {
@@ -155,6 +159,11 @@ impl RuleArgs {
             sort_query: !self.no_sort_query,
             merge: self.merge.clone(),
             allow_private: self.allow_private.clone(),
+            traps: if self.no_traps {
+                crate::url::TrapConfig::off()
+            } else {
+                crate::url::TrapConfig::default()
+            },
         }
     }
 
@@ -169,10 +178,9 @@ impl RuleArgs {
     fn sieve(&self) -> Result<Sieve> {
         let mut s = Sieve::new(self.validator()?, self.canonicalizer(), self.base.clone());
         s.context = self.context;
-        s.address = self
-            .section()
-            .address_policy()
-            .map_err(anyhow::Error::msg)?;
+        let section = self.section();
+        s.address = section.address_policy().map_err(anyhow::Error::msg)?;
+        s.traps = section.traps;
         Ok(s)
     }
 }

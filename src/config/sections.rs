@@ -85,6 +85,8 @@ pub struct SieveSection {
     /// is a loopback, private, link-local, metadata or other special-purpose IP literal, or a
     /// localhost name, is rejected as `private_address` ([`crate::url::address`]).
     pub allow_private: Vec<String>,
+    /// Spider-trap rules (`[sieve.traps]`, all on by default; [`crate::url::trap`]).
+    pub traps: crate::url::TrapConfig,
 }
 
 impl Default for SieveSection {
@@ -99,6 +101,7 @@ impl Default for SieveSection {
             sort_query: true,
             merge: Vec::new(),
             allow_private: Vec::new(),
+            traps: Default::default(),
         }
     }
 }

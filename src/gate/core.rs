@@ -126,6 +126,7 @@ impl GateCore {
         // Checked when the config loaded too (`Config::problems`), and compiled once per process.
         sieve.scope = crate::scope::for_component(&cfg.scope);
         sieve.address = cfg.sieve.address_policy().unwrap_or_default(); // checked at load
+        sieve.traps = cfg.sieve.traps.clone();
         let default_scope = sieve.scope.clone();
         GateCore {
             patterns_conn: LazyConn::new(redis.clone()),

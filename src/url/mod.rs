@@ -11,6 +11,7 @@ pub mod context;
 pub mod lex;
 pub mod pattern;
 pub mod reason;
+pub mod trap;
 pub mod validate;
 
 pub use address::AddressPolicy;
@@ -18,6 +19,7 @@ pub use canon::{CanonConfig, CanonError, Canonical, Canonicalizer, Merge};
 pub use context::Context;
 pub use pattern::{pattern, pattern_with_method};
 pub use reason::Reason;
+pub use trap::TrapConfig;
 pub use validate::{Profile, Validator, ValidatorConfig};
 
 pub(crate) use lex::{find_byte, find_byte2, find_byte3, trim_residue};

@@ -98,11 +98,19 @@ pub enum Reason {
     /// an IPv6 form carrying one, …) or a localhost name, not allowed by `allow_private`: a
     /// fetcher would be pointed at the crawler's own network ([`crate::url::address`]).
     PrivateAddress,
+    /// (Trap) a path segment, or a run of up to 4, repeated in a row (`/a/b/a/b/a/b/`).
+    TrapRepeatedPath,
+    /// (Trap) more path segments than `[sieve.traps] max_segments`.
+    TrapTooDeep,
+    /// (Trap) a link that repeats the path or query of the page it was found on.
+    TrapEcho,
+    /// (Trap) a calendar date beyond the horizon (`[sieve.traps] calendar_*`).
+    TrapCalendar,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 41] = [
+    pub const ALL: [Reason; 45] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -144,6 +152,10 @@ impl Reason {
         Reason::OutOfScopePort,
         Reason::OffSite,
         Reason::PrivateAddress,
+        Reason::TrapRepeatedPath,
+        Reason::TrapTooDeep,
+        Reason::TrapEcho,
+        Reason::TrapCalendar,
     ];
 
     /// The stable machine-readable code.
@@ -190,6 +202,10 @@ impl Reason {
             Reason::OutOfScopePort => "out_of_scope_port",
             Reason::OffSite => "off_site",
             Reason::PrivateAddress => "private_address",
+            Reason::TrapRepeatedPath => "trap_repeated_path",
+            Reason::TrapTooDeep => "trap_too_deep",
+            Reason::TrapEcho => "trap_echo",
+            Reason::TrapCalendar => "trap_calendar",
         }
     }
 
