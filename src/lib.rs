@@ -49,6 +49,7 @@ pub mod page;
 pub mod patterns;
 pub mod redis_filter;
 pub mod render;
+pub mod robots;
 pub mod scope;
 pub mod serve;
 pub mod sieve;

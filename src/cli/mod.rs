@@ -18,6 +18,7 @@ mod dedup;
 mod gate;
 mod redis;
 mod render;
+mod robots;
 mod serve;
 mod similar;
 
@@ -74,6 +75,9 @@ pub enum Command {
     Render(render::RenderArgs),
     /// The HTTP filter API: `POST /v1/filter` (namespace, URLs) → new, rejected, duplicates.
     Serve(serve::ServeArgs),
+    /// Judge URLs against a robots.txt file (RFC 9309): one JSON object per URL with
+    /// `allowed` and the rule that decided.
+    Robots(robots::RobotsArgs),
 }
 
 /// Input files and the line cap.
@@ -367,6 +371,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Bloom(a) => redis::bloom(a),
         Command::Gate(a) => gate::gate(a),
         Command::Cluster(a) => cluster::run(a),
+        Command::Robots(a) => robots::run(a),
         Command::Similar(a) => similar::run(a),
         Command::Render(a) => render::render(a),
         Command::Serve(a) => serve::serve(a),
