@@ -281,6 +281,35 @@ fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
     assert!(shared.lines().count() > 1000);
     // A second run (another process) sees everything.
     assert_eq!(stdout(&run(&args, &sample)), "");
+    // Issue 25: two URLs forgotten are published again, once.
+    let two: Vec<&str> = shared.lines().skip(10).take(2).collect();
+    let f = run(
+        &[
+            "bloom",
+            "forget",
+            "--redis",
+            R,
+            "--namespace",
+            "cli-test",
+            two[0],
+            two[1],
+            "not a url",
+        ],
+        b"",
+    );
+    assert!(f.status.success(), "{}", String::from_utf8_lossy(&f.stderr));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&f)).unwrap();
+    assert_eq!(
+        (v["urls"].as_u64(), v["forgotten"].as_u64()),
+        (Some(3), Some(2)),
+        "{v}"
+    );
+    assert_eq!(v["rejected"][0]["reason"], "no_base", "{v}");
+    assert_eq!(
+        stdout(&run(&args, &sample)),
+        format!("{}\n{}\n", two[0], two[1])
+    );
+    assert_eq!(stdout(&run(&args, &sample)), "", "exactly once");
     // Attaching with other parameters is a clear error.
     let o = run(
         &[

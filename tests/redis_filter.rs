@@ -1380,3 +1380,51 @@ fn an_abandoned_take_is_handed_back_whole_and_a_lost_adoption_is_recovered() {
     let left: usize = redis::cmd("HLEN").arg(&boxes[0]).query(&mut con).unwrap();
     assert_eq!(left, 0, "every entry cleared once delivered");
 }
+
+/// Issue 25: `forget_urls` takes URLs out of every live generation; the next check-and-set
+/// answers each new exactly once; another client's local tier holds on to "seen" only until
+/// its next refresh; a forgotten URL forgotten again counts 0; bloom mode refuses.
+#[test]
+fn forgotten_urls_are_new_again_exactly_once() {
+    let server = OwnRedis::start(&[]);
+    for mode in [Mode::Fingerprints, Mode::Exact] {
+        let ns = format!("forget-{mode:?}");
+        let mut c = cfg(&server.url());
+        c.refresh_interval = Duration::from_secs(3600);
+        let mut spec = NamespaceSpec::new(2_000, 1e-3);
+        spec.mode = mode;
+        let mut a = RedisFilter::create(c.clone(), &ns, &spec).unwrap();
+        let mut b = RedisFilter::attach(c.clone(), &ns, &Expect::default()).unwrap();
+        let keys = fps(40, 5_000);
+        let mut out = Vec::new();
+        for chunk in keys.chunks(500) {
+            a.check_and_set(chunk, &mut out).unwrap();
+        }
+        a.refresh().unwrap();
+        b.refresh().unwrap(); // learns the generations growth added
+        b.check_and_set(&keys, &mut out).unwrap();
+        assert!(out.iter().all(|&n| !n), "{mode:?}: all seen");
+        assert!(
+            a.generations().live.len() >= 2,
+            "the forget spans generations"
+        );
+        let forget: Vec<u128> = keys[..50].iter().chain(&keys[4_950..]).copied().collect();
+        assert_eq!(a.forget_urls(&forget).unwrap(), 100, "{mode:?}");
+        assert_eq!(a.forget_urls(&forget).unwrap(), 0, "already forgotten");
+        // b's tier still says "seen" (it has not refreshed): the forget waits, nothing is lost.
+        b.check_and_set(&forget, &mut out).unwrap();
+        assert!(out.iter().all(|&n| !n));
+        b.refresh().unwrap();
+        a.check_and_set(&forget, &mut out).unwrap();
+        assert!(out.iter().all(|&n| n), "{mode:?}: new again");
+        b.check_and_set(&forget, &mut out).unwrap();
+        assert!(out.iter().all(|&n| !n), "{mode:?}: exactly once");
+        b.check_and_set(&keys[50..4_950], &mut out).unwrap();
+        assert!(out.iter().all(|&n| !n), "the others stay seen");
+    }
+    let mut spec = NamespaceSpec::new(2_000, 1e-3);
+    spec.mode = Mode::Bloom;
+    let mut f = RedisFilter::create(cfg(&server.url()), "forget-bloom", &spec).unwrap();
+    let err = f.forget_urls(&fps(41, 3)).unwrap_err().to_string();
+    assert!(err.contains("bloom mode"), "{err}");
+}

@@ -179,7 +179,7 @@ impl RuleArgs {
         self.section().canonicalizer()
     }
 
-    fn sieve(&self) -> Result<Sieve> {
+    pub(super) fn sieve(&self) -> Result<Sieve> {
         let mut s = Sieve::new(self.validator()?, self.canonicalizer(), self.base.clone());
         s.context = self.context;
         let section = self.section();

@@ -212,6 +212,19 @@ pub enum BloomCommand {
         /// Namespace name.
         namespace: String,
     },
+    /// Let URLs through once more (fingerprints and exact modes): each is canonicalized and
+    /// fingerprinted as the gate does — pass the same rule flags as its `[sieve]` — and taken
+    /// out of the filter; the next gate or API call that sees it publishes it once. Prints the
+    /// number forgotten (JSON).
+    Forget {
+        /// Namespace name.
+        #[arg(long)]
+        namespace: String,
+        /// URLs to forget; none given: one per line on stdin.
+        urls: Vec<String>,
+        #[command(flatten)]
+        rules: Box<super::RuleArgs>,
+    },
 }
 
 fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
@@ -253,6 +266,11 @@ pub(super) fn bloom(a: BloomArgs) -> Result<()> {
             &snapshot::import(&cfg, &file, namespace.as_deref(), replace)
                 .with_context(|| format!("importing the snapshot file {}", file.display()))?,
         ),
+        BloomCommand::Forget {
+            namespace,
+            urls,
+            rules,
+        } => forget(cfg, &namespace, urls, &rules),
         BloomCommand::Drop { namespace } => {
             if RedisFilter::drop_namespace(&cfg, &namespace)? {
                 eprintln!("dropped namespace {namespace:?}");
@@ -262,6 +280,44 @@ pub(super) fn bloom(a: BloomArgs) -> Result<()> {
             }
         }
     }
+}
+
+/// `crawlsieve bloom forget`.
+fn forget(cfg: RedisConfig, ns: &str, urls: Vec<String>, rules: &super::RuleArgs) -> Result<()> {
+    let urls = if urls.is_empty() {
+        use std::io::BufRead;
+        std::io::stdin()
+            .lock()
+            .lines()
+            .collect::<std::io::Result<Vec<String>>>()?
+            .into_iter()
+            .filter(|l| !l.trim().is_empty())
+            .collect()
+    } else {
+        urls
+    };
+    let mut sieve = rules.sieve()?;
+    let mut fps = Vec::new();
+    let mut rejected = Vec::new();
+    for u in &urls {
+        match sieve.classify(u.as_bytes(), false) {
+            Ok(c) if c.starts_with("http://") || c.starts_with("https://") => {
+                fps.push(sieve.dedup_fingerprint())
+            }
+            Ok(_) => {
+                rejected.push(serde_json::json!({"url": u, "reason": crate::url::Reason::NoBase}))
+            }
+            Err(r) => rejected.push(serde_json::json!({"url": u, "reason": r})),
+        }
+    }
+    let mut f = RedisFilter::attach(cfg, ns, &Expect::default())?;
+    let forgotten = f.forget_urls(&fps)?;
+    print_json(&serde_json::json!({
+        "namespace": ns,
+        "urls": urls.len(),
+        "forgotten": forgotten,
+        "rejected": rejected,
+    }))
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@
 mod check;
 mod claims;
 mod conn;
+mod forget;
 pub mod layout;
 mod namespace;
 mod outbox;
@@ -436,6 +437,8 @@ pub struct RedisFilter {
     /// The `gv` field of the metadata when `gens` was read: every change of the generations
     /// increments it, and every claim exchange reads it back (see `decode_claims`).
     gens_version: i64,
+    /// The namespace's `forgets` counter when last read ([`RedisFilter::forget_urls`]).
+    forgets: u64,
     instance: String,
     items: HashMap<u32, u64>,
     pending_items: u64,

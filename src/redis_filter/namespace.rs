@@ -133,6 +133,7 @@ impl RedisFilter {
             },
             gens_raw: String::new(),
             gens_version: 0,
+            forgets: 0,
             instance: String::new(),
             items: HashMap::new(),
             pending_items: 0,
@@ -340,6 +341,18 @@ impl RedisFilter {
             g.check()?;
         }
         let instance = meta.get("instance").cloned().unwrap_or_default();
+        // URLs were forgotten (`RedisFilter::forget_urls`): the tiers may answer "seen" for them.
+        let forgets: u64 = meta
+            .get("forgets")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if forgets != self.forgets {
+            self.forgets = forgets;
+            self.tier.clear();
+            if let Some(k) = self.known.as_mut() {
+                k.clear();
+            }
+        }
         if instance != self.instance || self.gens.retires_into(&gens) {
             // Another filter, or a generation left the live set: what the tiers hold may
             // belong to it.
