@@ -161,7 +161,7 @@ impl Sieve {
         // the spelling (canonicalized: `0x7f.1` is `127.0.0.1`).
         // Traps are judged on what would be fetched: an absolute URL (a relative one's `../`
         // are not resolved yet).
-        if self.buf.contains("://") {
+        if self.buf.starts_with("https://") || self.buf.starts_with("http://") {
             self.address.check(&self.buf)?;
             let source = match &self.source {
                 Some((text, _)) => Some(text.as_str()).filter(|t| !t.is_empty()),

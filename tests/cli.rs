@@ -536,7 +536,7 @@ fn private_addresses_are_rejected_unless_allowed() {
 fn spider_traps_are_rejected_with_their_reasons() {
     let deep: String = (0..31).map(|i| format!("/d{i}")).collect();
     let input = format!(
-        "https://t.example/x/y/x/y/x/y/\nhttps://t.example{deep}\nhttps://t.example/events/2999/01/\nhttps://t.example/cal?month=2999-01\nhttps://tiles.example/3/3/3.png\nhttps://t.example/blog/2009/05/post\n"
+        "https://t.example/x/y/x/y/x/y/\nhttps://t.example{deep}\nhttps://t.example/events/2150/01/\nhttps://t.example/cal?month=2150-01\nhttps://tiles.example/3/3/3.png\nhttps://t.example/blog/2009/05/post\n"
     );
     let reasons = |args: &[&str]| -> Vec<String> {
         stdout(&run(args, input.as_bytes()))

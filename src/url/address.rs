@@ -211,14 +211,39 @@ impl AddressPolicy {
 }
 
 /// The host of a canonical URL (`[v6]` keeps its brackets; no port, no userinfo).
-fn host_of(canonical: &str) -> &str {
-    let rest = canonical.split_once("://").map_or(canonical, |(_, r)| r);
-    let auth = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let auth = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
+pub(crate) fn host_of(canonical: &str) -> &str {
+    let b = canonical.as_bytes();
+    let start = after_scheme(b);
+    let end = start
+        + b[start..]
+            .iter()
+            .position(|&c| matches!(c, b'/' | b'?' | b'#'))
+            .unwrap_or(b.len() - start);
+    let auth = &canonical[start..end];
+    let auth = match memchr::memrchr(b'@', auth.as_bytes()) {
+        Some(at) => &auth[at + 1..],
+        None => auth,
+    };
     if auth.starts_with('[') {
-        return auth.find(']').map_or(auth, |e| &auth[..=e]);
+        return memchr::memchr(b']', auth.as_bytes()).map_or(auth, |e| &auth[..=e]);
     }
-    auth.split_once(':').map_or(auth, |(h, _)| h)
+    memchr::memchr(b':', auth.as_bytes()).map_or(auth, |c| &auth[..c])
+}
+
+/// Where the authority of `scheme://…` starts (0 without a scheme).
+pub(crate) fn after_scheme(b: &[u8]) -> usize {
+    match memchr::memchr(b':', b) {
+        Some(i)
+            if i > 0
+                && b[i + 1..].starts_with(b"//")
+                && b[..i]
+                    .iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.')) =>
+        {
+            i + 3
+        }
+        _ => 0,
+    }
 }
 
 /// Whether `ip` lies in `net/bits` (an IPv4-mapped IPv6 address is not an IPv4 one here).

@@ -58,11 +58,25 @@ impl TrapConfig {
 
     /// Judge canonical URL `url`, found on page `source` (its URL text, if known).
     pub fn check(&self, url: &str, source: Option<&str>) -> Result<(), Reason> {
+        if *self == TrapConfig::off() {
+            return Ok(());
+        }
         let (path, query) = path_and_query(url);
-        if self.max_segments > 0 && segments(path).count() > self.max_segments {
+        // The segments, once (the first 32 kept: deeper is a trap by any sane limit).
+        let mut buf = [""; 32];
+        let (mut n, mut total) = (0, 0);
+        for seg in segments(path) {
+            total += 1;
+            if n < buf.len() {
+                buf[n] = seg;
+                n += 1;
+            }
+        }
+        let segs = &buf[..n];
+        if self.max_segments > 0 && total > self.max_segments {
             return Err(Reason::TrapTooDeep);
         }
-        if self.max_repeats > 1 && repeats_in_a_row(path, self.max_repeats) {
+        if self.max_repeats > 1 && repeats_in_a_row(segs, self.max_repeats) {
             return Err(Reason::TrapRepeatedPath);
         }
         if self.echo {
@@ -73,7 +87,7 @@ impl TrapConfig {
             }
         }
         if self.calendar_months_ahead > 0 || self.calendar_years_back > 0 {
-            if let Some(d) = calendar_month(path, query) {
+            if let Some(d) = calendar_month(segs, path, query) {
                 let now = this_month();
                 let ahead = self.calendar_months_ahead as i64;
                 let back = 12 * self.calendar_years_back as i64;
@@ -89,16 +103,20 @@ impl TrapConfig {
 /// The path and query of an absolute URL (`scheme://host/path?query#fragment`; a relative one:
 /// all of it is path).
 fn path_and_query(url: &str) -> (&str, &str) {
-    let rest = match url.find("://") {
-        Some(i) => {
-            let r = &url[i + 3..];
-            &r[r.find(['/', '?', '#']).unwrap_or(r.len())..]
+    let b = url.as_bytes();
+    let start = match super::address::after_scheme(b) {
+        0 => 0,
+        r => {
+            r + b[r..]
+                .iter()
+                .position(|&c| matches!(c, b'/' | b'?' | b'#'))
+                .unwrap_or(b.len() - r)
         }
-        None => url,
     };
-    let rest = rest.split('#').next().unwrap_or("");
-    match rest.split_once('?') {
-        Some((p, q)) => (p, q),
+    let rest = &url[start..];
+    let rest = &rest[..memchr::memchr(b'#', rest.as_bytes()).unwrap_or(rest.len())];
+    match memchr::memchr(b'?', rest.as_bytes()) {
+        Some(q) => (&rest[..q], &rest[q + 1..]),
         None => (rest, ""),
     }
 }
@@ -112,18 +130,16 @@ fn numeric(s: &str) -> bool {
 }
 
 /// Whether a run of 1–4 segments, not all numbers, repeats `times` times in a row.
-fn repeats_in_a_row(path: &str, times: usize) -> bool {
-    let segs: Vec<&str> = segments(path).collect();
+fn repeats_in_a_row(segs: &[&str], times: usize) -> bool {
     for k in 1..=4 {
         if segs.len() < k * times {
             break;
         }
         for i in 0..=segs.len() - k * times {
             let unit = &segs[i..i + k];
-            if unit.iter().all(|s| numeric(s)) {
-                continue;
-            }
-            if (1..times).all(|r| &segs[i + r * k..i + (r + 1) * k] == unit) {
+            if (1..times).all(|r| &segs[i + r * k..i + (r + 1) * k] == unit)
+                && !unit.iter().all(|s| numeric(s))
+            {
                 return true;
             }
         }
@@ -135,16 +151,17 @@ fn repeats_in_a_row(path: &str, times: usize) -> bool {
 /// bytes or more) twice: a page that writes the requested URL into its links grows one copy
 /// per hop. Only for a link to the source's own host.
 fn echoes(url: &str, source: &str) -> bool {
-    let host = |u: &str| -> String {
-        let r = u.split_once("://").map_or("", |(_, r)| r);
-        r[..r.find(['/', '?', '#']).unwrap_or(r.len())].to_ascii_lowercase()
-    };
-    if host(url) != host(source) || host(url).is_empty() {
+    let h = super::address::host_of(url);
+    if h.is_empty() || !h.eq_ignore_ascii_case(super::address::host_of(source)) {
         return false;
     }
     let (sp, sq) = path_and_query(source);
     let (up, uq) = path_and_query(url);
     let sp = sp.trim_end_matches('/');
+    // Cheap exits first: the link must be long enough to hold two copies.
+    if up.len() < 2 * sp.len() && uq.len() < 2 * sq.len().max(8) {
+        return false;
+    }
     let twice = |hay: &str, needle: &str| -> bool {
         hay.find(needle)
             .is_some_and(|i| hay[i + needle.len()..].contains(needle))
@@ -154,9 +171,12 @@ fn echoes(url: &str, source: &str) -> bool {
 
 /// The month (`year × 12 + month − 1`) of the first calendar date in a path or query, if any:
 /// path segments `YYYY/MM[/DD]`, a token `YYYY-MM[-DD]` anywhere, or a query parameter
-/// `year=YYYY` (month 1). Years 1000–2999 only, months 1–12.
-fn calendar_month(path: &str, query: &str) -> Option<i64> {
-    let segs: Vec<&str> = segments(path).collect();
+/// `year=YYYY` (month 1). Years 1800–2199 only, months 1–12.
+fn calendar_month(segs: &[&str], path: &str, query: &str) -> Option<i64> {
+    // Most URLs hold no four-digit number starting with 1 or 2: nothing to read.
+    if !has_year(path) && !has_year(query) {
+        return None;
+    }
     for w in segs.windows(2) {
         if let (Some(y), Some(m)) = (year(w[0]), month(w[1])) {
             return Some(y * 12 + m - 1);
@@ -178,11 +198,31 @@ fn calendar_month(path: &str, query: &str) -> Option<i64> {
     None
 }
 
+/// Whether `text` holds a run of exactly four digits starting with 1 or 2.
+fn has_year(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i - start == 4 && matches!(b[start], b'1' | b'2') {
+                return true;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
 fn year(s: &str) -> Option<i64> {
     (s.len() == 4 && numeric(s))
         .then(|| s.parse().ok())
         .flatten()
-        .filter(|y| (1000..3000).contains(y))
+        .filter(|y| (1800..2200).contains(y))
 }
 
 fn month(s: &str) -> Option<i64> {
@@ -192,15 +232,26 @@ fn month(s: &str) -> Option<i64> {
         .filter(|m| (1..=12).contains(m))
 }
 
-/// The first `YYYY-MM` token (not inside a longer run of digits) in `text`.
+/// The first calendar token `YYYY-MM` or `YYYY-MM-DD` in `text` that stands alone: right after
+/// the start, `/`, `=`, `?` or `&`, and followed by the end, `/`, `&`, `#` or `.` (a date, not
+/// part of a name: `thread-2327-10-1.html` is no date).
 fn dashed_date(text: &str) -> Option<i64> {
     let b = text.as_bytes();
+    let ends = |j: usize| {
+        b.get(j)
+            .map_or(true, |c| matches!(c, b'/' | b'&' | b'#' | b'.'))
+    };
     let mut i = 0;
     while i + 7 <= b.len() {
-        let starts = i == 0 || !b[i - 1].is_ascii_digit();
+        let starts = i == 0 || matches!(b[i - 1], b'/' | b'=' | b'?' | b'&');
         if starts && b[i + 4] == b'-' {
-            if let (Some(y), Some(m)) = (year(&text[i..i + 4]), month(&text[i + 5..i + 7])) {
-                if b.get(i + 7).map_or(true, |c| !c.is_ascii_digit()) {
+            if let (Some(y), Some(m)) = (year(&text[i..i + 4]), month2(&text[i + 5..i + 7])) {
+                let day = b.get(i + 7) == Some(&b'-')
+                    && text.get(i + 8..i + 10).is_some_and(|d| {
+                        numeric(d) && d.parse::<u32>().is_ok_and(|d| (1..=31).contains(&d))
+                    })
+                    && ends(i + 10);
+                if day || ends(i + 7) {
                     return Some(y * 12 + m - 1);
                 }
             }
@@ -208,6 +259,11 @@ fn dashed_date(text: &str) -> Option<i64> {
         i += 1;
     }
     None
+}
+
+/// A two-digit month (`01`–`12`).
+fn month2(s: &str) -> Option<i64> {
+    (s.len() == 2).then(|| month(s)).flatten()
 }
 
 /// This month, as [`calendar_month`] counts (UTC).
@@ -332,6 +388,11 @@ mod tests {
             "https://c.example/v/2031-999".to_string(),
             "https://c.example/sku/12031-05".to_string(),
             "https://c.example/page/2031/77".to_string(),
+            // Names and ids that hold digits like a date (the shared stream's forum threads).
+            "https://f.example/forum/thread-2327-10-1.html".to_string(),
+            "https://f.example/p/id2100-11".to_string(),
+            "https://f.example/p/2101-11x".to_string(),
+            "https://f.example/item/9999/01/".to_string(),
         ] {
             assert_eq!(judge(&u), Ok(()), "{u}");
         }
