@@ -28,6 +28,17 @@ fn run(args: &[&str], stdin: &[u8]) -> Output {
     out
 }
 
+/// The reason code of each line of `check`'s output (`keep` for a kept candidate).
+fn reasons_of(check_output: &str) -> Vec<String> {
+    check_output
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["reason"].as_str().unwrap_or("keep").to_string()
+        })
+        .collect()
+}
+
 fn stdout(o: &Output) -> String {
     assert!(
         o.status.success(),
@@ -486,18 +497,8 @@ fn context_decodes_candidates_before_judging() {
 fn private_addresses_are_rejected_unless_allowed() {
     let input = b"http://&#x31;27.0.0.1/admin\nhttp://2130706433/\nhttp://[::ffff:a9fe:a9fe]/\nhttp://10.1.2.3/x\nhttps://public.example/\n";
     let out = stdout(&run(&["check", "--context", "html_attr"], input));
-    let reasons: Vec<String> = out
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["reason"]
-                .as_str()
-                .unwrap_or(v["verdict"].as_str().unwrap())
-                .to_string()
-        })
-        .collect();
     assert_eq!(
-        reasons,
+        reasons_of(&out),
         [
             "private_address",
             "private_address",
@@ -538,15 +539,7 @@ fn spider_traps_are_rejected_with_their_reasons() {
     let input = format!(
         "https://t.example/x/y/x/y/x/y/\nhttps://t.example{deep}\nhttps://t.example/events/2150/01/\nhttps://t.example/cal?month=2150-01\nhttps://tiles.example/3/3/3.png\nhttps://t.example/blog/2009/05/post\n"
     );
-    let reasons = |args: &[&str]| -> Vec<String> {
-        stdout(&run(args, input.as_bytes()))
-            .lines()
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                v["reason"].as_str().unwrap_or("keep").to_string()
-            })
-            .collect()
-    };
+    let reasons = |args: &[&str]| reasons_of(&stdout(&run(args, input.as_bytes())));
     assert_eq!(
         reasons(&["check"]),
         [
@@ -564,13 +557,7 @@ fn spider_traps_are_rejected_with_their_reasons() {
         &["check", "--base", "https://t.example/shop/list?sort=price"],
         b"list/shop/list\n/shop/list/shop/list\n?sort=price&sort=price\n/shop/item/1\n",
     ));
-    let got: Vec<String> = echo
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["reason"].as_str().unwrap_or("keep").to_string()
-        })
-        .collect();
+    let got = reasons_of(&echo);
     assert_eq!(
         got,
         ["trap_echo", "trap_echo", "trap_echo", "keep"],
@@ -602,13 +589,7 @@ fn scope_flags_reject_with_their_reasons() {
         ],
         input,
     ));
-    let got: Vec<String> = out
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["reason"].as_str().unwrap_or("keep").to_string()
-        })
-        .collect();
+    let got = reasons_of(&out);
     assert_eq!(
         got,
         [

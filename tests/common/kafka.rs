@@ -94,17 +94,38 @@ fn config(brokers: &str) -> ClientConfig {
     c
 }
 
-/// Create topics with the given partition counts.
+/// Create topics with the given partition counts. The admin request is retried (a loaded
+/// machine can time one out while the broker starts up); a topic an earlier attempt created
+/// counts as created.
 pub fn create_topics(brokers: &str, topics: &[(&str, i32)]) {
     let admin: AdminClient<DefaultClientContext> = config(brokers).create().unwrap();
     let new: Vec<NewTopic> = topics
         .iter()
         .map(|(n, p)| NewTopic::new(n, *p, TopicReplication::Fixed(1)))
         .collect();
-    // AdminClient is async; a tiny executor drives it.
-    let rt = futures_lite_block_on(admin.create_topics(&new, &AdminOptions::new()));
-    for r in rt.expect("create topics") {
-        r.expect("create topic");
+    let opts = AdminOptions::new()
+        .request_timeout(Some(Duration::from_secs(30)))
+        .operation_timeout(Some(Duration::from_secs(30)));
+    for attempt in 1..=4 {
+        // AdminClient is async; a tiny executor drives it.
+        match futures_lite_block_on(admin.create_topics(&new, &opts)) {
+            Ok(results) => {
+                for r in results {
+                    match r {
+                        Ok(_) => {}
+                        Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists))
+                            if attempt > 1 => {}
+                        Err(e) => panic!("create topic: {e:?}"),
+                    }
+                }
+                return;
+            }
+            Err(e) if attempt < 4 => {
+                eprintln!("create topics, attempt {attempt}: {e}; retrying");
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            Err(e) => panic!("create topics: {e}"),
+        }
     }
 }
 
