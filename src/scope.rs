@@ -49,6 +49,7 @@ use regex::{RegexSet, RegexSetBuilder};
 
 use url::Url;
 
+use crate::url::lex::UrlParts as Parts;
 use crate::url::Reason;
 
 /// What a user writes: `[scope]`, or the scope flags of `check` and `dedup`.
@@ -731,60 +732,6 @@ pub fn shared(spec: &ScopeSpec) -> Result<Option<Arc<Scope>>, ScopeError> {
     }
     cache.push((spec.clone(), s.clone()));
     Ok(s)
-}
-
-/// The parts of a canonical URL the rules read.
-struct Parts<'a> {
-    scheme: &'a str,
-    host: &'a str,
-    port: u16,
-    path: &'a str,
-    query: Option<&'a str>,
-}
-
-impl<'a> Parts<'a> {
-    /// Byte scans only: this runs on every URL of a scoped crawl.
-    fn of(u: &'a str) -> Parts<'a> {
-        let b = u.as_bytes();
-        let (scheme, rest) = match b.iter().position(|&c| c == b':') {
-            Some(i) if b[i + 1..].starts_with(b"//") => (&u[..i], &u[i + 3..]),
-            _ => ("", u),
-        };
-        let rb = rest.as_bytes();
-        let auth_end = rb
-            .iter()
-            .position(|&c| matches!(c, b'/' | b'?' | b'#'))
-            .unwrap_or(rb.len());
-        let (auth, tail) = rest.split_at(auth_end);
-        let ab = auth.as_bytes();
-        let auth = match ab.iter().rposition(|&c| c == b'@') {
-            Some(i) => &auth[i + 1..],
-            None => auth,
-        };
-        let ab = auth.as_bytes();
-        let (host, port) = match ab.iter().rposition(|&c| c == b':') {
-            Some(i) if !ab[i..].contains(&b']') => (&auth[..i], auth[i + 1..].parse().ok()),
-            _ => (auth, None),
-        };
-        let default = if scheme.eq_ignore_ascii_case("https") {
-            443
-        } else {
-            80
-        };
-        let tb = tail.as_bytes();
-        let tail = &tail[..tb.iter().position(|&c| c == b'#').unwrap_or(tb.len())];
-        let (path, query) = match tail.as_bytes().iter().position(|&c| c == b'?') {
-            Some(q) => (&tail[..q], Some(&tail[q + 1..])),
-            None => (tail, None),
-        };
-        Parts {
-            scheme,
-            host: host.strip_suffix('.').unwrap_or(host),
-            port: port.unwrap_or(default),
-            path,
-            query,
-        }
-    }
 }
 
 /// `host` is one of `set`, or under one (`a.b.example.com` under `example.com`).

@@ -51,7 +51,7 @@ impl RedisFilter {
         // Each generation holds fewer (its fill drives growth), and every client's tier
         // forgets at its next refresh; this one's at once.
         let key = self.meta_key.clone();
-        let script = redis::Script::new(INCR_FIELD_LUA);
+        let script = redis::Script::new(super::namespace::INCR_ITEMS_LUA);
         let mut fields = vec![("forgets".to_string(), 1)];
         for (g, &n) in gens.iter().zip(&removed) {
             if n > 0 {
@@ -71,8 +71,3 @@ impl RedisFilter {
         Ok(held.iter().filter(|&&h| h).count() as u64)
     }
 }
-
-/// Add to a field of the namespace's metadata (never recreating a dropped namespace's).
-static INCR_FIELD_LUA: &str = r"
-if redis.call('HEXISTS', KEYS[1], 'spec') == 0 then return 0 end
-return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])";

@@ -8,7 +8,9 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'spec', ARGV[1], 'gens', ARGV[2], 'instance', ARGV[3])
 return 1";
 
-static INCR_ITEMS_LUA: &str = r"
+/// Add to a field of the namespace's metadata (`items:ID`, `forgets`), never recreating a
+/// dropped namespace's.
+pub(super) static INCR_ITEMS_LUA: &str = r"
 if redis.call('HEXISTS', KEYS[1], 'spec') == 0 then return 0 end
 return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])";
 
@@ -346,16 +348,10 @@ impl RedisFilter {
             .get("forgets")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
-        if forgets != self.forgets {
-            self.forgets = forgets;
-            self.tier.clear();
-            if let Some(k) = self.known.as_mut() {
-                k.clear();
-            }
-        }
-        if instance != self.instance || self.gens.retires_into(&gens) {
-            // Another filter, or a generation left the live set: what the tiers hold may
-            // belong to it.
+        let forgotten = std::mem::replace(&mut self.forgets, forgets) != forgets;
+        if forgotten || instance != self.instance || self.gens.retires_into(&gens) {
+            // Another filter, a generation left the live set, or URLs were forgotten: what the
+            // tiers hold may say "seen" for URLs Redis no longer has.
             self.tier.clear();
             if let Some(k) = self.known.as_mut() {
                 k.clear();

@@ -181,7 +181,7 @@ impl AddressPolicy {
     /// Judge a canonical URL (`scheme://host[:port]/…`): `private_address` when its host is a
     /// special-purpose IP literal or a localhost name the policy does not allow.
     pub fn check(&self, canonical: &str) -> Result<(), Reason> {
-        let host = host_of(canonical);
+        let host = super::lex::UrlParts::of(canonical).host;
         if let Some(ip) = host_ip(host) {
             if non_public(ip).is_some() && !self.allows_ip(ip) {
                 return Err(Reason::PrivateAddress);
@@ -207,42 +207,6 @@ impl AddressPolicy {
             Allowed::Name(n) => n.eq_ignore_ascii_case(h),
             Allowed::Net(..) => false,
         })
-    }
-}
-
-/// The host of a canonical URL (`[v6]` keeps its brackets; no port, no userinfo).
-pub(crate) fn host_of(canonical: &str) -> &str {
-    let b = canonical.as_bytes();
-    let start = after_scheme(b);
-    let end = start
-        + b[start..]
-            .iter()
-            .position(|&c| matches!(c, b'/' | b'?' | b'#'))
-            .unwrap_or(b.len() - start);
-    let auth = &canonical[start..end];
-    let auth = match memchr::memrchr(b'@', auth.as_bytes()) {
-        Some(at) => &auth[at + 1..],
-        None => auth,
-    };
-    if auth.starts_with('[') {
-        return memchr::memchr(b']', auth.as_bytes()).map_or(auth, |e| &auth[..=e]);
-    }
-    memchr::memchr(b':', auth.as_bytes()).map_or(auth, |c| &auth[..c])
-}
-
-/// Where the authority of `scheme://…` starts (0 without a scheme).
-pub(crate) fn after_scheme(b: &[u8]) -> usize {
-    match memchr::memchr(b':', b) {
-        Some(i)
-            if i > 0
-                && b[i + 1..].starts_with(b"//")
-                && b[..i]
-                    .iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.')) =>
-        {
-            i + 3
-        }
-        _ => 0,
     }
 }
 

@@ -207,6 +207,66 @@ pub fn origin(url: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The parts of a canonical URL (`scheme://[user@]host[:port]/path[?query][#fragment]`) that
+/// scope, fetch safety and the trap rules read. Byte scans only: this runs on every URL.
+pub struct UrlParts<'a> {
+    /// `http`, `https` (empty without `://`).
+    pub scheme: &'a str,
+    /// The host, without userinfo, port or a trailing dot; an IPv6 literal keeps its brackets.
+    pub host: &'a str,
+    /// The port, or the scheme's default.
+    pub port: u16,
+    /// The path (the whole input when it has no `://`).
+    pub path: &'a str,
+    /// The query, without its `?`.
+    pub query: Option<&'a str>,
+}
+
+impl<'a> UrlParts<'a> {
+    /// Split `u`.
+    pub fn of(u: &'a str) -> UrlParts<'a> {
+        let b = u.as_bytes();
+        let (scheme, rest) = match b.iter().position(|&c| c == b':') {
+            Some(i) if b[i + 1..].starts_with(b"//") => (&u[..i], &u[i + 3..]),
+            _ => ("", u),
+        };
+        let rb = rest.as_bytes();
+        let auth_end = rb
+            .iter()
+            .position(|&c| matches!(c, b'/' | b'?' | b'#'))
+            .unwrap_or(rb.len());
+        let (auth, tail) = rest.split_at(auth_end);
+        let ab = auth.as_bytes();
+        let auth = match ab.iter().rposition(|&c| c == b'@') {
+            Some(i) => &auth[i + 1..],
+            None => auth,
+        };
+        let ab = auth.as_bytes();
+        let (host, port) = match ab.iter().rposition(|&c| c == b':') {
+            Some(i) if !ab[i..].contains(&b']') => (&auth[..i], auth[i + 1..].parse().ok()),
+            _ => (auth, None),
+        };
+        let default = if scheme.eq_ignore_ascii_case("https") {
+            443
+        } else {
+            80
+        };
+        let tb = tail.as_bytes();
+        let tail = &tail[..tb.iter().position(|&c| c == b'#').unwrap_or(tb.len())];
+        let (path, query) = match tail.as_bytes().iter().position(|&c| c == b'?') {
+            Some(q) => (&tail[..q], Some(&tail[q + 1..])),
+            None => (tail, None),
+        };
+        UrlParts {
+            scheme,
+            host: host.strip_suffix('.').unwrap_or(host),
+            port: port.unwrap_or(default),
+            path,
+            query,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,7 +61,8 @@ impl TrapConfig {
         if *self == TrapConfig::off() {
             return Ok(());
         }
-        let (path, query) = path_and_query(url);
+        let parts = super::lex::UrlParts::of(url);
+        let (path, query) = (parts.path, parts.query.unwrap_or(""));
         // The segments, once (the first 32 kept: deeper is a trap by any sane limit).
         let mut buf = [""; 32];
         let (mut n, mut total) = (0, 0);
@@ -81,7 +82,7 @@ impl TrapConfig {
         }
         if self.echo {
             if let Some(src) = source {
-                if echoes(url, src) {
+                if echoes(&parts, src) {
                     return Err(Reason::TrapEcho);
                 }
             }
@@ -97,27 +98,6 @@ impl TrapConfig {
             }
         }
         Ok(())
-    }
-}
-
-/// The path and query of an absolute URL (`scheme://host/path?query#fragment`; a relative one:
-/// all of it is path).
-fn path_and_query(url: &str) -> (&str, &str) {
-    let b = url.as_bytes();
-    let start = match super::address::after_scheme(b) {
-        0 => 0,
-        r => {
-            r + b[r..]
-                .iter()
-                .position(|&c| matches!(c, b'/' | b'?' | b'#'))
-                .unwrap_or(b.len() - r)
-        }
-    };
-    let rest = &url[start..];
-    let rest = &rest[..memchr::memchr(b'#', rest.as_bytes()).unwrap_or(rest.len())];
-    match memchr::memchr(b'?', rest.as_bytes()) {
-        Some(q) => (&rest[..q], &rest[q + 1..]),
-        None => (rest, ""),
     }
 }
 
@@ -150,13 +130,13 @@ fn repeats_in_a_row(segs: &[&str], times: usize) -> bool {
 /// Whether `url` holds its source page's path (two segments or more) twice, or its query (8
 /// bytes or more) twice: a page that writes the requested URL into its links grows one copy
 /// per hop. Only for a link to the source's own host.
-fn echoes(url: &str, source: &str) -> bool {
-    let h = super::address::host_of(url);
-    if h.is_empty() || !h.eq_ignore_ascii_case(super::address::host_of(source)) {
+fn echoes(url: &super::lex::UrlParts, source: &str) -> bool {
+    let src = super::lex::UrlParts::of(source);
+    if url.host.is_empty() || !url.host.eq_ignore_ascii_case(src.host) {
         return false;
     }
-    let (sp, sq) = path_and_query(source);
-    let (up, uq) = path_and_query(url);
+    let (sp, sq) = (src.path, src.query.unwrap_or(""));
+    let (up, uq) = (url.path, url.query.unwrap_or(""));
     let sp = sp.trim_end_matches('/');
     // Cheap exits first: the link must be long enough to hold two copies.
     if up.len() < 2 * sp.len() && uq.len() < 2 * sq.len().max(8) {
