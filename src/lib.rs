@@ -44,6 +44,7 @@ pub mod decision;
 pub mod events;
 pub mod gate;
 pub mod input;
+pub mod net;
 pub mod observe;
 pub mod page;
 pub mod patterns;

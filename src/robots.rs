@@ -150,6 +150,171 @@ fn path_of(url: &str) -> &str {
     }
 }
 
+/// One file's rules for one agent, compiled once (the gate judges every URL of an origin with
+/// them): the rules of the groups that name the agent (else of `*`), kept with the reference
+/// matcher's group tracking, and a match linear in the path per rule. [`Robots::check`] parses
+/// the file again for each URL (and the reference `matches` is quadratic), which is right for
+/// `crawlsieve robots` but not for a gate; the two agree on Google's reference cases and on
+/// random files (tests/robots.rs).
+#[derive(Debug, Clone, Default)]
+pub struct AgentRules {
+    token: String,
+    /// A group named the agent (then only its rules count, even when it has none).
+    specific: bool,
+    /// `(allow, pattern)` of the agent's groups.
+    own: Vec<(bool, String)>,
+    /// `(allow, pattern)` of the `*` groups.
+    global: Vec<(bool, String)>,
+    crawl_delay: Option<f64>,
+    /// Set while parsing: the current group names the agent / is `*` / a rule was seen.
+    seen_specific: bool,
+    seen_global: bool,
+    seen_separator: bool,
+}
+
+impl AgentRules {
+    /// The rules of `robots` that apply to the crawler whose user agent is `agent`.
+    pub fn compile(robots: &Robots, agent: &str) -> AgentRules {
+        let mut r = AgentRules {
+            token: product_token(agent).to_string(),
+            ..AgentRules::default()
+        };
+        parse_robotstxt(&robots.body, &mut r);
+        r.crawl_delay = robots.crawl_delay(&r.token);
+        r
+    }
+
+    /// The `Crawl-delay` of the group that applies, in seconds.
+    pub fn crawl_delay(&self) -> Option<f64> {
+        self.crawl_delay
+    }
+
+    /// Whether the agent may fetch `url` (absolute and percent-encoded, as a canonical URL is).
+    pub fn allowed(&self, url: &str) -> bool {
+        let path = robotstxt_with_cache::get_path_params_query(url);
+        if path == "/robots.txt" {
+            return true;
+        }
+        let best = |rules: &[(bool, String)]| {
+            let (mut allow, mut disallow) = (-1i64, -1i64);
+            for (is_allow, pattern) in rules {
+                let p = match_priority(path.as_bytes(), pattern.as_bytes(), *is_allow);
+                if *is_allow {
+                    allow = allow.max(p);
+                } else {
+                    disallow = disallow.max(p);
+                }
+            }
+            (allow, disallow)
+        };
+        let (a, d) = best(&self.own);
+        if a > 0 || d > 0 {
+            return d <= a;
+        }
+        if self.specific {
+            return true;
+        }
+        let (a, d) = best(&self.global);
+        !(a > 0 || d > 0) || d <= a
+    }
+
+    fn push(&mut self, allow: bool, value: &str) {
+        if !(self.seen_specific || self.seen_global) {
+            return;
+        }
+        self.seen_separator = true;
+        let rule = (allow, value.to_string());
+        if self.seen_specific {
+            self.own.push(rule);
+        } else {
+            self.global.push(rule);
+        }
+    }
+}
+
+/// The reference matcher's priority of `pattern` for `path`: its length when it matches, else
+/// -1. An `Allow` whose last segment starts with `index.htm` also matches its directory
+/// (`/a/index.html` allows `/a/`), as Google's matcher does.
+fn match_priority(path: &[u8], pattern: &[u8], allow: bool) -> i64 {
+    if matches(path, pattern) {
+        return pattern.len() as i64;
+    }
+    if allow {
+        if let Some(slash) = pattern.iter().rposition(|&c| c == b'/') {
+            if pattern[slash..].starts_with(b"/index.htm") {
+                let mut dir = pattern[..=slash].to_vec();
+                dir.push(b'$');
+                if matches(path, &dir) {
+                    return dir.len() as i64;
+                }
+            }
+        }
+    }
+    -1
+}
+
+/// Whether `pattern` matches `path` from its start: `*` any run, `$` at the end anchors (the
+/// reference matcher's semantics, in time linear in the path per `*`).
+fn matches(path: &[u8], pattern: &[u8]) -> bool {
+    if !pattern.contains(&b'*') && !pattern.contains(&b'$') {
+        return path.starts_with(pattern);
+    }
+    // The prefixes of `path` that the pattern read so far can match, ascending.
+    let mut pos: Vec<usize> = vec![0];
+    for (i, &c) in pattern.iter().enumerate() {
+        if c == b'$' && i + 1 == pattern.len() {
+            return pos.last() == Some(&path.len());
+        }
+        if c == b'*' {
+            let first = pos[0];
+            pos.clear();
+            pos.extend(first..=path.len());
+        } else {
+            pos.retain_mut(|p| {
+                let hit = *p < path.len() && path[*p] == c;
+                *p += 1;
+                hit
+            });
+            if pos.is_empty() {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+impl RobotsParseHandler for AgentRules {
+    fn handle_robots_start(&mut self) {}
+    fn handle_robots_end(&mut self) {}
+    fn handle_user_agent(&mut self, _: u32, user_agent: &str) {
+        if self.seen_separator {
+            self.seen_specific = false;
+            self.seen_global = false;
+            self.seen_separator = false;
+        }
+        if user_agent.starts_with('*')
+            && (user_agent.len() == 1 || user_agent[1..].starts_with(char::is_whitespace))
+        {
+            self.seen_global = true;
+        } else if product_token(user_agent).eq_ignore_ascii_case(&self.token) {
+            self.specific = true;
+            self.seen_specific = true;
+        }
+    }
+    fn handle_allow(&mut self, _: u32, value: &str) {
+        self.push(true, value);
+    }
+    fn handle_disallow(&mut self, _: u32, value: &str) {
+        self.push(false, value);
+    }
+    fn handle_sitemap(&mut self, _: u32, _: &str) {
+        self.seen_separator = true;
+    }
+    fn handle_unknown_action(&mut self, _: u32, _: &str, _: &str) {
+        self.seen_separator = true;
+    }
+}
+
 /// Groups (their user-agent tokens) and their `Crawl-delay`, as the reference parser sees
 /// the lines.
 #[derive(Default)]

@@ -347,3 +347,79 @@ fn the_deciding_rule_and_the_crawl_delay_are_reported() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("product token"));
 }
+
+/// The gate's compiled rules ([`AgentRules`]) decide as the reference matcher does
+/// ([`Robots::check`]) on every reference case.
+#[test]
+fn compiled_rules_agree_with_the_reference_matcher_on_googles_cases() {
+    use crawlsieve::robots::{AgentRules, Robots};
+    let mut n = 0;
+    for (body, agent, urls) in CASES {
+        let r = Robots::new(body.as_bytes());
+        let c = AgentRules::compile(&r, agent);
+        for (url, _) in *urls {
+            assert_eq!(
+                c.allowed(url),
+                r.check(agent, url).allowed,
+                "{agent} {url} with\n{body}"
+            );
+            n += 1;
+        }
+    }
+    assert!(n > 60, "{n} cases");
+}
+
+mod differential {
+    use crawlsieve::robots::{AgentRules, Robots};
+    use proptest::prelude::*;
+
+    fn line() -> impl Strategy<Value = String> {
+        let agent = prop::sample::select(vec![
+            "*",
+            "FooBot",
+            "foobot/1.0",
+            "BarBot",
+            "* ignored",
+            "Foo Bar",
+        ]);
+        let pattern = prop::collection::vec(
+            // A small alphabet, so that rules of equal length (ties) are common.
+            prop::sample::select(vec!["/", "a", "*", "$", "index.html", "%41"]),
+            0..4,
+        )
+        // Most rules start with `/`, as they do in real files (and only those can match).
+        .prop_map(|v| {
+            let p = v.concat();
+            if p.starts_with('a') {
+                p
+            } else {
+                format!("/{p}")
+            }
+        });
+        prop_oneof![
+            agent.prop_map(|a| format!("user-agent: {a}")),
+            pattern.clone().prop_map(|p| format!("allow: {p}")),
+            pattern.prop_map(|p| format!("disallow: {p}")),
+            Just("sitemap: http://x/s.xml".to_string()),
+            Just("crawl-delay: 3".to_string()),
+            Just(String::new()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        /// Random files, agents and paths: the compiled rules and the reference matcher agree.
+        #[test]
+        fn compiled_rules_agree_with_the_reference_matcher(
+            lines in prop::collection::vec(line(), 0..12),
+            agent in prop::sample::select(vec!["FooBot", "BarBot", "Other"]),
+            path in prop::collection::vec(prop::sample::select(vec!["/", "a", "b", "index.html", "?x", "%41", "."]), 0..6),
+        ) {
+            let body = lines.join("\n");
+            let url = format!("http://h.example/{}", path.concat());
+            let r = Robots::new(body.as_bytes());
+            let c = AgentRules::compile(&r, agent);
+            prop_assert_eq!(c.allowed(&url), r.check(agent, &url).allowed, "{} {}\n{}", agent, url, body);
+        }
+    }
+}

@@ -73,7 +73,8 @@ mod sections;
 pub use dur::{Dur, DEFAULT_CAPACITY, DEFAULT_FP_RATE};
 pub use load::{load, ConfigError};
 pub use sections::{
-    KafkaConfig, MetricsSection, RedisSection, RenderSection, ServeSection, SieveSection,
+    KafkaConfig, MetricsSection, RedisSection, RenderSection, RobotsSection, ServeSection,
+    SieveSection,
 };
 
 use std::time::Duration;
@@ -127,6 +128,8 @@ pub struct Config {
     /// A namespace's own scope (`[scopes.NAME]`), replacing `[scope]` for its events and API
     /// requests: one scope per task, as seed 001's `filter_typeid` users run them.
     pub scopes: std::collections::BTreeMap<String, crate::scope::ScopeSpec>,
+    /// robots.txt in the gate (off by default).
+    pub robots: RobotsSection,
 }
 
 impl Config {
@@ -220,6 +223,16 @@ impl Config {
                 bad(format!("metrics.listen {l:?} is not host:port"));
             }
         }
+        if component == Component::Gate && self.robots.enabled {
+            out.extend(self.robots.problems());
+            let wait = self.robots.wait_topic(&k.input_topic);
+            if wait == k.input_topic || wait == k.fetch_topic || wait == k.dead_letter_topic {
+                out.push(format!(
+                    "robots.wait_topic {wait:?} must differ from the input, fetch and dead-letter topics"
+                ));
+            }
+        }
+        let mut bad = |m: String| out.push(m);
         if let Err(e) = self.sieve.address_policy() {
             bad(format!("sieve.{e}"));
         }

@@ -393,3 +393,99 @@ impl Default for RedisSection {
         }
     }
 }
+
+/// `[robots]`: robots.txt in the gate (docs/crawl-policy.md). Off by default: with it on, the
+/// gate connects to the hosts it gates (one `GET /robots.txt` per origin across all gates) and
+/// holds URLs on `wait_topic`, which must exist.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RobotsSection {
+    /// Apply robots.txt to every URL the gate would publish.
+    pub enabled: bool,
+    /// The crawler's user agent: its product token (`MyBot` of `MyBot/2.1 (+https://…)`)
+    /// selects the group; the whole string is sent when fetching.
+    pub agent: String,
+    /// Where URLs wait while their origin's rules are unknown or its server fails (5xx,
+    /// unreachable); re-read by the gate's mover and put back on the input topic when due.
+    /// Default: `<input_topic>.robots-wait`.
+    pub wait_topic: Option<String>,
+    /// How long fetched rules (and a 4xx "no rules") are kept before they are fetched again;
+    /// RFC 9309 §2.4: at most 24 hours.
+    pub cache_ttl: Dur,
+    /// How long a 5xx or unreachable answer holds the origin's URLs before the file is fetched
+    /// again (RFC 9309 §2.3.1.4: complete disallow, for now).
+    pub error_ttl: Dur,
+    /// How long a URL of an origin whose rules are being fetched waits before it is judged
+    /// again.
+    pub hold: Dur,
+    /// Budget of one robots.txt fetch (resolution, connection, redirects, body).
+    pub fetch_timeout: Dur,
+    /// Concurrent robots.txt fetches per gate worker.
+    pub fetch_concurrency: usize,
+    /// Origins whose parsed rules each worker keeps in memory.
+    pub cache_entries: usize,
+    /// Hosts or addresses the robots.txt fetch may reach although not public, as
+    /// `render.allow` (`host`, `1.2.3.4`, `host:port`, `[::1]:port`).
+    pub allow: Vec<String>,
+}
+
+impl Default for RobotsSection {
+    fn default() -> Self {
+        RobotsSection {
+            enabled: false,
+            agent: "crawlsieve".into(),
+            wait_topic: None,
+            cache_ttl: Dur(Duration::from_secs(24 * 3600)),
+            error_ttl: Dur(Duration::from_secs(600)),
+            hold: Dur(Duration::from_secs(5)),
+            fetch_timeout: Dur(Duration::from_secs(10)),
+            fetch_concurrency: 32,
+            cache_entries: 100_000,
+            allow: Vec::new(),
+        }
+    }
+}
+
+impl RobotsSection {
+    /// The wait topic: `wait_topic`, else `<input_topic>.robots-wait`.
+    pub fn wait_topic(&self, input_topic: &str) -> String {
+        self.wait_topic
+            .clone()
+            .unwrap_or_else(|| format!("{input_topic}.robots-wait"))
+    }
+
+    /// What the types cannot check.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if crate::robots::product_token(&self.agent).is_empty() {
+            out.push(format!(
+                "robots.agent {:?} has no product token (letters, `-` and `_`)",
+                self.agent
+            ));
+        }
+        if self.cache_ttl.0 > Duration::from_secs(24 * 3600) || self.cache_ttl.0.is_zero() {
+            out.push(format!(
+                "robots.cache_ttl {} must be more than 0s and at most 24h (RFC 9309 §2.4)",
+                self.cache_ttl
+            ));
+        }
+        for (name, d) in [
+            ("error_ttl", self.error_ttl),
+            ("hold", self.hold),
+            ("fetch_timeout", self.fetch_timeout),
+        ] {
+            if d.0.is_zero() || d.0 > Duration::from_secs(24 * 3600) {
+                out.push(format!(
+                    "robots.{name} {d} must be more than 0s and at most 24h"
+                ));
+            }
+        }
+        if !(1..=1024).contains(&self.fetch_concurrency) {
+            out.push("robots.fetch_concurrency must be in 1..=1024".into());
+        }
+        if self.cache_entries == 0 {
+            out.push("robots.cache_entries must be at least 1".into());
+        }
+        out
+    }
+}
