@@ -410,6 +410,11 @@ pub struct FetchEvent {
     /// Passed through untouched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// The `Crawl-delay` (seconds) of the robots.txt group that applies to the crawler, when
+    /// the gate applies robots.txt (`[robots]`) and the group has one: for fetchers that are
+    /// polite per host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crawl_delay_s: Option<f64>,
     /// When the gate emitted it (RFC 3339, UTC).
     pub gated_at: String,
 }
@@ -436,6 +441,8 @@ pub struct FetchEventRef<'a> {
     pub method: Option<Method>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<&'a Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crawl_delay_s: Option<f64>,
     pub gated_at: &'a str,
 }
 
@@ -461,6 +468,7 @@ impl<'a> FetchEventRef<'a> {
             crawl_id: ev.crawl_id.as_deref(),
             method: ev.method,
             metadata: ev.metadata.as_ref(),
+            crawl_delay_s: None,
             gated_at,
         }
     }
@@ -563,7 +571,7 @@ mod tests {
         )
         .unwrap();
         for ev in [full, UrlEvent::bare("x")] {
-            let r = FetchEventRef::of(
+            let mut r = FetchEventRef::of(
                 &ev,
                 "https://s.example/a%22b",
                 "s.example/{str}",
@@ -571,6 +579,7 @@ mod tests {
                 "ns",
                 "2026-01-02T00:00:00.000Z",
             );
+            r.crawl_delay_s = ev.depth.map(|d| d as f64 / 2.0);
             let json = serde_json::to_string(&r).unwrap();
             let back: FetchEvent = serde_json::from_str(&json).unwrap();
             let owned = FetchEvent {
@@ -585,6 +594,7 @@ mod tests {
                 crawl_id: ev.crawl_id.clone(),
                 method: ev.method,
                 metadata: ev.metadata.clone(),
+                crawl_delay_s: r.crawl_delay_s,
                 gated_at: r.gated_at.into(),
             };
             assert_eq!(back, owned);

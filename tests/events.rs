@@ -78,6 +78,7 @@ fn events_the_gate_builds_validate() {
         crawl_id: None,
         method: Some(Method::Head),
         metadata: None,
+        crawl_delay_s: Some(2.5),
         gated_at: crawlsieve::events::now_rfc3339(),
     };
     let v = validator("fetch-event");

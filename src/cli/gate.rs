@@ -95,8 +95,16 @@ pub fn gate(a: GateArgs) -> Result<()> {
     if a.passthrough {
         run::run(spec, &obs, |_| Ok(Passthrough), done)
     } else {
+        // With `[robots]` on, URLs held on the wait topic come back through the mover.
+        let mover = if cfg.robots.enabled {
+            Some(crate::gate::mover::Mover::start(&cfg)?)
+        } else {
+            None
+        };
         let make = |_| Ok(GateCore::new(cfg.clone(), filter.clone()));
-        run::run(spec, &obs, make, done)
+        let r = run::run(spec, &obs, make, done);
+        let m = mover.map_or(Ok(()), |m| m.stop());
+        r.and(m)
     }
 }
 

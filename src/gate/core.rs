@@ -46,6 +46,8 @@ pub struct GatePending {
     pub rejected: Vec<(Reason, u64)>,
     /// Duplicates.
     pub duplicates: u64,
+    /// URLs held on the robots wait topic: (origin's rules unknown, origin unavailable).
+    pub held: (u64, u64),
 }
 
 impl GatePending {
@@ -85,6 +87,8 @@ struct Pending {
     event: UrlEvent,
     /// Its fetch event's JSON in [`GateCore::enc`], once encoded.
     enc: Option<(usize, usize)>,
+    /// The `Crawl-delay` of its origin's robots.txt group (`[robots]` on).
+    crawl_delay: Option<f64>,
 }
 
 /// The gate's stage: decode, sieve, pattern verdicts, the Redis filter.
@@ -112,6 +116,8 @@ pub struct GateCore {
     scopes: Vec<Option<Arc<crate::scope::Scope>>>,
     /// `[scope]`, restored after a namespace with a scope of its own.
     default_scope: Option<Arc<crate::scope::Scope>>,
+    /// robots.txt (`[robots]` on).
+    robots: Option<super::robots::RobotsGate>,
 }
 
 impl GateCore {
@@ -128,7 +134,16 @@ impl GateCore {
         sieve.address = cfg.sieve.address_policy().unwrap_or_default(); // checked at load
         sieve.traps = cfg.sieve.traps.clone();
         let default_scope = sieve.scope.clone();
+        let robots = cfg.robots.enabled.then(|| {
+            super::robots::RobotsGate::new(
+                cfg.robots.clone(),
+                &cfg.redis.namespace,
+                redis.clone(),
+                metrics.clone(),
+            )
+        });
         GateCore {
+            robots,
             patterns_conn: LazyConn::new(redis.clone()),
             cfg,
             redis,
@@ -294,13 +309,61 @@ fn fetch_event_bound(p: &Pending) -> usize {
     2 * p.raw_len + 2 * 7 * p.canonical.len() + 3 * 256
 }
 
+/// What robots.txt's verdict `v` on `pending[j]` (of `origin`) does to the batch: a rejection,
+/// or a held record on the wait topic (`Ask` here: the origin is still unknown after asking);
+/// the `Crawl-delay` of an allowed URL.
+#[allow(clippy::too_many_arguments)]
+fn apply_robots(
+    decision: &mut Decision,
+    out: &mut GateStaged,
+    batch: &Batch,
+    j: usize,
+    p: &Pending,
+    v: super::robots::Judged,
+    origin: &str,
+    now: u64,
+) -> Option<f64> {
+    use super::robots::Judged;
+    let (until_ms, why) = match v {
+        Judged::Allow(d) => return d,
+        Judged::Disallow => {
+            decision.reject_at(j, Reason::RobotsDisallowed);
+            return None;
+        }
+        Judged::Refused => {
+            decision.reject_at(j, Reason::PrivateAddress);
+            return None;
+        }
+        Judged::Hold { until_ms, why } => (until_ms, why),
+        Judged::Ask => (now, "unknown"),
+    };
+    decision.unpublishable(j);
+    let event = serde_json::to_vec(&p.event).expect("an event serializes");
+    let origin = serde_json::to_string(origin).expect("a string serializes");
+    out.record_from(p.idx, Dest::Held, batch.key(p.idx), |b| {
+        let head = format!(
+            "{{\"held_until_ms\":{until_ms},\"origin\":{origin},\"why\":\"{why}\",\"event\":"
+        );
+        b.extend_from_slice(head.as_bytes());
+        b.extend_from_slice(&event);
+        b.push(b'}');
+    });
+    if why == "unknown" {
+        out.pending.held.0 += 1;
+    } else {
+        out.pending.held.1 += 1;
+    }
+    None
+}
+
 /// Append `p`'s fetch event (JSON) to `enc` and note where it is.
 fn encode(p: &mut Pending, namespace: &str, now: &str, enc: &mut Vec<u8>) {
     if p.pattern.is_empty() {
         p.pattern = crate::url::pattern::pattern(&p.canonical);
     }
     let host = crate::url::lex::host_port(&p.canonical);
-    let fe = FetchEventRef::of(&p.event, &p.canonical, &p.pattern, host, namespace, now);
+    let mut fe = FetchEventRef::of(&p.event, &p.canonical, &p.pattern, host, namespace, now);
+    fe.crawl_delay_s = p.crawl_delay;
     let s = enc.len();
     serde_json::to_writer(&mut *enc, &fe).expect("event types serialize");
     p.enc = Some((s, enc.len()));
@@ -371,9 +434,62 @@ impl GateCore {
                         pattern: String::new(),
                         event: ev,
                         enc: None,
+                        crawl_delay: None,
                     });
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// 1b. robots.txt (`[robots]` on, [`super::robots`]): each URL of `pending[from..]` that the
+    ///    local tier does not know as seen is judged by its origin's rules, before it can take
+    ///    a place in the filter: disallowed → `robots_disallowed`; the origin's host refused by
+    ///    the egress policy → `private_address`; rules not known yet, or the server failing →
+    ///    held (staged to the wait topic; the mover puts it back when due). Origins this worker
+    ///    knows nothing fresh of are asked in Redis once per chunk (one pipeline).
+    fn robots_pass(
+        &mut self,
+        pending: &mut [Pending],
+        from: usize,
+        batch: &Batch,
+        out: &mut GateStaged,
+    ) -> Result<(), RedisFilterError> {
+        use super::robots::Judged;
+        let GateCore {
+            robots,
+            decision,
+            namespaces,
+            names,
+            patterns_conn,
+            ..
+        } = self;
+        let Some(rb) = robots.as_mut() else {
+            return Ok(());
+        };
+        let now = super::robots::now_ms();
+        let mut asked = Vec::new();
+        for (j, p) in pending.iter_mut().enumerate().skip(from) {
+            if !decision.is_candidate(j) || namespaces[&names[p.ns]].filter.known_seen(p.fp) {
+                continue;
+            }
+            let origin = crate::url::lex::origin(&p.canonical);
+            let v = rb.judge(&origin, &p.canonical, now);
+            if v == Judged::Ask {
+                rb.ask_later(&origin);
+                asked.push(j);
+            } else {
+                p.crawl_delay = apply_robots(decision, out, batch, j, p, v, &origin, now);
+            }
+        }
+        if rb.must_ask() {
+            patterns_conn.with(|c| rb.ask(c, now))?;
+        }
+        for j in asked {
+            let p = &mut pending[j];
+            let origin = crate::url::lex::origin(&p.canonical);
+            let v = rb.judge(&origin, &p.canonical, now);
+            p.crawl_delay = apply_robots(decision, out, batch, j, p, v, &origin, now);
         }
         Ok(())
     }
@@ -524,6 +640,7 @@ impl GateCore {
             let from = pending.len();
             self.decode(pending, topic, batch, start..end, out, now)?;
             let t = std::time::Instant::now();
+            self.robots_pass(pending, from, batch, out)?;
             self.skip_patterns(pending, from)?;
             self.choose_publishers(pending, from, (topic, batch), out, now);
             for ns in 0..self.names.len() {
@@ -653,6 +770,7 @@ impl GateCore {
                             crawl_id: None,
                             method: None,
                             metadata: None,
+                            crawl_delay_s: None,
                             gated_at: now.to_string(),
                         };
                         out.json(Dest::Output, Some(host.as_bytes()), &fe);
@@ -733,5 +851,11 @@ impl Stage for GateCore {
                 .inc_by(*n);
         }
         self.metrics.duplicates.inc_by(out.pending.duplicates);
+        let (unknown, unavailable) = out.pending.held;
+        if unknown + unavailable > 0 {
+            let h = &self.metrics.robots_held;
+            h.with_label_values(&["unknown"]).inc_by(unknown);
+            h.with_label_values(&["unavailable"]).inc_by(unavailable);
+        }
     }
 }

@@ -5,9 +5,14 @@
 //! at-least-once delivery and the commits; the HTTP API ([`crate::serve`]) calls its
 //! [`core::GateCore::filter_direct`].
 //!
+//! With `[robots]` on, [`robots`] judges each URL by its origin's robots.txt and [`mover`]
+//! puts the URLs it held back on the input topic when due.
+//!
 //! Owns: what the gate emits and why. May import `config`, `stage`, `observe`, `sieve`, `url`,
 //! `events`, `patterns`, `redis_filter`; never `render`, `serve` or `cli`.
 
 pub mod core;
+pub mod mover;
+pub mod robots;
 
 pub use self::core::{Direct, DirectError, GateCore, GatePending, GateStaged, Idem};

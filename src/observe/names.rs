@@ -91,6 +91,16 @@ pub const REJECTED: Name = n(
     "urls_rejected_total",
     "URL candidates rejected, by reason code.",
 );
+/// robots.txt fetches, by outcome.
+pub const ROBOTS_FETCHES: Name = n(
+    "robots_fetches_total",
+    "robots.txt files this process fetched, by outcome (rules, none: 4xx or no usable answer, unavailable: 5xx or unreachable, refused: the egress policy).",
+);
+/// URLs held for robots.txt, by why.
+pub const ROBOTS_HELD: Name = n(
+    "robots_held_total",
+    "URLs put on the robots wait topic, by why (unknown: the origin's rules are being fetched; unavailable: its robots.txt answered 5xx or could not be reached).",
+);
 /// Duplicates.
 pub const DUPLICATES: Name = n(
     "urls_duplicate_total",

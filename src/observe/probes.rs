@@ -42,6 +42,10 @@ pub struct FilterMetrics {
     pub rejected: IntCounterVec,
     /// Candidates whose canonical form was already seen.
     pub duplicates: IntCounter,
+    /// robots.txt fetches, by outcome (the gate with `[robots]` on).
+    pub robots_fetches: IntCounterVec,
+    /// URLs held on the robots wait topic, by why.
+    pub robots_held: IntCounterVec,
     /// Seconds spent in Redis filter calls (check + insert) per batch or request.
     pub filter_seconds: Histogram,
     /// Fraction of the filter's bits set (fingerprint-store load in exact mode).
@@ -67,6 +71,8 @@ impl FilterMetrics {
         FilterMetrics {
             rejected: m.counter_vec(names::REJECTED, "reason"),
             duplicates: m.counter(names::DUPLICATES),
+            robots_fetches: m.counter_vec(names::ROBOTS_FETCHES, "outcome"),
+            robots_held: m.counter_vec(names::ROBOTS_HELD, "why"),
             filter_seconds: m.histogram(names::FILTER_SECONDS, SECONDS),
             fill: m.float_gauge_vec(names::FILTER_FILL, ns),
             estimated_fp: m.float_gauge_vec(names::FILTER_ESTIMATED_FP, ns),

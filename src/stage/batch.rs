@@ -99,6 +99,8 @@ pub enum Dest {
     Audit,
     /// The dead-letter topic.
     DeadLetter,
+    /// The gate's robots wait topic (URLs held until their origin's robots.txt is known).
+    Held,
 }
 
 #[derive(Debug, Clone, Copy)]

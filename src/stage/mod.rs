@@ -28,6 +28,7 @@ pub use batch::{Batch, Dest, Msg, Staged};
 pub use metrics::StageMetrics;
 pub use passthrough::Passthrough;
 pub use signals::Stop;
+pub(crate) use worker::client_config;
 pub use worker::{Report, Topics, Worker};
 
 /// An error of a [`Stage`]: the runtime waits out the retryable ones with the partitions

@@ -85,6 +85,8 @@ where
         output: cfg.output_topic(component).to_string(),
         audit: cfg.kafka.audit_topic.clone(),
         dead_letter: cfg.kafka.dead_letter_topic.clone(),
+        held: (component == Component::Gate && cfg.robots.enabled)
+            .then(|| cfg.robots.wait_topic(&cfg.kafka.input_topic)),
     };
     tracing::info!(
         stage = name,

@@ -131,6 +131,9 @@ pub struct Topics {
     pub audit: Option<String>,
     /// [`Dest::DeadLetter`].
     pub dead_letter: String,
+    /// [`Dest::Held`]: the gate's robots wait topic (`[robots]` on); the dead-letter topic
+    /// when none (a stage that holds nothing never uses it).
+    pub held: Option<String>,
 }
 
 /// What the worker and the rebalance callback share: everything needed to finish a batch.
@@ -152,6 +155,7 @@ impl<S: Stage> Pipeline<S> {
             Dest::Output => &t.output,
             Dest::Audit => t.audit.as_deref().unwrap_or(&t.dead_letter),
             Dest::DeadLetter => &t.dead_letter,
+            Dest::Held => t.held.as_deref().unwrap_or(&t.dead_letter),
         }
     }
 
@@ -254,7 +258,7 @@ impl<S: Stage> Pipeline<S> {
             let (dest, _, payload) = f.staged.get(*i);
             let bytes = payload.len();
             match (dest, f.staged.source(*i)) {
-                (Dest::Output | Dest::Audit, Some(src)) => {
+                (Dest::Output | Dest::Audit | Dest::Held, Some(src)) => {
                     let e = DecodeError {
                         code: DeadLetterCode::TooLarge,
                         detail: format!(
@@ -538,7 +542,7 @@ pub struct Worker<S: Stage + Send + 'static> {
 }
 
 /// librdkafka settings: the runtime's defaults, then `[kafka.client]`, then the role's own table.
-fn client_config(
+pub(crate) fn client_config(
     k: &KafkaConfig,
     defaults: &[(&str, &str)],
     role: &std::collections::BTreeMap<String, String>,

@@ -106,11 +106,15 @@ pub enum Reason {
     TrapEcho,
     /// (Trap) a calendar date beyond the horizon (`[sieve.traps] calendar_*`).
     TrapCalendar,
+    /// The origin's robots.txt disallows it for the crawler's user agent (the gate with
+    /// `[robots]` on, `dedup --robots-dir`). Not put in the filter: if the rules change, a later
+    /// event of the URL is judged again.
+    RobotsDisallowed,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 45] = [
+    pub const ALL: [Reason; 46] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -156,6 +160,7 @@ impl Reason {
         Reason::TrapTooDeep,
         Reason::TrapEcho,
         Reason::TrapCalendar,
+        Reason::RobotsDisallowed,
     ];
 
     /// The stable machine-readable code.
@@ -206,6 +211,7 @@ impl Reason {
             Reason::TrapTooDeep => "trap_too_deep",
             Reason::TrapEcho => "trap_echo",
             Reason::TrapCalendar => "trap_calendar",
+            Reason::RobotsDisallowed => "robots_disallowed",
         }
     }
 

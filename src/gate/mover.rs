@@ -1,0 +1,275 @@
+//! The robots wait topic's mover: a consumer (group `<kafka.group_id>.robots-wait`) of the wait
+//! topic that puts each held URL event back on the input topic once it is due
+//! (`held_until_ms`), where the gate judges it again ([`super::robots`]).
+//!
+//! Durable at every step: a held event's input offset was committed only after Kafka had it
+//! on the wait topic, and a wait-topic offset is committed only after the input topic
+//! acknowledged the event put back. A mover killed in between puts an event back twice (the
+//! filter answers the second a duplicate); none is lost. An event not due yet is not kept in
+//! memory: its partition is rewound to it and paused until it is due (the consumer keeps
+//! polling, so the group does not evict it however long the hold).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Message, Offset, TopicPartitionList};
+
+use super::robots::{now_ms, Held};
+use crate::config::Config;
+
+/// A running mover; [`Mover::stop`] ends it after a commit.
+pub struct Mover {
+    quit: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+}
+
+impl Mover {
+    /// Start the mover of `cfg`'s gate (`[robots]` on).
+    pub fn start(cfg: &Config) -> Result<Mover> {
+        let k = &cfg.kafka;
+        let wait = cfg.robots.wait_topic(&k.input_topic);
+        let consumer: BaseConsumer = crate::stage::client_config(
+            k,
+            &[
+                ("group.id", &format!("{}.robots-wait", k.group_id)),
+                ("client.id", "crawlsieve-gate-robots-wait"),
+                ("enable.auto.commit", "false"),
+                ("enable.auto.offset.store", "false"),
+                ("auto.offset.reset", "earliest"),
+            ],
+            &k.consumer,
+        )
+        .create()
+        .context("creating the robots wait topic's consumer")?;
+        consumer
+            .subscribe(&[&wait])
+            .with_context(|| format!("subscribing to the robots wait topic {wait}"))?;
+        let max = k.default_producer_max_bytes().to_string();
+        let producer: FutureProducer = crate::stage::client_config(
+            k,
+            &[
+                ("client.id", "crawlsieve-gate-robots-wait"),
+                ("message.max.bytes", &max),
+                ("enable.idempotence", "true"),
+            ],
+            &k.producer,
+        )
+        .create()
+        .context("creating the robots wait topic's producer")?;
+        let quit = Arc::new(AtomicBool::new(false));
+        let q = quit.clone();
+        let input = k.input_topic.clone();
+        let dead = k.dead_letter_topic.clone();
+        let thread = std::thread::Builder::new()
+            .name("gate-robots-wait".into())
+            .spawn(move || run(consumer, producer, &wait, &input, &dead, &q))
+            .context("starting the robots wait topic's mover")?;
+        Ok(Mover {
+            quit,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stop after committing what was moved; its error, if it failed.
+    pub fn stop(mut self) -> Result<()> {
+        self.quit.store(true, Ordering::SeqCst);
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(anyhow::anyhow!("the robots wait topic's mover panicked")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Mover {
+    fn drop(&mut self) {
+        self.quit.store(true, Ordering::SeqCst);
+    }
+}
+
+fn stopping(quit: &AtomicBool) -> bool {
+    quit.load(Ordering::SeqCst) || crate::stage::signals::Stop.requested()
+}
+
+/// Deliver `value` to `topic`, retrying until delivered or stopping; whether delivered.
+fn deliver(
+    producer: &FutureProducer,
+    topic: &str,
+    key: Option<&[u8]>,
+    value: &[u8],
+    quit: &AtomicBool,
+) -> bool {
+    let mut wait = Duration::from_millis(100);
+    loop {
+        let mut rec = FutureRecord::<[u8], [u8]>::to(topic).payload(value);
+        if let Some(k) = key {
+            rec = rec.key(k);
+        }
+        match futures::executor::block_on(producer.send(rec, Duration::from_secs(30))) {
+            Ok(_) => return true,
+            Err((e, _)) => {
+                tracing::warn!(topic, error = %e, "putting a held URL back failed; retrying");
+                if stopping(quit) {
+                    return false;
+                }
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// A record sent and not yet acknowledged: where it came from, and enough to send it again.
+struct InFlight {
+    partition: i32,
+    offset: i64,
+    topic: String,
+    key: Option<Vec<u8>>,
+    value: Vec<u8>,
+    ack: rdkafka::producer::DeliveryFuture,
+}
+
+/// Wait for every record in flight (sending again any that failed), then store their offsets;
+/// false when stopping before all were delivered (nothing after the first undelivered one is
+/// stored).
+fn settle(
+    consumer: &BaseConsumer,
+    producer: &FutureProducer,
+    wait: &str,
+    inflight: &mut Vec<InFlight>,
+    quit: &AtomicBool,
+) -> Result<bool> {
+    for f in inflight.drain(..) {
+        let ok = match futures::executor::block_on(f.ack) {
+            Ok(Ok(_)) => true,
+            _ => deliver(producer, &f.topic, f.key.as_deref(), &f.value, quit),
+        };
+        if !ok {
+            return Ok(false);
+        }
+        store(consumer, wait, f.partition, f.offset);
+    }
+    let _ = consumer.commit_consumer_state(CommitMode::Async);
+    Ok(true)
+}
+
+/// Note `offset` of `partition` as moved (committed with the next commit). A partition this
+/// consumer lost to a rebalance refuses it: its new owner moves the event again (a repeat the
+/// filter answers as a duplicate).
+fn store(consumer: &BaseConsumer, wait: &str, partition: i32, offset: i64) {
+    if let Err(e) = consumer.store_offset(wait, partition, offset + 1) {
+        tracing::debug!(partition, error = %e, "robots wait topic: offset not stored (partition revoked?)");
+    }
+}
+
+/// Records sent before waiting for their acknowledgements.
+const IN_FLIGHT: usize = 512;
+
+fn run(
+    consumer: BaseConsumer,
+    producer: FutureProducer,
+    wait: &str,
+    input: &str,
+    dead: &str,
+    quit: &AtomicBool,
+) -> Result<()> {
+    // Paused partitions and when they are due.
+    let mut paused: HashMap<i32, u64> = HashMap::new();
+    let mut inflight: Vec<InFlight> = Vec::new();
+    while !stopping(quit) {
+        let now = now_ms();
+        let due: Vec<i32> = paused
+            .iter()
+            .filter(|(_, &t)| t <= now)
+            .map(|(&p, _)| p)
+            .collect();
+        for p in due {
+            paused.remove(&p);
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition(wait, p);
+            let _ = consumer.resume(&tpl);
+        }
+        let msg = match consumer.poll(Duration::from_millis(100)) {
+            None => {
+                if !settle(&consumer, &producer, wait, &mut inflight, quit)? {
+                    break;
+                }
+                continue;
+            }
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "robots wait topic");
+                continue;
+            }
+            Some(Ok(m)) => m,
+        };
+        let (p, off) = (msg.partition(), msg.offset());
+        let value = msg.payload().unwrap_or_default();
+        let held: Option<Held> = serde_json::from_slice(value).ok();
+        let (topic, value) = match &held {
+            Some(h) if h.held_until_ms > now => {
+                // Not due: read it again when it is, without holding it here.
+                let mut tpl = TopicPartitionList::new();
+                tpl.add_partition(wait, p);
+                let _ = consumer.pause(&tpl);
+                if let Err(e) = consumer.seek(wait, p, Offset::Offset(off), Duration::from_secs(10))
+                {
+                    tracing::warn!(error = %e, "robots wait topic: rewinding a partition failed; resuming it");
+                    let _ = consumer.resume(&tpl);
+                    continue;
+                }
+                paused.insert(p, h.held_until_ms);
+                continue;
+            }
+            Some(h) => (input, h.event.get().as_bytes()),
+            None => {
+                // Not a held event (written by something else): kept, as a dead letter.
+                tracing::error!(
+                    partition = p,
+                    offset = off,
+                    "robots wait topic: a message that is not a held URL event; dead-lettered"
+                );
+                (dead, value)
+            }
+        };
+        let key = msg.key().map(<[u8]>::to_vec);
+        let mut rec = FutureRecord::<[u8], [u8]>::to(topic).payload(value);
+        if let Some(k) = &key {
+            rec = rec.key(k);
+        }
+        let ack = match producer.send_result(rec) {
+            Ok(ack) => ack,
+            Err((e, _)) => {
+                // The local queue is full (or the record is refused at once): wait for what is
+                // in flight, then send this one until delivered.
+                tracing::debug!(error = %e, "robots wait topic: producer queue");
+                if !settle(&consumer, &producer, wait, &mut inflight, quit)?
+                    || !deliver(&producer, topic, key.as_deref(), value, quit)
+                {
+                    break;
+                }
+                store(&consumer, wait, p, off);
+                continue;
+            }
+        };
+        inflight.push(InFlight {
+            partition: p,
+            offset: off,
+            topic: topic.to_string(),
+            key,
+            value: value.to_vec(),
+            ack,
+        });
+        if inflight.len() >= IN_FLIGHT && !settle(&consumer, &producer, wait, &mut inflight, quit)?
+        {
+            break;
+        }
+    }
+    settle(&consumer, &producer, wait, &mut inflight, quit)?;
+    let _ = consumer.commit_consumer_state(CommitMode::Sync);
+    Ok(())
+}

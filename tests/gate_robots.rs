@@ -1,0 +1,270 @@
+//! Issue 25: robots.txt in the gate, end to end on loopback — a real broker (tansu), a Redis of
+//! the test's own, `crawlsieve gate` with `[robots]` on, and one small HTTP server per origin
+//! that records every request it gets.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::kafka::{create_topics, produce, read_all, read_until, Tansu};
+use common::OwnRedis;
+use crawlsieve::events::{FetchEvent, RejectedEvent};
+
+/// An origin on 127.0.0.1: answers `/robots.txt` with `status` and `body` (a 3xx carries
+/// `Location: body`), every other path with 200, and counts the requests it gets.
+struct Origin {
+    port: u16,
+    status: Arc<AtomicU16>,
+    hits: Arc<AtomicUsize>,
+}
+
+impl Origin {
+    fn start(status: u16, body: &'static str) -> Origin {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let st = Arc::new(AtomicU16::new(status));
+        let hits = Arc::new(AtomicUsize::new(0));
+        let (s2, h2) = (st.clone(), hits.clone());
+        std::thread::spawn(move || {
+            for conn in l.incoming() {
+                let Ok(mut c) = conn else { continue };
+                h2.fetch_add(1, Ordering::SeqCst);
+                let mut buf = [0u8; 4096];
+                let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+                let n = c.read(&mut buf).unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]);
+                let is_robots = req.starts_with("GET /robots.txt ");
+                let status = if is_robots {
+                    s2.load(Ordering::SeqCst)
+                } else {
+                    200
+                };
+                let (extra, text) = match status {
+                    300..=399 => (format!("Location: {body}\r\n"), ""),
+                    _ if is_robots => (String::new(), body),
+                    _ => (String::new(), "page"),
+                };
+                let _ = write!(
+                    c,
+                    "HTTP/1.1 {status} X\r\n{extra}Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+            }
+        });
+        Origin {
+            port,
+            status: st,
+            hits,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+fn values(urls: &[String]) -> Vec<Vec<u8>> {
+    urls.iter()
+        .map(|u| serde_json::json!({ "url": u }).to_string().into_bytes())
+        .collect()
+}
+
+/// The done-when of issue 25's robots part, in one run: rules that disallow `/private/` reject
+/// those URLs (`robots_disallowed`) and publish the others with the group's `Crawl-delay`; a
+/// 404 publishes everything; a 500 publishes nothing until the server recovers, then every
+/// URL exactly once; an origin outside the egress allow-list is never connected to (its URLs
+/// are `private_address`), nor is it reached by a redirect from an allowed origin's robots.txt.
+/// Nothing is lost, nothing repeated.
+#[test]
+fn the_gate_applies_fetched_robots_rules_and_holds_what_it_cannot_judge_yet() {
+    let kafka = Tansu::start();
+    let b = kafka.brokers();
+    let redis = OwnRedis::start(&[]);
+    let rules = Origin::start(
+        200,
+        "User-agent: *\nDisallow: /\n\nUser-agent: crawlsieve\nDisallow: /private/\nCrawl-delay: 2\n",
+    );
+    let missing = Origin::start(404, "not found");
+    let failing = Origin::start(500, "User-agent: *\nDisallow: /private/\n");
+    let forbidden = Origin::start(200, "User-agent: *\nAllow: /\n");
+    let forbidden_robots = forbidden.url("/robots.txt");
+    let redirecting = Origin::start(302, Box::leak(forbidden_robots.into_boxed_str()));
+    create_topics(
+        &b,
+        &[
+            ("urls", 2),
+            ("fetch", 1),
+            ("audit", 1),
+            ("urls.dead-letter", 1),
+            ("urls.robots-wait", 1),
+        ],
+    );
+    let origins = [&rules, &missing, &failing, &forbidden, &redirecting];
+    let mut urls = Vec::new();
+    for o in origins {
+        for i in 0..6 {
+            urls.push(o.url(&format!("/private/{i}")));
+            urls.push(o.url(&format!("/pub/{i}")));
+        }
+    }
+    // Repeats: the second half of the input repeats the first.
+    let mut input = urls.clone();
+    input.extend(urls.iter().take(10).cloned());
+    produce(&b, "urls", 2, &values(&input));
+
+    let allow: Vec<String> = [&rules, &missing, &failing, &redirecting]
+        .iter()
+        .map(|o| format!("\"127.0.0.1:{}\"", o.port))
+        .collect();
+    let sets = [
+        format!("kafka.brokers={b}"),
+        "kafka.group_id=robots-gate".into(),
+        "kafka.audit_topic=audit".into(),
+        "kafka.batch_linger_ms=10".into(),
+        "kafka.consumer.\"session.timeout.ms\"=6000".into(),
+        "kafka.consumer.\"heartbeat.interval.ms\"=500".into(),
+        format!("redis.url={}", redis.url()),
+        "redis.namespace=robots".into(),
+        "redis.fp_rate=1e-9".into(),
+        "sieve.allow_private=[\"127.0.0.1\"]".into(),
+        "robots.enabled=true".into(),
+        format!("robots.allow=[{}]", allow.join(",")),
+        "robots.hold=1s".into(),
+        "robots.error_ttl=2s".into(),
+        "robots.fetch_timeout=3s".into(),
+    ];
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crawlsieve"));
+    cmd.arg("gate");
+    for s in &sets {
+        cmd.arg("--set").arg(s);
+    }
+    let mut gate = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the gate");
+
+    let of = |o: &Origin| format!("127.0.0.1:{}", o.port);
+    let host_of = |u: &str| u.split('/').nth(2).unwrap_or("").to_string();
+    // Everything but the failing origin is decided within the holds.
+    let decided: HashSet<String> = [&rules, &missing, &forbidden, &redirecting]
+        .iter()
+        .map(|o| of(o))
+        .collect();
+    let want_published = |u: &String| {
+        let h = host_of(u);
+        (h == of(&missing) || h == of(&redirecting)) || (h == of(&rules) && u.contains("/pub/"))
+    };
+    let n_first = urls
+        .iter()
+        .filter(|u| decided.contains(&host_of(u)) && want_published(u))
+        .count();
+    let fetched = read_until(&b, "fetch", 1, Duration::from_secs(40), |got| {
+        got.len() >= n_first
+    });
+    let events: Vec<FetchEvent> = fetched
+        .iter()
+        .map(|g| serde_json::from_slice(&g.value).unwrap())
+        .collect();
+    assert!(
+        events.iter().all(|e| host_of(&e.url) != of(&failing)),
+        "nothing of an origin whose robots.txt answers 500 is published"
+    );
+    assert!(
+        failing.hits.load(Ordering::SeqCst) >= 1,
+        "the failing origin's robots.txt was asked for"
+    );
+    // The failing origin recovers; its URLs come back from the wait topic.
+    failing.status.store(404, Ordering::SeqCst);
+    let n_all = urls
+        .iter()
+        .filter(|u| want_published(u) || host_of(u) == of(&failing))
+        .count();
+    let fetched = read_until(&b, "fetch", 1, Duration::from_secs(60), |got| {
+        got.len() >= n_all
+    });
+    std::thread::sleep(Duration::from_secs(2)); // stragglers (repeats) would show now
+    let fetched_again = read_all(&b, "fetch", 1, Duration::from_secs(1));
+    assert!(fetched_again.len() >= fetched.len());
+    unsafe { libc::kill(gate.id() as i32, libc::SIGTERM) };
+    let st = gate.wait().unwrap();
+    let mut err = String::new();
+    gate.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(st.success(), "gate exit {st}: {err}");
+
+    let events: Vec<FetchEvent> = fetched_again
+        .iter()
+        .map(|g| serde_json::from_slice(&g.value).unwrap())
+        .collect();
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for e in &events {
+        *count.entry(e.url.as_str()).or_default() += 1;
+    }
+    let repeats: usize = count.values().map(|n| n - 1).sum();
+    let audit: Vec<RejectedEvent> = read_all(&b, "audit", 1, Duration::from_secs(1))
+        .iter()
+        .map(|g| serde_json::from_slice(&g.value).unwrap())
+        .collect();
+    let reason: HashMap<&str, &str> = audit
+        .iter()
+        .map(|r| (r.url.as_str(), r.reason.code()))
+        .collect();
+    let mut lost = Vec::new();
+    for u in &urls {
+        let h = host_of(u);
+        let ok = if h == of(&rules) && u.contains("/private/") {
+            reason.get(u.as_str()) == Some(&"robots_disallowed") && !count.contains_key(u.as_str())
+        } else if h == of(&forbidden) {
+            reason.get(u.as_str()) == Some(&"private_address") && !count.contains_key(u.as_str())
+        } else {
+            count.get(u.as_str()) == Some(&1)
+        };
+        if !ok {
+            lost.push(format!(
+                "{u}: published {:?}, audit {:?}",
+                count.get(u.as_str()),
+                reason.get(u.as_str())
+            ));
+        }
+    }
+    assert!(lost.is_empty(), "lost or misjudged:\n{}", lost.join("\n"));
+    assert_eq!(repeats, 0, "repeats");
+    for e in &events {
+        let want = (host_of(&e.url) == of(&rules)).then_some(2.0);
+        assert_eq!(e.crawl_delay_s, want, "{}", e.url);
+    }
+    assert_eq!(
+        forbidden.hits.load(Ordering::SeqCst),
+        0,
+        "an origin outside robots.allow was connected to (directly or by a redirect)"
+    );
+    assert_eq!(
+        rules.hits.load(Ordering::SeqCst),
+        1,
+        "one robots.txt fetch per origin"
+    );
+    // Held events are what the schema says.
+    let held = read_all(&b, "urls.robots-wait", 1, Duration::from_secs(1));
+    assert!(!held.is_empty(), "URLs were held");
+    let v = common::schema_validator("robots-held");
+    let mut whys = HashSet::new();
+    for g in &held {
+        let doc: serde_json::Value = serde_json::from_slice(&g.value).unwrap();
+        assert!(v.is_valid(&doc), "{doc}");
+        whys.insert(doc["why"].as_str().unwrap().to_string());
+    }
+    assert!(
+        whys.contains("unknown") && whys.contains("unavailable"),
+        "{whys:?}"
+    );
+}
