@@ -71,6 +71,10 @@ pub struct Sieve {
     pub address: crate::url::AddressPolicy,
     /// Spider-trap rules (`trap_*`; [`crate::url::trap`]).
     pub traps: crate::url::TrapConfig,
+    /// robots.txt files already fetched (`dedup --robots-dir`): a URL they disallow is
+    /// `robots_disallowed`, before the filter. (The gate fetches and shares its own:
+    /// [`crate::gate`].)
+    pub robots: Option<crate::robots::RobotsDir>,
     buf: String,
     key: String,
 }
@@ -87,6 +91,7 @@ impl Sieve {
             scope: None,
             address: Default::default(),
             traps: Default::default(),
+            robots: None,
             buf: String::with_capacity(256),
             key: String::new(),
         }
@@ -178,6 +183,11 @@ impl Sieve {
                 None
             };
             scope.check(&self.buf, base)?;
+        }
+        if let Some(r) = &mut self.robots {
+            if !r.allowed(&self.buf) {
+                return Err(Reason::RobotsDisallowed);
+            }
         }
         Ok(&self.buf)
     }

@@ -565,6 +565,71 @@ fn spider_traps_are_rejected_with_their_reasons() {
     );
 }
 
+/// Issue 25: `--robots-dir` judges URLs by robots.txt files already fetched
+/// (`DIR/<host>/robots.txt`, `DIR/<host>:<port>/robots.txt`), for the agent given; a host
+/// without a file passes; a disallowed URL takes no place in the state, so new rules let it in.
+#[test]
+fn robots_dir_applies_fetched_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |host: &str, body: &str| {
+        std::fs::create_dir_all(dir.path().join(host)).unwrap();
+        std::fs::write(dir.path().join(host).join("robots.txt"), body).unwrap();
+    };
+    write(
+        "r.example",
+        "User-agent: *\nDisallow: /private/\n\nUser-agent: mybot\nDisallow: /mine/\n",
+    );
+    write("r.example:8080", "User-agent: *\nDisallow: /\n");
+    let d = dir.path().to_str().unwrap();
+    let input = b"https://r.example/private/a\nhttps://r.example/mine/b\nhttps://r.example:8080/x\nhttps://r.example/robots.txt\nhttps://other.example/private/a\n";
+    let reasons = |agent: &str| {
+        reasons_of(&stdout(&run(
+            &["check", "--robots-dir", d, "--robots-agent", agent],
+            input,
+        )))
+    };
+    assert_eq!(
+        reasons("OtherBot/2.0"),
+        [
+            "robots_disallowed",
+            "keep",
+            "robots_disallowed",
+            "keep",
+            "keep"
+        ]
+    );
+    assert_eq!(
+        reasons("mybot"),
+        [
+            "keep",
+            "robots_disallowed",
+            "robots_disallowed",
+            "keep",
+            "keep"
+        ]
+    );
+    // dedup with a state file: the disallowed URL is not remembered as seen.
+    let state = dir.path().join("state.bloom");
+    let st = state.to_str().unwrap();
+    let first = stdout(&run(&["dedup", "--robots-dir", d, "--state", st], input));
+    assert_eq!(
+        first,
+        "https://r.example/mine/b\nhttps://r.example/robots.txt\nhttps://other.example/private/a\n"
+    );
+    write("r.example", "User-agent: *\nAllow: /\n");
+    let again = stdout(&run(&["dedup", "--robots-dir", d, "--state", st], input));
+    assert_eq!(
+        again, "https://r.example/private/a\n",
+        "new rules let it in"
+    );
+    let bad = run(&["check", "--robots-dir", "/nonexistent/dir"], b"x\n");
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && err.contains("--robots-dir /nonexistent/dir"),
+        "{err}"
+    );
+}
+
 /// Issue 18: the scope flags of `check` and `dedup`, a Nutch file among them; a bad file is an
 /// error naming its line.
 #[test]

@@ -148,6 +148,19 @@ pub struct RuleArgs {
     /// `trap_calendar`; a gate's `[sieve.traps]` sets each).
     #[arg(long, env = "CRAWLSIEVE_NO_TRAPS")]
     pub no_traps: bool,
+    /// robots.txt files already fetched: `DIR/<host>/robots.txt` (`DIR/<host>:<port>/…` for a
+    /// non-default port). A URL its host's file disallows for `--robots-agent` is
+    /// `robots_disallowed`; a host without a file passes.
+    #[arg(long, env = "CRAWLSIEVE_ROBOTS_DIR", value_name = "DIR")]
+    pub robots_dir: Option<PathBuf>,
+    /// The crawler's user agent for `--robots-dir` (its product token picks the group).
+    #[arg(
+        long,
+        env = "CRAWLSIEVE_ROBOTS_AGENT",
+        default_value = "crawlsieve",
+        value_name = "AGENT"
+    )]
+    pub robots_agent: String,
 }
 
 impl RuleArgs {
@@ -185,6 +198,19 @@ impl RuleArgs {
         let section = self.section();
         s.address = section.address_policy().map_err(anyhow::Error::msg)?;
         s.traps = section.traps;
+        if let Some(dir) = &self.robots_dir {
+            anyhow::ensure!(
+                dir.is_dir(),
+                "--robots-dir {}: not a directory (expected DIR/<host>/robots.txt files)",
+                dir.display()
+            );
+            anyhow::ensure!(
+                !crate::robots::product_token(&self.robots_agent).is_empty(),
+                "--robots-agent {:?} has no product token (letters, `-` and `_`)",
+                self.robots_agent
+            );
+            s.robots = Some(crate::robots::RobotsDir::new(dir, &self.robots_agent));
+        }
         Ok(s)
     }
 }

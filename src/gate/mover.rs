@@ -15,9 +15,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::{Message, Offset, TopicPartitionList};
+use rdkafka::{ClientContext, Message, Offset, TopicPartitionList};
+
+/// Notes each rebalance: partitions assigned afresh start from their committed offsets, not
+/// paused, so what the mover knew of its paused partitions no longer holds.
+#[derive(Default)]
+struct MoverContext {
+    rebalanced: AtomicBool,
+}
+
+impl ClientContext for MoverContext {}
+
+impl ConsumerContext for MoverContext {
+    fn post_rebalance(&self, _: &BaseConsumer<Self>, _: &Rebalance<'_>) {
+        self.rebalanced.store(true, Ordering::SeqCst);
+    }
+}
+
+type MoverConsumer = BaseConsumer<MoverContext>;
 
 use super::robots::{now_ms, Held};
 use crate::config::Config;
@@ -33,7 +50,7 @@ impl Mover {
     pub fn start(cfg: &Config) -> Result<Mover> {
         let k = &cfg.kafka;
         let wait = cfg.robots.wait_topic(&k.input_topic);
-        let consumer: BaseConsumer = crate::stage::client_config(
+        let consumer: MoverConsumer = crate::stage::client_config(
             k,
             &[
                 ("group.id", &format!("{}.robots-wait", k.group_id)),
@@ -44,7 +61,7 @@ impl Mover {
             ],
             &k.consumer,
         )
-        .create()
+        .create_with_context(MoverContext::default())
         .context("creating the robots wait topic's consumer")?;
         consumer
             .subscribe(&[&wait])
@@ -138,7 +155,7 @@ struct InFlight {
 /// false when stopping before all were delivered (nothing after the first undelivered one is
 /// stored).
 fn settle(
-    consumer: &BaseConsumer,
+    consumer: &MoverConsumer,
     producer: &FutureProducer,
     wait: &str,
     inflight: &mut Vec<InFlight>,
@@ -158,11 +175,56 @@ fn settle(
     Ok(true)
 }
 
+/// After a rebalance (noted by [`MoverContext`]), forget what was paused or rewound: the
+/// partitions assigned afresh start from their committed offsets. They are resumed explicitly
+/// (a pause librdkafka kept from an earlier assignment would stall one for good).
+fn after_rebalance(
+    consumer: &MoverConsumer,
+    paused: &mut HashMap<i32, (i64, u64)>,
+    expect: &mut HashMap<i32, i64>,
+) {
+    if !consumer.context().rebalanced.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    paused.clear();
+    expect.clear();
+    if let Ok(a) = consumer.assignment() {
+        tracing::debug!(partitions = a.count(), "robots wait: rebalanced");
+        let _ = consumer.resume(&a);
+    }
+}
+
+/// Rewind `partition` to `offset` (retried: a partition not rewound would skip events; if
+/// it cannot be, the `expect` check rewinds again on the next message).
+fn rewind(consumer: &MoverConsumer, wait: &str, partition: i32, offset: i64) {
+    for _ in 0..3 {
+        match consumer.seek(
+            wait,
+            partition,
+            Offset::Offset(offset),
+            Duration::from_secs(10),
+        ) {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::warn!(partition, offset, error = %e, "robots wait topic: rewinding failed; retrying")
+            }
+        }
+    }
+}
+
 /// Note `offset` of `partition` as moved (committed with the next commit). A partition this
 /// consumer lost to a rebalance refuses it: its new owner moves the event again (a repeat the
 /// filter answers as a duplicate).
-fn store(consumer: &BaseConsumer, wait: &str, partition: i32, offset: i64) {
-    if let Err(e) = consumer.store_offset(wait, partition, offset + 1) {
+fn store(consumer: &MoverConsumer, wait: &str, partition: i32, offset: i64) {
+    tracing::debug!(partition, offset, "robots wait: moved");
+    // `store_offsets` stores the offset given: the next one to read. (`store_offset` — the
+    // legacy call — stores its argument + 1: given `offset + 1` it skipped an event, which the
+    // fault test caught.)
+    let mut tpl = TopicPartitionList::new();
+    let stored = tpl
+        .add_partition_offset(wait, partition, Offset::Offset(offset + 1))
+        .and_then(|()| consumer.store_offsets(&tpl));
+    if let Err(e) = stored {
         tracing::debug!(partition, error = %e, "robots wait topic: offset not stored (partition revoked?)");
     }
 }
@@ -171,28 +233,36 @@ fn store(consumer: &BaseConsumer, wait: &str, partition: i32, offset: i64) {
 const IN_FLIGHT: usize = 512;
 
 fn run(
-    consumer: BaseConsumer,
+    consumer: MoverConsumer,
     producer: FutureProducer,
     wait: &str,
     input: &str,
     dead: &str,
     quit: &AtomicBool,
 ) -> Result<()> {
-    // Paused partitions and when they are due.
-    let mut paused: HashMap<i32, u64> = HashMap::new();
+    // Paused partitions: the offset they were rewound to, and when it is due.
+    let mut paused: HashMap<i32, (i64, u64)> = HashMap::new();
+    // Partitions rewound: the offset the next message read from each must have.
+    let mut expect: HashMap<i32, i64> = HashMap::new();
     let mut inflight: Vec<InFlight> = Vec::new();
     while !stopping(quit) {
+        after_rebalance(&consumer, &mut paused, &mut expect);
         let now = now_ms();
-        let due: Vec<i32> = paused
+        let due: Vec<(i32, i64)> = paused
             .iter()
-            .filter(|(_, &t)| t <= now)
-            .map(|(&p, _)| p)
+            .filter(|(_, &(_, t))| t <= now)
+            .map(|(&p, &(floor, _))| (p, floor))
             .collect();
-        for p in due {
+        for (p, floor) in due {
+            // Resume, then rewind to the event that was not due (a seek while paused is not
+            // reliably kept by the fetcher); the next message read must be it (`expect`).
             paused.remove(&p);
             let mut tpl = TopicPartitionList::new();
             tpl.add_partition(wait, p);
             let _ = consumer.resume(&tpl);
+            rewind(&consumer, wait, p, floor);
+            expect.insert(p, floor);
+            tracing::debug!(partition = p, offset = floor, "robots wait: resumed");
         }
         let msg = match consumer.poll(Duration::from_millis(100)) {
             None => {
@@ -207,22 +277,45 @@ fn run(
             }
             Some(Ok(m)) => m,
         };
+        // A rebalance in this very poll: the message is of the new assignment.
+        after_rebalance(&consumer, &mut paused, &mut expect);
         let (p, off) = (msg.partition(), msg.offset());
+        if let Some(&(floor, _)) = paused.get(&p) {
+            // Read ahead before the partition was paused: read again once it resumes.
+            if off >= floor {
+                continue;
+            }
+        }
+        if let Some(&want) = expect.get(&p) {
+            if off > want {
+                tracing::debug!(
+                    partition = p,
+                    offset = off,
+                    want,
+                    "robots wait: past the rewind; rewinding again"
+                );
+                // Past the event to move next: rewind again (never skip one).
+                rewind(&consumer, wait, p, want);
+                continue;
+            }
+            expect.remove(&p);
+        }
         let value = msg.payload().unwrap_or_default();
         let held: Option<Held> = serde_json::from_slice(value).ok();
         let (topic, value) = match &held {
             Some(h) if h.held_until_ms > now => {
-                // Not due: read it again when it is, without holding it here.
+                // Not due: pause its partition and read it again when it is due, without
+                // holding it here (the consumer keeps polling, so the group keeps it).
                 let mut tpl = TopicPartitionList::new();
                 tpl.add_partition(wait, p);
                 let _ = consumer.pause(&tpl);
-                if let Err(e) = consumer.seek(wait, p, Offset::Offset(off), Duration::from_secs(10))
-                {
-                    tracing::warn!(error = %e, "robots wait topic: rewinding a partition failed; resuming it");
-                    let _ = consumer.resume(&tpl);
-                    continue;
-                }
-                paused.insert(p, h.held_until_ms);
+                paused.insert(p, (off, h.held_until_ms));
+                tracing::debug!(
+                    partition = p,
+                    offset = off,
+                    due = h.held_until_ms,
+                    "robots wait: paused"
+                );
                 continue;
             }
             Some(h) => (input, h.event.get().as_bytes()),
