@@ -9,7 +9,9 @@
 //! `BENCH_REDIS` (redis://127.0.0.1:6379), `BENCH_SET` (extra `--set` values for both runs,
 //! `;`-separated), `TANSU` (the broker binary), `BENCH_PERF` (a file: the gate runs under
 //! `perf record -g` into it; `BENCH_PERF_CALLGRAPH=dwarf` for call graphs of a build without frame pointers), `BENCH_BIN` (run that `crawlsieve` binary instead of this
-//! build's: an earlier revision side by side).
+//! build's: an earlier revision side by side), `BENCH_ROBOTS` (set: each round also runs the gate
+//! with `[robots]` on, the rules of every origin of the stream already in Redis — the cost of
+//! robots.txt with rules cached, issue 25).
 //!
 //! Rates are over each run's active span (first message → last finished batch), so group joins
 //! and the idle wait before exit are not counted.
@@ -180,13 +182,16 @@ fn main() {
 
     let k = Tansu::start();
     let b = k.brokers();
+    let robots = std::env::var("BENCH_ROBOTS").is_ok();
     let mut topics = vec![
         ("urls".to_string(), parts),
         ("urls.dead-letter".to_string(), 1),
+        ("urls.robots-wait".to_string(), 1),
     ];
     for r in 0..rounds {
         topics.push((format!("pt-out-{r}"), parts));
         topics.push((format!("fetch-{r}"), parts));
+        topics.push((format!("fetch-robots-{r}"), parts));
     }
     let t: Vec<(&str, i32)> = topics.iter().map(|(n, p)| (n.as_str(), *p)).collect();
     create_topics(&b, &t);
@@ -222,6 +227,27 @@ fn main() {
     };
     let mut pt_rates = Vec::new();
     let mut gate_rates = Vec::new();
+    let mut robots_rates = Vec::new();
+    let origins: Vec<String> = if robots {
+        // The origins of the canonical URLs the gate will judge, found as the gate finds them.
+        let sec = crawlsieve::config::SieveSection::default();
+        let mut sieve =
+            crawlsieve::sieve::Sieve::new(sec.validator().unwrap(), sec.canonicalizer(), None);
+        let mut set = std::collections::BTreeSet::new();
+        for v in &vals {
+            let ev = crawlsieve::events::UrlEvent::decode(v, usize::MAX).ok();
+            let Some(ev) = ev else { continue };
+            sieve.set_source(ev.source.as_deref());
+            if let Ok(c) = sieve.classify(ev.url.as_bytes(), false) {
+                if c.starts_with("http://") || c.starts_with("https://") {
+                    set.insert(crawlsieve::url::lex::origin(c).into_owned());
+                }
+            }
+        }
+        set.into_iter().collect()
+    } else {
+        Vec::new()
+    };
     for r in 0..rounds {
         let (cpu, c, (secs, line)) = Cpu::measure(&k, &redis, || {
             let (c, secs, line) = run(
@@ -250,6 +276,30 @@ fn main() {
         gate_rates.push(c as f64 / secs);
         println!("round {r} gate:        {line}");
         println!("round {r} gate:        {cpu}");
+        if robots {
+            let ns = format!("bench-robots-{}-{r}", std::process::id());
+            preload_robots(&redis, &ns, &origins);
+            let mut sets = common_sets(&format!("gate-robots-{r}"), &format!("fetch-robots-{r}"));
+            sets.push(format!("redis.namespace={ns}"));
+            sets.push("robots.enabled=true".into());
+            let (cpu, c, (secs, line)) = Cpu::measure(&k, &redis, || {
+                let (c, secs, line) = run(&sets, &[]);
+                (c, (secs, line))
+            });
+            let _ = RedisFilter::drop_namespace(&RedisConfig::new(&redis), &ns);
+            // Held URLs come back: more than the input is read when any origin was unknown.
+            assert!(c as usize >= vals.len(), "gate read everything: {line}");
+            robots_rates.push(c as f64 / secs);
+            let held = common::kafka::read_all(
+                &b,
+                "urls.robots-wait",
+                1,
+                std::time::Duration::from_secs(1),
+            )
+            .len();
+            println!("round {r} gate+robots: {line}");
+            println!("round {r} gate+robots: {cpu}; held on the wait topic so far: {held} (origins preloaded: {})", origins.len());
+        }
     }
     let best = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
     let (pt, gate) = (best(&pt_rates), best(&gate_rates));
@@ -257,4 +307,45 @@ fn main() {
         "\nbest of {rounds}: passthrough {pt:.0} events/s, gate {gate:.0} events/s = {:.0}% of passthrough (goal >= 90%)",
         100.0 * gate / pt
     );
+    if robots {
+        let rb = best(&robots_rates);
+        println!(
+            "best of {rounds}: gate with robots.txt (rules cached) {rb:.0} events/s = {:.1}% of the gate without (goal >= 90%)",
+            100.0 * rb / gate
+        );
+    }
+}
+
+/// A robots.txt like a shop's: a few disallows, an allow inside one, a wildcard, a group of its
+/// own for the agent, a Crawl-delay.
+const BENCH_ROBOTS_TXT: &str = "User-agent: *\nDisallow: /admin/\nAllow: /admin/public/\nDisallow: /cart\nDisallow: /checkout\nDisallow: /*?sessionid=\nDisallow: /search\nDisallow: /*.pdf$\nCrawl-delay: 1\n\nUser-agent: crawlsieve\nDisallow: /admin/\nDisallow: /cart\nDisallow: /checkout\nDisallow: /*?sessionid=\nDisallow: /private/\nAllow: /search/help\nCrawl-delay: 0.5\n\nSitemap: https://example.org/sitemap.xml\n";
+
+/// Every origin's robots.txt record, as a gate that fetched it would have written it.
+fn preload_robots(redis: &str, ns: &str, origins: &[String]) {
+    use crawlsieve::gate::robots::{now_ms, record_key, Kind, Record};
+    let now = now_ms();
+    let rec = Record {
+        kind: Kind::Rules,
+        status: Some(200),
+        body: BENCH_ROBOTS_TXT.to_string(),
+        fetched_ms: now,
+        expires_ms: now + 3_600_000,
+        detail: String::new(),
+    };
+    let json = serde_json::to_string(&rec).unwrap();
+    let mut con = redis::Client::open(redis)
+        .and_then(|c| c.get_connection())
+        .expect("connect to BENCH_REDIS");
+    for chunk in origins.chunks(1000) {
+        let mut p = redis::pipe();
+        for o in chunk {
+            p.cmd("SET")
+                .arg(record_key(ns, o))
+                .arg(&json)
+                .arg("EX")
+                .arg(7200)
+                .ignore();
+        }
+        let _: () = p.query(&mut con).expect("preload robots records");
+    }
 }

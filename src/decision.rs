@@ -36,6 +36,9 @@ enum State {
     Unpublishable,
     /// Passed the sieve; not looked up (yet).
     Candidate,
+    /// Passed the sieve; waits for something the driver must learn first (the gate: its
+    /// origin's robots.txt) before it may be looked up.
+    Deferred,
     /// Looked up: the filter's answer decides.
     Lookup,
     New,
@@ -94,6 +97,21 @@ impl Decision {
     /// Candidate `i` cannot be published (the next occurrence of its URL is looked up instead).
     pub fn unpublishable(&mut self, i: usize) {
         self.items[i].state = State::Unpublishable;
+    }
+
+    /// Candidate `i` waits (not looked up until [`Decision::undefer`]; the driver must then
+    /// undefer, reject or mark it unpublishable before the verdicts are read).
+    pub fn defer(&mut self, i: usize) {
+        if self.items[i].state == State::Candidate {
+            self.items[i].state = State::Deferred;
+        }
+    }
+
+    /// Deferred candidate `i` may be looked up now.
+    pub fn undefer(&mut self, i: usize) {
+        if self.items[i].state == State::Deferred {
+            self.items[i].state = State::Candidate;
+        }
     }
 
     /// Whether candidate `i` passed the sieve and nothing rejected it since (not looked up yet).
@@ -167,6 +185,11 @@ impl Decision {
             State::Unpublishable => Verdict::Unpublishable,
             State::New => Verdict::New,
             State::Candidate | State::Lookup => Verdict::Duplicate,
+            // Never left waiting (a driver bug): not published, and not counted a duplicate.
+            State::Deferred => {
+                debug_assert!(false, "candidate {i} left deferred");
+                Verdict::Unpublishable
+            }
         }
     }
 

@@ -114,18 +114,10 @@ impl Robots {
         }
     }
 
-    /// The `Crawl-delay` of the group that applies to `token` (its own, else `*`'s).
+    /// The `Crawl-delay` of the group that applies to `token` (its own, else `*`'s), with the
+    /// reference matcher's grouping (a `Sitemap` line ends a group, as it does for the rules).
     pub fn crawl_delay(&self, token: &str) -> Option<f64> {
-        let mut d = Delays::default();
-        parse_robotstxt(&self.body, &mut d);
-        let own = d
-            .groups
-            .iter()
-            .filter(|g| g.0.iter().any(|a| a.eq_ignore_ascii_case(token)));
-        let star = d.groups.iter().filter(|g| g.0.iter().any(|a| a == "*"));
-        own.filter_map(|g| g.1)
-            .next()
-            .or_else(|| star.filter_map(|g| g.1).next())
+        AgentRules::compile(self, token).crawl_delay()
     }
 }
 
@@ -166,6 +158,9 @@ pub struct AgentRules {
     /// `(allow, pattern)` of the `*` groups.
     global: Vec<(bool, String)>,
     crawl_delay: Option<f64>,
+    /// The first `Crawl-delay` of a group naming the agent, and of a `*` group.
+    own_delay: Option<f64>,
+    global_delay: Option<f64>,
     /// Set while parsing: the current group names the agent / is `*` / a rule was seen.
     seen_specific: bool,
     seen_global: bool,
@@ -175,12 +170,22 @@ pub struct AgentRules {
 impl AgentRules {
     /// The rules of `robots` that apply to the crawler whose user agent is `agent`.
     pub fn compile(robots: &Robots, agent: &str) -> AgentRules {
+        Self::compile_bytes(robots.body.as_bytes(), agent)
+    }
+
+    /// [`AgentRules::compile`] straight from a file's bytes (a byte-order mark skipped, at most
+    /// [`MAX_BYTES`], invalid UTF-8 replaced), in one pass of the parser: the gate compiles one
+    /// per origin it meets.
+    pub fn compile_bytes(bytes: &[u8], agent: &str) -> AgentRules {
+        let cut = &bytes[..bytes.len().min(MAX_BYTES)];
+        let text = String::from_utf8_lossy(cut);
+        let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let mut r = AgentRules {
             token: product_token(agent).to_string(),
             ..AgentRules::default()
         };
-        parse_robotstxt(&robots.body, &mut r);
-        r.crawl_delay = robots.crawl_delay(&r.token);
+        parse_robotstxt(body, &mut r);
+        r.crawl_delay = r.own_delay.or(r.global_delay);
         r
     }
 
@@ -191,7 +196,7 @@ impl AgentRules {
 
     /// Whether the agent may fetch `url` (absolute and percent-encoded, as a canonical URL is).
     pub fn allowed(&self, url: &str) -> bool {
-        let path = robotstxt_with_cache::get_path_params_query(url);
+        let path = path_params_query(url);
         if path == "/robots.txt" {
             return true;
         }
@@ -232,6 +237,21 @@ impl AgentRules {
     }
 }
 
+/// The path, params and query of `url` (what rules match against): borrowed from a URL with a
+/// path, as a canonical one has; the reference parser's function otherwise.
+fn path_params_query(url: &str) -> std::borrow::Cow<'_, str> {
+    if let Some(i) = url.find("://") {
+        let rest = &url[i + 3..];
+        if let Some(p) = rest.find(['/', '?', ';', '#']) {
+            if rest.as_bytes()[p] == b'/' {
+                let tail = &rest[p..];
+                return tail[..tail.find('#').unwrap_or(tail.len())].into();
+            }
+        }
+    }
+    robotstxt_with_cache::get_path_params_query(url).into()
+}
+
 /// The reference matcher's priority of `pattern` for `path`: its length when it matches, else
 /// -1. An `Allow` whose last segment starts with `index.htm` also matches its directory
 /// (`/a/index.html` allows `/a/`), as Google's matcher does.
@@ -254,33 +274,41 @@ fn match_priority(path: &[u8], pattern: &[u8], allow: bool) -> i64 {
 }
 
 /// Whether `pattern` matches `path` from its start: `*` any run, `$` at the end anchors (the
-/// reference matcher's semantics, in time linear in the path per `*`).
+/// reference matcher's semantics). The literal runs between `*`s are found leftmost-first, which
+/// is exact for patterns whose only wildcard is `*`; no allocation, linear in the path per run.
 fn matches(path: &[u8], pattern: &[u8]) -> bool {
-    if !pattern.contains(&b'*') && !pattern.contains(&b'$') {
-        return path.starts_with(pattern);
+    let (pattern, anchored) = match pattern.split_last() {
+        Some((b'$', rest)) => (rest, true),
+        _ => (pattern, false),
+    };
+    let mut pieces = pattern.split(|&c| c == b'*');
+    let first = pieces.next().unwrap_or_default();
+    if !path.starts_with(first) {
+        return false;
     }
-    // The prefixes of `path` that the pattern read so far can match, ascending.
-    let mut pos: Vec<usize> = vec![0];
-    for (i, &c) in pattern.iter().enumerate() {
-        if c == b'$' && i + 1 == pattern.len() {
-            return pos.last() == Some(&path.len());
-        }
-        if c == b'*' {
-            let first = pos[0];
-            pos.clear();
-            pos.extend(first..=path.len());
-        } else {
-            pos.retain_mut(|p| {
-                let hit = *p < path.len() && path[*p] == c;
-                *p += 1;
-                hit
-            });
-            if pos.is_empty() {
-                return false;
+    let mut at = first.len();
+    let mut last_start = 0;
+    let mut starred = false;
+    for piece in pieces {
+        starred = true;
+        match memchr::memmem::find(&path[at..], piece) {
+            Some(i) => {
+                last_start = at + i;
+                at += i + piece.len();
             }
+            None => return false,
         }
     }
-    true
+    if !anchored {
+        return true;
+    }
+    if !starred {
+        return at == path.len();
+    }
+    // `…*last$`: the last run must end the path; any later occurrence of it will do, as long as
+    // it starts no earlier than where the leftmost one did.
+    let last = pattern.rsplit(|&c| c == b'*').next().unwrap_or_default();
+    path.len() >= last_start + last.len() && path.ends_with(last)
 }
 
 impl RobotsParseHandler for AgentRules {
@@ -310,8 +338,22 @@ impl RobotsParseHandler for AgentRules {
     fn handle_sitemap(&mut self, _: u32, _: &str) {
         self.seen_separator = true;
     }
-    fn handle_unknown_action(&mut self, _: u32, _: &str, _: &str) {
+    fn handle_unknown_action(&mut self, _: u32, action: &str, value: &str) {
         self.seen_separator = true;
+        if !action.eq_ignore_ascii_case("crawl-delay") {
+            return;
+        }
+        let Ok(v) = value.trim().parse::<f64>() else {
+            return;
+        };
+        if !(v.is_finite() && v >= 0.0) {
+            return;
+        }
+        if self.seen_specific && self.own_delay.is_none() {
+            self.own_delay = Some(v);
+        } else if self.seen_global && !self.seen_specific && self.global_delay.is_none() {
+            self.global_delay = Some(v);
+        }
     }
 }
 
@@ -362,51 +404,6 @@ impl RobotsDir {
     }
 }
 
-/// Groups (their user-agent tokens) and their `Crawl-delay`, as the reference parser sees
-/// the lines.
-#[derive(Default)]
-struct Delays {
-    groups: Vec<(Vec<String>, Option<f64>)>,
-    /// Whether the last line was a user-agent line (consecutive ones share a group).
-    in_agents: bool,
-}
-
-impl RobotsParseHandler for Delays {
-    fn handle_robots_start(&mut self) {}
-    fn handle_robots_end(&mut self) {}
-    fn handle_user_agent(&mut self, _: u32, user_agent: &str) {
-        if !self.in_agents {
-            self.groups.push((Vec::new(), None));
-        }
-        self.in_agents = true;
-        let token = if user_agent.starts_with('*') {
-            "*"
-        } else {
-            product_token(user_agent)
-        };
-        if let Some(g) = self.groups.last_mut() {
-            g.0.push(token.to_string());
-        }
-    }
-    fn handle_allow(&mut self, _: u32, _: &str) {
-        self.in_agents = false;
-    }
-    fn handle_disallow(&mut self, _: u32, _: &str) {
-        self.in_agents = false;
-    }
-    fn handle_sitemap(&mut self, _: u32, _: &str) {}
-    fn handle_unknown_action(&mut self, _: u32, action: &str, value: &str) {
-        self.in_agents = false;
-        if action.eq_ignore_ascii_case("crawl-delay") {
-            if let (Some(g), Ok(v)) = (self.groups.last_mut(), value.trim().parse::<f64>()) {
-                if v.is_finite() && v >= 0.0 && g.1.is_none() {
-                    g.1 = Some(v);
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -440,6 +437,19 @@ mod tests {
             all.check("x", "https://h.example/robots.txt").allowed,
             "always allowed"
         );
+    }
+
+    /// The crawl delay follows the same groups as the rules: a `Sitemap` line ends a group
+    /// (Google's grouping), so the delay after it belongs to the next group only.
+    #[test]
+    fn the_crawl_delay_follows_the_rules_grouping() {
+        let r = Robots::new(
+            b"User-agent: *\nSitemap: https://h.example/s.xml\nUser-agent: Foo\nCrawl-delay: 3\n",
+        );
+        assert_eq!(r.crawl_delay("Foo"), Some(3.0));
+        assert_eq!(r.crawl_delay("Other"), None);
+        let both = Robots::new(b"User-agent: *\nUser-agent: Foo\nCrawl-delay: 3\n");
+        assert_eq!(both.crawl_delay("Other"), Some(3.0));
     }
 
     #[test]

@@ -488,3 +488,27 @@ fn robots_faults(seed: u64) {
     );
     assert_eq!(unaudited, 0, "disallowed URLs missing from the audit topic");
 }
+
+/// `[robots]` on without its wait topic: the gate refuses to start and says why (held URLs
+/// would otherwise stall it).
+#[test]
+fn a_missing_wait_topic_is_a_clear_error_at_start() {
+    let kafka = Tansu::start();
+    let b = kafka.brokers();
+    let redis = OwnRedis::start(&[]);
+    create_topics(&b, &[("urls", 1), ("fetch", 1), ("urls.dead-letter", 1)]);
+    let out = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .arg("gate")
+        .args(["--set", &format!("kafka.brokers={b}")])
+        .args(["--set", &format!("redis.url={}", redis.url())])
+        .args(["--set", "robots.enabled=true"])
+        .args(["--set", "robots.wait_topic=no-such-topic"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the robots wait topic \"no-such-topic\" does not exist"),
+        "{err}"
+    );
+}

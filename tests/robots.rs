@@ -420,6 +420,8 @@ mod differential {
             let r = Robots::new(body.as_bytes());
             let c = AgentRules::compile(&r, agent);
             prop_assert_eq!(c.allowed(&url), r.check(agent, &url).allowed, "{} {}\n{}", agent, url, body);
+            let b = AgentRules::compile_bytes(body.as_bytes(), agent);
+            prop_assert_eq!(b.allowed(&url), c.allowed(&url));
         }
     }
 }

@@ -118,6 +118,9 @@ pub struct GateCore {
     default_scope: Option<Arc<crate::scope::Scope>>,
     /// robots.txt (`[robots]` on).
     robots: Option<super::robots::RobotsGate>,
+    /// Candidates of the batch waiting for their origin's robots.txt record (read from Redis
+    /// once, after every chunk was sent).
+    deferred: Vec<usize>,
 }
 
 impl GateCore {
@@ -144,6 +147,7 @@ impl GateCore {
         });
         GateCore {
             robots,
+            deferred: Vec::new(),
             patterns_conn: LazyConn::new(redis.clone()),
             cfg,
             redis,
@@ -446,8 +450,8 @@ impl GateCore {
     ///    local tier does not know as seen is judged by its origin's rules, before it can take
     ///    a place in the filter: disallowed → `robots_disallowed`; the origin's host refused by
     ///    the egress policy → `private_address`; rules not known yet, or the server failing →
-    ///    held (staged to the wait topic; the mover puts it back when due). Origins this worker
-    ///    knows nothing fresh of are asked in Redis once per chunk (one pipeline).
+    ///    held (staged to the wait topic; the mover puts it back when due). A URL of an origin
+    ///    this worker knows nothing fresh of is deferred to [`GateCore::resolve_deferred`].
     fn robots_pass(
         &mut self,
         pending: &mut [Pending],
@@ -461,14 +465,13 @@ impl GateCore {
             decision,
             namespaces,
             names,
-            patterns_conn,
+            deferred,
             ..
         } = self;
         let Some(rb) = robots.as_mut() else {
             return Ok(());
         };
         let now = super::robots::now_ms();
-        let mut asked = Vec::new();
         for (j, p) in pending.iter_mut().enumerate().skip(from) {
             if !decision.is_candidate(j) || namespaces[&names[p.ns]].filter.known_seen(p.fp) {
                 continue;
@@ -477,19 +480,66 @@ impl GateCore {
             let v = rb.judge(&origin, &p.canonical, now);
             if v == Judged::Ask {
                 rb.ask_later(&origin);
-                asked.push(j);
+                decision.defer(j);
+                deferred.push(j);
             } else {
                 p.crawl_delay = apply_robots(decision, out, batch, j, p, v, &origin, now);
             }
         }
-        if rb.must_ask() {
-            patterns_conn.with(|c| rb.ask(c, now))?;
+        Ok(())
+    }
+
+    /// 4b. The candidates deferred for their origin's robots.txt: the records of their origins
+    ///    (and of origins whose record went stale) read from Redis in one exchange for the whole
+    ///    batch (a synchronous round trip per
+    ///    chunk halved the gate's rate), judged, and the allowed ones looked up like a chunk.
+    fn resolve_deferred(
+        &mut self,
+        pending: &mut [Pending],
+        (topic, batch): (&str, &Batch),
+        out: &mut GateStaged,
+        now: &str,
+        sent: &mut Vec<(usize, Vec<usize>)>,
+    ) -> Result<(), RedisFilterError> {
+        // Stale records are asked about too (their URLs were judged by the stale rules).
+        let must_ask = self.robots.as_ref().is_some_and(|r| r.must_ask());
+        if self.deferred.is_empty() && !must_ask {
+            return Ok(());
         }
-        for j in asked {
+        let GateCore {
+            robots,
+            decision,
+            patterns_conn,
+            deferred,
+            ..
+        } = self;
+        let rb = robots.as_mut().expect("only robots defers");
+        let at = super::robots::now_ms();
+        if must_ask {
+            patterns_conn.with(|c| rb.ask(c, at))?;
+        }
+        if deferred.is_empty() {
+            return Ok(());
+        }
+        for j in deferred.drain(..) {
             let p = &mut pending[j];
             let origin = crate::url::lex::origin(&p.canonical);
-            let v = rb.judge(&origin, &p.canonical, now);
-            p.crawl_delay = apply_robots(decision, out, batch, j, p, v, &origin, now);
+            match rb.judge(&origin, &p.canonical, at) {
+                super::robots::Judged::Allow(d) => {
+                    p.crawl_delay = d;
+                    decision.undefer(j);
+                }
+                v => {
+                    p.crawl_delay = apply_robots(decision, out, batch, j, p, v, &origin, at);
+                }
+            }
+        }
+        self.skip_patterns(pending, 0)?;
+        self.choose_publishers(pending, 0, (topic, batch), out, now);
+        for ns in 0..self.names.len() {
+            if let Some(idx) = self.submit(ns, pending, now)? {
+                sent.push((ns, idx));
+            }
         }
         Ok(())
     }
@@ -507,7 +557,12 @@ impl GateCore {
             let name = self.names[ns].clone();
             let filter = &self.namespaces.get(&name).expect("attached").filter;
             let idx: Vec<usize> = (from..pending.len())
-                .filter(|&j| pending[j].ns == ns && !filter.known_seen(pending[j].fp))
+                .filter(|&j| {
+                    let p = &pending[j];
+                    // Only what may still be looked up: not rejected (robots, scope) nor held,
+                    // nor looked up in an earlier chunk.
+                    p.ns == ns && self.decision.is_candidate(j) && !filter.known_seen(p.fp)
+                })
                 .collect();
             if idx.is_empty() {
                 continue;
@@ -653,6 +708,7 @@ impl GateCore {
                 .observe(t.elapsed().as_secs_f64());
             start = end;
         }
+        self.resolve_deferred(pending, (topic, batch), out, now, &mut sent)?;
         self.adopt_due()?;
         let t = std::time::Instant::now();
         for (ns, idx) in sent {
@@ -797,6 +853,7 @@ impl Stage for GateCore {
         out.clear();
         self.pending.clear();
         self.decision.clear();
+        self.deferred.clear();
         self.enc.clear();
         out.consumed = batch.len() as u64;
         let now = now_rfc3339();

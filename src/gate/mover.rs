@@ -63,6 +63,18 @@ impl Mover {
         )
         .create_with_context(MoverContext::default())
         .context("creating the robots wait topic's consumer")?;
+        // Fail loudly at start: without the topic every held URL would stall the gate.
+        let md = consumer
+            .fetch_metadata(Some(&wait), Duration::from_secs(30))
+            .with_context(|| format!("reading the metadata of the robots wait topic {wait}"))?;
+        let exists = md
+            .topics()
+            .iter()
+            .any(|t| t.name() == wait && t.error().is_none() && !t.partitions().is_empty());
+        anyhow::ensure!(
+            exists,
+            "the robots wait topic {wait:?} does not exist: create it (or set robots.wait_topic); [robots] holds URLs there (docs/crawl-policy.md)"
+        );
         consumer
             .subscribe(&[&wait])
             .with_context(|| format!("subscribing to the robots wait topic {wait}"))?;

@@ -24,7 +24,7 @@
 //!   URL (`robots_disallowed`); a held or disallowed URL takes no place in the filter, so rules
 //!   that change later let it in.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::mpsc;
 use std::sync::Arc;
 
@@ -34,7 +34,7 @@ use crate::config::RobotsSection;
 use crate::net::{GetError, GetLimits, Got, Policy};
 use crate::observe::FilterMetrics;
 use crate::redis_filter::{Conn, LazyConn, RedisConfig, RedisFilterError};
-use crate::robots::{AgentRules, Robots, MAX_BYTES};
+use crate::robots::{AgentRules, MAX_BYTES};
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
@@ -189,9 +189,9 @@ pub struct RobotsGate {
     cfg: RobotsSection,
     /// The namespace the records are kept under (`redis.namespace`).
     ns: String,
-    cache: HashMap<String, Entry>,
-    /// Origins to ask Redis about with the chunk.
-    to_ask: HashSet<String>,
+    cache: FxHashMap<String, Entry>,
+    /// Origins to ask Redis about with the batch.
+    to_ask: FxHashSet<String>,
     fetcher: Option<Fetcher>,
     redis: RedisConfig,
     /// Who holds a lease (for an operator reading Redis).
@@ -205,8 +205,8 @@ impl RobotsGate {
         RobotsGate {
             cfg,
             ns: ns.to_string(),
-            cache: HashMap::new(),
-            to_ask: HashSet::new(),
+            cache: FxHashMap::default(),
+            to_ask: FxHashSet::default(),
             fetcher: None,
             redis,
             owner: format!("{}:{}", std::process::id(), now_ms()),
@@ -281,14 +281,7 @@ impl RobotsGate {
                 _ => None,
             };
             let fresh = rec.as_ref().is_some_and(|r| now < r.expires_ms);
-            if let Some(r) = rec {
-                self.learn(o, &r);
-            }
-            let e = self.cache.entry(o.clone()).or_insert(Entry {
-                known: None,
-                expires_ms: 0,
-                ask_after_ms: 0,
-            });
+            let e = self.learn(o, rec.as_ref());
             e.ask_after_ms = now + ASK_EVERY_MS;
             if !fresh {
                 fetch.push(o.clone());
@@ -322,27 +315,31 @@ impl RobotsGate {
         Ok(())
     }
 
-    /// Keep `r` as `origin`'s record.
-    fn learn(&mut self, origin: &str, r: &Record) {
-        let known = match r.kind {
-            Kind::Rules => {
-                let robots = Robots::new(r.body.as_bytes());
-                Known::Rules(Arc::new(AgentRules::compile(&robots, &self.cfg.agent)))
-            }
-            Kind::None => Known::AllowAll,
-            Kind::Unavailable => Known::Unavailable,
-            Kind::Refused => Known::Refused,
+    /// Keep `r` as `origin`'s record (none: only the entry); its entry.
+    fn learn(&mut self, origin: &str, r: Option<&Record>) -> &mut Entry {
+        let e = match self.cache.get_mut(origin) {
+            Some(_) => self.cache.get_mut(origin).expect("present"),
+            None => self.cache.entry(origin.to_string()).or_insert(Entry {
+                known: None,
+                expires_ms: 0,
+                ask_after_ms: 0,
+            }),
         };
-        let e = self.cache.entry(origin.to_string()).or_insert(Entry {
-            known: None,
-            expires_ms: 0,
-            ask_after_ms: 0,
-        });
+        let Some(r) = r else { return e };
         // A newer record wins (a stale one read from Redis never replaces a fresh fetch).
         if e.known.is_none() || r.expires_ms >= e.expires_ms {
-            e.known = Some(known);
+            e.known = Some(match r.kind {
+                Kind::Rules => Known::Rules(Arc::new(AgentRules::compile_bytes(
+                    r.body.as_bytes(),
+                    &self.cfg.agent,
+                ))),
+                Kind::None => Known::AllowAll,
+                Kind::Unavailable => Known::Unavailable,
+                Kind::Refused => Known::Refused,
+            });
             e.expires_ms = r.expires_ms;
         }
+        e
     }
 
     /// What this worker's fetcher finished since last asked.
@@ -350,7 +347,7 @@ impl RobotsGate {
         let Some(f) = &self.fetcher else { return };
         let done: Vec<(String, Record)> = f.done.try_iter().collect();
         for (o, r) in done {
-            self.learn(&o, &r);
+            self.learn(&o, Some(&r));
         }
     }
 
@@ -593,7 +590,7 @@ mod tests {
             0,
             &cfg(),
         );
-        g.learn(o, &rec);
+        g.learn(o, Some(&rec));
         assert_eq!(g.judge(o, "http://h.example/p/1", 10), Judged::Disallow);
         assert_eq!(
             g.judge(o, "http://h.example/q", 10),
@@ -604,7 +601,7 @@ mod tests {
         assert_eq!(g.judge(o, "http://h.example/p/1", later), Judged::Disallow);
         assert!(g.must_ask(), "stale rules are used and asked about again");
         let down = Record::of(got(503, ""), later, &cfg());
-        g.learn(o, &down);
+        g.learn(o, Some(&down));
         assert_eq!(
             g.judge(o, "http://h.example/q", later),
             Judged::Hold {
