@@ -12,6 +12,10 @@
 //!    * [`input`] — bounded line reading (a megabyte line never becomes a problem).
 //!    * [`decision`] — the URL decision the gate, the HTTP API and `dedup` share: which
 //!      candidates the filter must answer, and each candidate's verdict from its answers.
+//!    * [`robots`] — robots.txt (RFC 9309) on Google's reference matcher, and one file's rules
+//!      compiled for an agent.
+//!    * [`net`] — the egress policy (which addresses crawlsieve may connect to) and the one
+//!      checked HTTP GET it makes itself (robots.txt).
 //! 2. Shared services:
 //!    * [`sieve`] — validate → canonicalize → scope → check-and-set: the core step of embedded `dedup`.
 //!    * [`scope`] — crawl scope: domains (Public Suffix List sites), Nutch-style rules, limits.
