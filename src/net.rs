@@ -94,7 +94,7 @@ impl Policy {
     /// private answer is refused, so the answer a rebinding attacker controls cannot choose. A
     /// host allowed by name is resolved and not checked further (the operator named it).
     ///
-    /// The egress proxy ([`super::egress`]) connects to exactly the addresses returned, so a name
+    /// The egress proxy ([`crate::render::egress`]) connects to exactly the addresses returned, so a name
     /// that resolves differently a moment later (DNS rebinding) cannot slip past the check.
     pub async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, Refused> {
         self.resolve_with(host, port, &system_lookup()).await
