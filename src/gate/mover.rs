@@ -50,19 +50,26 @@ impl Mover {
     pub fn start(cfg: &Config) -> Result<Mover> {
         let k = &cfg.kafka;
         let wait = cfg.robots.wait_topic(&k.input_topic);
-        let consumer: MoverConsumer = crate::stage::client_config(
+        let mut cc = crate::stage::client_config(
             k,
             &[
                 ("group.id", &format!("{}.robots-wait", k.group_id)),
                 ("client.id", "crawlsieve-gate-robots-wait"),
-                ("enable.auto.commit", "false"),
-                ("enable.auto.offset.store", "false"),
                 ("auto.offset.reset", "earliest"),
             ],
             &k.consumer,
-        )
-        .create_with_context(MoverContext::default())
-        .context("creating the robots wait topic's consumer")?;
+        );
+        // What the mover's durability rests on, whatever `[kafka.consumer]` says: offsets
+        // stored only after the input acknowledged an event, and eager rebalances (a partition
+        // kept across an incremental rebalance would keep a read position past a paused event).
+        cc.set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("partition.assignment.strategy", "range,roundrobin")
+            .remove("group.protocol")
+            .remove("group.remote.assignor");
+        let consumer: MoverConsumer = cc
+            .create_with_context(MoverContext::default())
+            .context("creating the robots wait topic's consumer")?;
         // Fail loudly at start: without the topic every held URL would stall the gate.
         let md = consumer
             .fetch_metadata(Some(&wait), Duration::from_secs(30))

@@ -12,9 +12,10 @@
 //! - **RFC 9309 §2.3.1 and §2.4.** 2xx: the rules, for `robots.cache_ttl` (≤ 24 h); 4xx (and
 //!   more than 5 redirects, or a redirect the egress policy refuses): no rules, everything
 //!   allowed, for `cache_ttl`; 5xx or unreachable: everything disallowed *for now*, for
-//!   `robots.error_ttl`, then fetched again. An origin whose own host the egress policy
-//!   refuses (it resolves to a special-purpose address) gets its URLs rejected as
-//!   `private_address`: a fetcher would be pointed at the crawler's network.
+//!   `robots.error_ttl`, then fetched again (a name that does not resolve counts as
+//!   unreachable). An origin whose own host the egress policy refuses (it resolves to a
+//!   special-purpose address) gets its URLs rejected as `private_address`: a fetcher would be
+//!   pointed at the crawler's network.
 //! - **Stale rules are used while they are fetched again** (a record stays in Redis one
 //!   `cache_ttl` past its expiry): only an origin never seen holds URLs.
 //! - **Never lose a URL for robots' sake.** The gate asks [`RobotsGate::judge`]; a URL whose
@@ -126,6 +127,13 @@ impl Record {
                     s => r.detail = format!("answered {s}"),
                 }
             }
+            // A name that did not resolve (now) is a network failure, not a refusal: held and
+            // retried like a 5xx, never judged from it (review: a passing DNS failure made the
+            // origin `private_address`, or a redirect's target "allow everything").
+            Err(GetError::Refused {
+                why: why @ crate::net::Refused::Unresolved(_),
+                ..
+            }) => r.detail = why.to_string(),
             Err(GetError::Refused { why, hop: 0 }) => {
                 r.kind = Kind::Refused;
                 r.detail = why.to_string();
@@ -534,7 +542,11 @@ mod tests {
         }
         let r = Record::of(Err(GetError::Failed("reset".into())), 0, &c);
         assert_eq!(r.kind, Kind::Unavailable);
-        let refused = Refused::Unresolved("x".into());
+        let refused = Refused::Private {
+            host: "h".into(),
+            ip: "10.0.0.1".parse().unwrap(),
+            kind: "private",
+        };
         let r = Record::of(
             Err(GetError::Refused {
                 why: refused.clone(),
@@ -553,6 +565,12 @@ mod tests {
             &c,
         );
         assert_eq!(r.kind, Kind::None);
+        // A name that does not resolve is a network failure at any hop: held, retried.
+        for hop in [0, 2] {
+            let why = Refused::Unresolved("h.example".into());
+            let r = Record::of(Err(GetError::Refused { why, hop }), 0, &c);
+            assert_eq!(r.kind, Kind::Unavailable, "hop {hop}");
+        }
         assert_eq!(
             Record::of(Err(GetError::TooManyRedirects(5)), 0, &c).kind,
             Kind::None
