@@ -472,6 +472,7 @@ impl GateCore {
             return Ok(());
         };
         let now = super::robots::now_ms();
+        rb.take_fetched();
         for (j, p) in pending.iter_mut().enumerate().skip(from) {
             if !decision.is_candidate(j) || namespaces[&names[p.ns]].filter.known_seen(p.fp) {
                 continue;
@@ -534,8 +535,24 @@ impl GateCore {
                 }
             }
         }
-        self.skip_patterns(pending, 0)?;
-        self.choose_publishers(pending, 0, (topic, batch), out, now);
+        self.look_up(pending, 0, (topic, batch), out, now, sent)
+    }
+
+    /// 2–4. The candidates of `pending[from..]` still to be looked up: pattern verdicts,
+    ///    publishers, and each namespace's exchange sent (noted in `sent`). A chunk's step, and
+    ///    the deferred candidates' once they were judged (only candidates are touched, so
+    ///    `from = 0` there re-asks nothing).
+    fn look_up(
+        &mut self,
+        pending: &mut [Pending],
+        from: usize,
+        (topic, batch): (&str, &Batch),
+        out: &mut GateStaged,
+        now: &str,
+        sent: &mut Vec<(usize, Vec<usize>)>,
+    ) -> Result<(), RedisFilterError> {
+        self.skip_patterns(pending, from)?;
+        self.choose_publishers(pending, from, (topic, batch), out, now);
         for ns in 0..self.names.len() {
             if let Some(idx) = self.submit(ns, pending, now)? {
                 sent.push((ns, idx));
@@ -696,13 +713,7 @@ impl GateCore {
             self.decode(pending, topic, batch, start..end, out, now)?;
             let t = std::time::Instant::now();
             self.robots_pass(pending, from, batch, out)?;
-            self.skip_patterns(pending, from)?;
-            self.choose_publishers(pending, from, (topic, batch), out, now);
-            for ns in 0..self.names.len() {
-                if let Some(idx) = self.submit(ns, pending, now)? {
-                    sent.push((ns, idx));
-                }
-            }
+            self.look_up(pending, from, (topic, batch), out, now, &mut sent)?;
             self.metrics
                 .filter_seconds
                 .observe(t.elapsed().as_secs_f64());

@@ -222,9 +222,9 @@ impl RobotsGate {
         }
     }
 
-    /// Judge `url` (canonical) of `origin` at `now`, from what this worker knows; no I/O.
+    /// Judge `url` (canonical) of `origin` at `now`, from what this worker knows (with what
+    /// its fetcher finished as of the last [`RobotsGate::take_fetched`]); no I/O.
     pub fn judge(&mut self, origin: &str, url: &str, now: u64) -> Judged {
-        self.take_fetched();
         let hold = |why| Judged::Hold {
             until_ms: now + self.cfg.hold.0.as_millis() as u64,
             why,
@@ -350,8 +350,8 @@ impl RobotsGate {
         e
     }
 
-    /// What this worker's fetcher finished since last asked.
-    fn take_fetched(&mut self) {
+    /// Learn what this worker's fetcher finished since last asked (once per chunk, not per URL).
+    pub fn take_fetched(&mut self) {
         let Some(f) = &self.fetcher else { return };
         let done: Vec<(String, Record)> = f.done.try_iter().collect();
         for (o, r) in done {
