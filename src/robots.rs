@@ -13,10 +13,13 @@
 //! adds what RFC 9309 asks of a crawler and the library leaves to its caller: `/robots.txt`
 //! itself is always allowed (§2.5), at most 500 KiB of a file is parsed (§2.5), and the
 //! `Crawl-delay` of the group that applies (not in the RFC; honoured by many crawlers) is read.
+//! One part of the port is replaced: its pattern match (see [`pattern_matches`]), which misses
+//! some `*` patterns that Google's C++ matches.
 //!
 //! Pure functions, no I/O.
 
-use robotstxt_with_cache::{parse_robotstxt, DefaultMatcher, RobotsParseHandler};
+use robotstxt_with_cache::matcher::{RobotsMatchStrategy, RobotsMatcher};
+use robotstxt_with_cache::{parse_robotstxt, RobotsParseHandler};
 use serde::Serialize;
 
 /// The most of a robots.txt that is parsed (RFC 9309 §2.5: at least 500 kibibytes).
@@ -106,7 +109,7 @@ impl Robots {
                 "/robots.txt is always allowed (RFC 9309 §2.5)".into(),
             );
         }
-        let mut m = DefaultMatcher::default();
+        let mut m = RobotsMatcher::<Glob>::default();
         let allowed = m.one_agent_allowed_by_robots(&self.body, token, url);
         match m.matching_line() {
             0 => verdict(allowed, None, "no rule matches".into()),
@@ -145,9 +148,8 @@ fn path_of(url: &str) -> &str {
 /// One file's rules for one agent, compiled once (the gate judges every URL of an origin with
 /// them): the rules of the groups that name the agent (else of `*`), kept with the reference
 /// matcher's group tracking, and a match linear in the path per rule. [`Robots::check`] parses
-/// the file again for each URL (and the reference `matches` is quadratic), which is right for
-/// `crawlsieve robots` but not for a gate; the two agree on Google's reference cases and on
-/// random files (tests/robots.rs).
+/// the file again for each URL, which is right for `crawlsieve robots` but not for a gate; the
+/// two agree on Google's reference cases and on random files (tests/robots.rs).
 #[derive(Debug, Clone, Default)]
 pub struct AgentRules {
     token: String,
@@ -256,7 +258,7 @@ fn path_params_query(url: &str) -> std::borrow::Cow<'_, str> {
 /// -1. An `Allow` whose last segment starts with `index.htm` also matches its directory
 /// (`/a/index.html` allows `/a/`), as Google's matcher does.
 fn match_priority(path: &[u8], pattern: &[u8], allow: bool) -> i64 {
-    if matches(path, pattern) {
+    if pattern_matches(path, pattern) {
         return pattern.len() as i64;
     }
     if allow {
@@ -264,7 +266,7 @@ fn match_priority(path: &[u8], pattern: &[u8], allow: bool) -> i64 {
             if pattern[slash..].starts_with(b"/index.htm") {
                 let mut dir = pattern[..=slash].to_vec();
                 dir.push(b'$');
-                if matches(path, &dir) {
+                if pattern_matches(path, &dir) {
                     return dir.len() as i64;
                 }
             }
@@ -276,7 +278,7 @@ fn match_priority(path: &[u8], pattern: &[u8], allow: bool) -> i64 {
 /// Whether `pattern` matches `path` from its start: `*` any run, `$` at the end anchors (the
 /// reference matcher's semantics). The literal runs between `*`s are found leftmost-first, which
 /// is exact for patterns whose only wildcard is `*`; no allocation, linear in the path per run.
-fn matches(path: &[u8], pattern: &[u8]) -> bool {
+pub fn pattern_matches(path: &[u8], pattern: &[u8]) -> bool {
     let (pattern, anchored) = match pattern.split_last() {
         Some((b'$', rest)) => (rest, true),
         _ => (pattern, false),
@@ -309,6 +311,34 @@ fn matches(path: &[u8], pattern: &[u8]) -> bool {
     // it starts no earlier than where the leftmost one did.
     let last = pattern.rsplit(|&c| c == b'*').next().unwrap_or_default();
     path.len() >= last_start + last.len() && path.ends_with(last)
+}
+
+/// The reference matcher's grouping and priorities with [`pattern_matches`] for the match
+/// itself. The port's own `matches` is not Google's: where the C++ overwrites its list of
+/// candidate positions (`pos[newnumpos++] = …`) the port inserts (`Vec::insert`), so stale
+/// positions shift the list and a pattern with `*` before a repeated run misses
+/// (`Disallow: /*%41a` does not match `/%41%41a`). `crawlsieve robots` must answer what a site
+/// owner's rule says, so it judges with the same match as the gate; tests/robots.rs checks
+/// that match against a regular-expression oracle.
+#[derive(Default)]
+struct Glob;
+
+impl RobotsMatchStrategy for Glob {
+    fn match_allow(&self, path: &str, pattern: &str) -> i32 {
+        self.match_disallow(path, pattern)
+    }
+
+    fn match_disallow(&self, path: &str, pattern: &str) -> i32 {
+        if pattern_matches(path.as_bytes(), pattern.as_bytes()) {
+            pattern.len() as i32
+        } else {
+            -1
+        }
+    }
+
+    fn matches(path: &str, pattern: &str) -> bool {
+        pattern_matches(path.as_bytes(), pattern.as_bytes())
+    }
 }
 
 impl RobotsParseHandler for AgentRules {

@@ -369,9 +369,37 @@ fn compiled_rules_agree_with_the_reference_matcher_on_googles_cases() {
     assert!(n > 60, "{n} cases");
 }
 
-mod differential {
+/// The case that showed the port's own `matches` wrong (it inserts positions where Google's C++
+/// overwrites them): `/*%41a` matches `/%41%41a`, in the command and in the gate's rules.
+#[test]
+fn a_star_before_a_repeated_run_matches() {
     use crawlsieve::robots::{AgentRules, Robots};
+    let body = "user-agent: *\ndisallow: /*%41a\n";
+    let url = "http://h.example/%41%41a";
+    let r = Robots::new(body.as_bytes());
+    let v = r.check("FooBot", url);
+    assert!(!v.allowed, "{v:?}");
+    assert_eq!(v.line, Some(2));
+    assert!(!AgentRules::compile(&r, "FooBot").allowed(url));
+    assert!(AgentRules::compile(&r, "FooBot").allowed("http://h.example/%41%41b"));
+}
+
+mod differential {
+    use crawlsieve::robots::{pattern_matches, AgentRules, Robots};
     use proptest::prelude::*;
+
+    /// An independent oracle for a rule's match: the pattern as an anchored regular expression
+    /// (`*` any run, a final `$` the end, everything else literal).
+    fn oracle(path: &str, pattern: &str) -> bool {
+        let (body, end) = match pattern.strip_suffix('$') {
+            Some(b) => (b, "$"),
+            None => (pattern, ""),
+        };
+        let re: Vec<String> = body.split('*').map(regex::escape).collect();
+        regex::Regex::new(&format!("^{}{end}", re.join(".*")))
+            .unwrap()
+            .is_match(path)
+    }
 
     fn line() -> impl Strategy<Value = String> {
         let agent = prop::sample::select(vec![
@@ -408,7 +436,23 @@ mod differential {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3000))]
-        /// Random files, agents and paths: the compiled rules and the reference matcher agree.
+        /// Random patterns and paths over a small alphabet (so runs repeat and `*` has choices):
+        /// the match agrees with the regular-expression oracle.
+        #[test]
+        fn the_match_agrees_with_a_regex_oracle(
+            pattern in prop::collection::vec(prop::sample::select(vec!["/", "a", "*", "$", "%41", "b"]), 0..7),
+            path in prop::collection::vec(prop::sample::select(vec!["/", "a", "%41", "b", "$"]), 0..8),
+        ) {
+            let (pattern, path) = (pattern.concat(), path.concat());
+            prop_assert_eq!(
+                pattern_matches(path.as_bytes(), pattern.as_bytes()),
+                oracle(&path, &pattern),
+                "{} against {}", pattern, path
+            );
+        }
+
+        /// Random files, agents and paths: the gate's compiled rules (its own group tracking, one
+        /// pass) and `Robots::check` (the reference parser's group tracking) agree.
         #[test]
         fn compiled_rules_agree_with_the_reference_matcher(
             lines in prop::collection::vec(line(), 0..12),
