@@ -11,7 +11,8 @@
 //! The contract is `schemas/filter-api.v1.openapi.json`. Errors are JSON
 //! `{"error": {"code", "message"}}`: 400 `malformed_json`, 401 `unauthorized`, 413
 //! `body_too_large` / `too_many_urls`, 422 `invalid_request` / `namespace_refused`, 503
-//! `overloaded` / `unavailable` (Redis; with `Retry-After`).
+//! `overloaded` / `unavailable` (Redis; with `Retry-After`). `POST /v1/forget` takes the same
+//! body and takes the accepted URLs out of the filter (422 `not_supported` in a bloom namespace).
 //!
 //! Auth: `Authorization: Bearer <token>`, tokens from `CRAWLSIEVE_API_TOKENS` (comma-separated)
 //! and `serve.token_file`; each presented token is compared with every configured one in
@@ -297,6 +298,15 @@ impl Drop for Lease {
     }
 }
 
+/// A request past [`Api::admit`]: parsed, with its request slot and body memory held.
+struct Admitted<'a> {
+    req: FilterRequest,
+    ns: String,
+    bytes: Vec<u8>,
+    _budget: Option<tokio::sync::OwnedSemaphorePermit>,
+    _slot: tokio::sync::SemaphorePermit<'a>,
+}
+
 struct Api {
     cfg: ServeSection,
     default_ns: String,
@@ -484,8 +494,11 @@ impl Api {
         token_ok(&self.tokens, v[prefix.len()..].trim_ascii())
     }
 
-    async fn filter(self: Arc<Self>, headers: HeaderMap, body: Body) -> Response {
-        if !self.authorized(&headers) {
+    /// What every URL endpoint does first: the token, the body (charged to the body budget as
+    /// it arrives), a request slot, the parse (off the async workers) and the namespace's name.
+    /// The permits in the answer hold the slot and the body's memory until it is dropped.
+    async fn admit(&self, headers: &HeaderMap, body: Body) -> Result<Admitted<'_>, Response> {
+        if !self.authorized(headers) {
             let mut r = error(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
@@ -495,34 +508,16 @@ impl Api {
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer realm=\"crawlsieve\""),
             );
-            return r;
+            return Err(r);
         }
-        let idem_key = match headers.get("idempotency-key").map(|v| v.as_bytes()) {
-            None => None,
-            Some(k)
-                if (1..=255).contains(&k.len()) && k.iter().all(|b| (0x21..0x7f).contains(b)) =>
-            {
-                Some(k.to_vec())
-            }
-            Some(_) => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_request",
-                    "Idempotency-Key: 1–255 visible ASCII characters",
-                )
-            }
-        };
         // The body first, charged to the body budget as it arrives; a request slot only once
         // it is in (a client trickling its body holds no slot and almost no budget).
-        let (bytes, _budget) = match self.read_body(&headers, body).await {
-            Ok(b) => b,
-            Err(r) => return r,
-        };
-        let Ok(_slot) = self.requests.try_acquire() else {
-            return overloaded(format!(
+        let (bytes, budget) = self.read_body(headers, body).await?;
+        let Ok(slot) = self.requests.try_acquire() else {
+            return Err(overloaded(format!(
                 "more than serve.max_concurrent_requests ({}) requests at once",
                 self.cfg.max_concurrent_requests
-            ));
+            )));
         };
         // Parsing a large body is blocking work: off the async workers.
         let max_urls = self.cfg.max_urls;
@@ -533,38 +528,38 @@ impl Api {
         {
             Ok(v) => v,
             Err(e) => {
-                return error(
+                return Err(error(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "internal",
                     format!("the parse task failed: {e}"),
-                )
+                ))
             }
         };
         let req = match parsed {
             Ok(r) => r,
             Err(ParseError::TooMany) => {
-                return error(
+                return Err(error(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     "too_many_urls",
                     format!(
                         "more than serve.max_urls ({}) URLs in one request",
                         self.cfg.max_urls
                     ),
-                )
+                ))
             }
             Err(ParseError::Invalid(e)) => {
-                return error(
+                return Err(error(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "invalid_request",
                     format!("{e} (expected {{\"namespace\": string, \"urls\": [string, ...]}})"),
-                )
+                ))
             }
             Err(ParseError::Malformed(e)) => {
-                return error(
+                return Err(error(
                     StatusCode::BAD_REQUEST,
                     "malformed_json",
                     format!("the body is not JSON: {e}"),
-                )
+                ))
             }
         };
         let ns = req
@@ -572,12 +567,42 @@ impl Api {
             .clone()
             .unwrap_or_else(|| self.default_ns.clone());
         if !crate::redis_filter::layout::is_namespace(&ns) {
-            return error(
+            return Err(error(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_request",
                 format!("namespace {ns:?}: use 1–64 of A–Z a–z 0–9 . _ -"),
-            );
+            ));
         }
+        Ok(Admitted {
+            req,
+            ns,
+            bytes,
+            _budget: budget,
+            _slot: slot,
+        })
+    }
+
+    async fn filter(self: Arc<Self>, headers: HeaderMap, body: Body) -> Response {
+        let idem_key = match headers.get("idempotency-key").map(|v| v.as_bytes()) {
+            None => None,
+            Some(k)
+                if (1..=255).contains(&k.len()) && k.iter().all(|b| (0x21..0x7f).contains(b)) =>
+            {
+                Some(k.to_vec())
+            }
+            Some(_) if !self.authorized(&headers) => None, // answered 401 below
+            Some(_) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    "Idempotency-Key: 1–255 visible ASCII characters",
+                )
+            }
+        };
+        let a = match self.admit(&headers, body).await {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
         // The key is scoped to the client (its credentials), the answer to the exact body.
         let idem = idem_key.map(|k| {
             let auth = headers
@@ -592,11 +617,128 @@ impl Api {
             Idem {
                 name: hex(&name),
                 token: token.abs().max(1),
-                request: hex(&digest(&bytes)),
+                request: hex(&digest(&a.bytes)),
                 ttl: self.idem_ttl,
             }
         });
+        let Admitted { req, ns, .. } = a;
         self.clone().run(ns, req, idem).await
+    }
+
+    /// `POST /v1/forget`: the same body as `/v1/filter` (`check_only` refused); the accepted
+    /// URLs are taken out of the namespace's filter (`{"namespace", "received", "forgotten",
+    /// "rejected"}`).
+    async fn forget(self: Arc<Self>, headers: HeaderMap, body: Body) -> Response {
+        let a = match self.admit(&headers, body).await {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        if a.req.check_only {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "check_only has no meaning for /v1/forget",
+            );
+        }
+        let permit = self
+            .core_permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("never closed");
+        let api = self.clone();
+        let Admitted { req, ns, .. } = a;
+        let joined = tokio::task::spawn_blocking(move || {
+            let mut lease = Lease {
+                core: Some(
+                    api.cores
+                        .lock()
+                        .expect("cores lock")
+                        .pop()
+                        .expect("a permit guarantees an idle core"),
+                ),
+                api: api.clone(),
+                _permit: permit,
+            };
+            let received = req.urls.0.len();
+            let (mut strings, mut idx, mut other) = (Vec::new(), Vec::new(), Vec::new());
+            for (i, c) in req.urls.0.into_iter().enumerate() {
+                match c {
+                    Candidate::Url(s) => {
+                        strings.push(s);
+                        idx.push(i);
+                    }
+                    Candidate::Other(t) => other.push((i, t)),
+                }
+            }
+            let core = lease.core.as_mut().expect("leased above");
+            core.set_context(req.context);
+            let r = core.forget_direct(&ns, req.source.as_deref(), &strings);
+            (r, strings, idx, other, ns, received)
+        })
+        .await;
+        let (r, strings, idx, other, ns, received) = match joined {
+            Ok(v) => v,
+            Err(e) => {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    format!("the forget task failed: {e}"),
+                )
+            }
+        };
+        let (forgotten, rejected) = match r {
+            Ok(Ok(v)) => v,
+            Ok(Err(DirectError::Refused(detail))) => {
+                return error(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "namespace_refused",
+                    detail,
+                )
+            }
+            Ok(Err(DirectError::Unsupported(detail))) => {
+                return error(StatusCode::UNPROCESSABLE_ENTITY, "not_supported", detail)
+            }
+            Ok(Err(DirectError::KeyReused)) => unreachable!("forget takes no idempotency key"),
+            Err(e) => {
+                let mut r = error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    format!("the filter is unavailable: {e}"),
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                return r;
+            }
+        };
+        let mut out: Vec<RejectedUrl> = other
+            .into_iter()
+            .map(|(i, t)| RejectedUrl {
+                index: i,
+                url: t,
+                reason: Reason::NotAString.code().into(),
+            })
+            .collect();
+        for (k, reason) in rejected {
+            out.push(RejectedUrl {
+                index: idx[k],
+                url: strings[k].clone(),
+                reason: reason.code().into(),
+            });
+        }
+        out.sort_by_key(|r| r.index);
+        let body = serde_json::json!({
+            "namespace": ns,
+            "received": received,
+            "forgotten": forgotten,
+            "rejected": out,
+        });
+        let mut r = (StatusCode::OK, body.to_string()).into_response();
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        r
     }
 
     async fn run(self: Arc<Self>, ns: String, req: FilterRequest, idem: Option<Idem>) -> Response {
@@ -657,7 +799,7 @@ impl Api {
         };
         let (verdicts, replayed) = match r {
             Ok(Ok(v)) => v,
-            Ok(Err(DirectError::Refused(detail))) => {
+            Ok(Err(DirectError::Refused(detail) | DirectError::Unsupported(detail))) => {
                 return error(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "namespace_refused",
@@ -774,6 +916,21 @@ pub fn router(cfg: &Config, tokens: &[String], metrics: ApiMetrics) -> Router {
                 },
             ),
         )
+        .route(
+            "/v1/forget",
+            post(
+                |State(api): State<Arc<Api>>, headers: HeaderMap, body: Body| async move {
+                    let t = Instant::now();
+                    let r = api.clone().forget(headers, body).await;
+                    api.metrics.seconds.observe(t.elapsed().as_secs_f64());
+                    api.metrics
+                        .http
+                        .with_label_values(&[r.status().as_str()])
+                        .inc();
+                    r
+                },
+            ),
+        )
         .with_state(api)
         .merge(observability)
         .fallback(|| async {
@@ -787,7 +944,7 @@ pub fn router(cfg: &Config, tokens: &[String], metrics: ApiMetrics) -> Router {
             error(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "method_not_allowed",
-                "POST /v1/filter; GET /metrics, /healthz, /readyz",
+                "POST /v1/filter, /v1/forget; GET /metrics, /healthz, /readyz",
             )
         })
 }

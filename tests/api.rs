@@ -845,3 +845,100 @@ fn scope_and_a_namespace_s_own_scope_apply_to_requests() {
     assert_eq!(r["rejected"][0]["reason"], "out_of_scope_domain", "{r}");
     drop_ns(REDIS, &[shop, docs]);
 }
+
+/// Issue 25: `POST /v1/forget` lets given URLs through once more — judged and canonicalized as
+/// `/v1/filter` does, counted, refused where it cannot work (a bloom namespace, `check_only`),
+/// authenticated like `/v1/filter`, and its answers are what the OpenAPI document says.
+#[test]
+fn forget_lets_urls_through_exactly_once_more() {
+    let redis = OwnRedis::start(&[]);
+    let s = Server::start(&redis.url(), &[]);
+    let forget = |token: Option<&str>, v: &Value| {
+        let body = v.to_string();
+        let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+        let mut req = format!(
+            "POST /v1/forget HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(body.as_bytes());
+        parse(&http_request(s.port, &req))
+    };
+    let urls = json!([
+        "https://shop.example/a?b=2&a=1",
+        "https://shop.example/b",
+        "https://shop.example/c",
+    ]);
+    let r = s.filter(&json!({"namespace": "fg", "urls": urls}));
+    assert_eq!(r["new"].as_array().unwrap().len(), 3, "{r}");
+    let r = s.filter(&json!({"namespace": "fg", "urls": urls}));
+    assert_eq!(r["duplicates"], 3, "{r}");
+
+    // Another spelling of the first URL (the canonical form is what is forgotten), the second,
+    // a junk candidate and a non-string.
+    let (status, raw, body) = forget(
+        Some(TOKEN),
+        &json!({"namespace": "fg", "urls": [
+            "https://SHOP.example/a?a=1&b=2#frag", "https://shop.example/b", "function(){}", 7
+        ]}),
+    );
+    assert_eq!(status, 200, "{raw}");
+    assert!(openapi("ForgetResponse").is_valid(&body), "{body}");
+    assert_eq!(body["forgotten"], 2, "{body}");
+    assert_eq!(body["received"], 4, "{body}");
+    let rejected: Vec<(u64, &str)> = body["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["index"].as_u64().unwrap(), r["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(rejected.len(), 2, "{body}");
+    assert_eq!(rejected[0].0, 2);
+    assert_eq!(rejected[1], (3, "not_a_string"));
+
+    // Published exactly once more: new on the next call, duplicates after.
+    let r = s.filter(&json!({"namespace": "fg", "urls": urls}));
+    assert_eq!(
+        r["new"],
+        json!(["https://shop.example/a?a=1&b=2", "https://shop.example/b"]),
+        "{r}"
+    );
+    assert_eq!(r["duplicates"], 1, "{r}");
+    let r = s.filter(&json!({"namespace": "fg", "urls": urls}));
+    assert_eq!(r["duplicates"], 3, "{r}");
+    // Forgetting what is not held counts nothing.
+    let (_, _, body) = forget(
+        Some(TOKEN),
+        &json!({"namespace": "fg", "urls": ["https://shop.example/never"]}),
+    );
+    assert_eq!(body["forgotten"], 0, "{body}");
+
+    // Refusals.
+    let (status, _, body) = forget(None, &json!({"namespace": "fg", "urls": []}));
+    assert_eq!((status, error_code(&body)), (401, "unauthorized"));
+    let (status, _, body) = forget(
+        Some(TOKEN),
+        &json!({"namespace": "fg", "urls": [], "check_only": true}),
+    );
+    assert_eq!((status, error_code(&body)), (422, "invalid_request"));
+    drop(s);
+    let bloom = Server::start(&redis.url(), &["redis.mode=\"bloom\""]);
+    bloom.filter(&json!({"namespace": "fg-bloom", "urls": urls}));
+    let body = {
+        let b = json!({"namespace": "fg-bloom", "urls": urls}).to_string();
+        let mut req = format!(
+            "POST /v1/forget HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n",
+            b.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(b.as_bytes());
+        parse(&http_request(bloom.port, &req))
+    };
+    assert_eq!(
+        (body.0, error_code(&body.2)),
+        (422, "not_supported"),
+        "{}",
+        body.1
+    );
+    assert!(openapi("Error").is_valid(&body.2));
+}

@@ -372,6 +372,13 @@ pub struct RedisSection {
     /// The API's idempotent requests: how long to wait for a URL another request holds before
     /// answering it new too (a repeat, never a loss).
     pub busy_wait: Dur,
+    /// The gate's per-host budget: at most this many new URLs of one host (`host[:port]`) are
+    /// published per namespace and `budget_window`, counted across every gate through Redis;
+    /// the rest are rejected `host_budget` and taken back out of the filter. 0: no budget.
+    pub max_new_urls_per_host: u64,
+    /// The budget's window, e.g. `"24h"`: windows are aligned to the Unix epoch, so every gate
+    /// counts into the same one.
+    pub budget_window: Dur,
 }
 
 impl Default for RedisSection {
@@ -390,6 +397,8 @@ impl Default for RedisSection {
             local_tier_memory: 64 << 20,
             claim_ttl: Dur(Duration::from_secs(30)),
             busy_wait: Dur(Duration::from_millis(500)),
+            max_new_urls_per_host: 0,
+            budget_window: Dur(Duration::from_secs(24 * 3600)),
         }
     }
 }

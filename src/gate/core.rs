@@ -121,6 +121,8 @@ pub struct GateCore {
     /// Candidates of the batch waiting for their origin's robots.txt record (read from Redis
     /// once, after every chunk was sent).
     deferred: Vec<usize>,
+    /// The per-host budget (`[redis] max_new_urls_per_host` > 0).
+    budget: Option<super::budget::Budget>,
 }
 
 impl GateCore {
@@ -145,8 +147,16 @@ impl GateCore {
                 metrics.clone(),
             )
         });
+        let budget = (cfg.redis.max_new_urls_per_host > 0).then(|| {
+            super::budget::Budget::new(
+                cfg.redis.max_new_urls_per_host,
+                cfg.redis.budget_window.0,
+                LazyConn::new(redis.clone()),
+            )
+        });
         GateCore {
             robots,
+            budget,
             deferred: Vec::new(),
             patterns_conn: LazyConn::new(redis.clone()),
             cfg,
@@ -726,10 +736,94 @@ impl GateCore {
             let ticket = self.complete(ns, &idx)?;
             tickets.push((ns, ticket, idx));
         }
+        self.apply_budget(pending);
         self.metrics
             .filter_seconds
             .observe(t.elapsed().as_secs_f64());
         Ok(())
+    }
+
+    /// 5b. The per-host budget (`budget.rs`): the batch's new URLs per (namespace, host) are
+    ///     counted across gates; a host's surplus is rejected `host_budget` and taken back out
+    ///     of the filter. Any failure publishes everything (over budget, never lost).
+    fn apply_budget(&mut self, pending: &[Pending]) {
+        use super::budget::Ask;
+        let Some(budget) = self.budget.as_mut() else {
+            return;
+        };
+        let mut at: rustc_hash::FxHashMap<(usize, &str), usize> = Default::default();
+        let mut asks: Vec<Ask> = Vec::new();
+        let mut members: Vec<Vec<usize>> = Vec::new();
+        for j in self.decision.news() {
+            let p = &pending[j];
+            let k = *at.entry((p.ns, host_of(p))).or_insert_with(|| {
+                asks.push(Ask {
+                    ns: self.names[p.ns].clone(),
+                    host: host_of(p).to_string(),
+                    n: 0,
+                });
+                members.push(Vec::new());
+                asks.len() - 1
+            });
+            asks[k].n += 1;
+            members[k].push(j);
+        }
+        if asks.is_empty() {
+            return;
+        }
+        let granted = match budget.grant(&asks) {
+            Ok(g) => g,
+            Err(e) => {
+                let n: u64 = asks.iter().map(|a| a.n).sum();
+                self.metrics.budget_unchecked.inc_by(n);
+                tracing::warn!(error = %e, urls = n, "the per-host budget could not be counted: publishing this batch's new URLs without it");
+                return;
+            }
+        };
+        // The surplus of each host: its last new URLs in input order.
+        let mut surplus: Vec<Vec<usize>> = vec![Vec::new(); self.names.len()];
+        for ((a, g), m) in asks.iter().zip(&granted).zip(&members) {
+            if g.reached {
+                self.metrics.budget_hosts_reached.inc();
+                tracing::info!(
+                    namespace = a.ns,
+                    host = a.host,
+                    "per-host budget spent for this window"
+                );
+            }
+            let over = &m[g.admitted as usize..];
+            surplus[pending[m[0]].ns].extend_from_slice(over);
+        }
+        for (ns, over) in surplus.iter().enumerate() {
+            if over.is_empty() {
+                continue;
+            }
+            let fps: Vec<u128> = over.iter().map(|&j| pending[j].fp).collect();
+            let filter = &mut self
+                .namespaces
+                .get_mut(&self.names[ns])
+                .expect("attached")
+                .filter;
+            match filter.untake(&fps) {
+                Ok(_) => {
+                    for &j in over {
+                        self.decision.reject_at(j, Reason::HostBudget);
+                    }
+                }
+                Err(e) => {
+                    self.metrics.budget_unchecked.inc_by(over.len() as u64);
+                    tracing::warn!(error = %e, urls = over.len(), "the surplus of a per-host budget could not be taken back out of the filter: publishing it");
+                }
+            }
+        }
+        // What was not published leaves the counters (with the next exchange).
+        for ((a, g), m) in asks.iter().zip(&granted).zip(&members) {
+            let rejected = m[g.admitted as usize..]
+                .iter()
+                .filter(|&&j| self.decision.verdict(j) == Verdict::Rejected(Reason::HostBudget))
+                .count();
+            budget.correct(a, rejected as u64);
+        }
     }
 
     /// A stage that failed: every exchange that may have reached Redis is carried to the next
@@ -907,6 +1001,9 @@ impl Stage for GateCore {
     fn idle(&mut self) -> Result<(), RedisFilterError> {
         for state in self.namespaces.values_mut() {
             state.filter.take_settle()?;
+        }
+        if let Some(b) = self.budget.as_mut() {
+            b.flush()?;
         }
         Ok(())
     }

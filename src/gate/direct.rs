@@ -11,6 +11,8 @@ pub enum DirectError {
     Refused(String),
     /// The idempotency key was used before for a different request.
     KeyReused,
+    /// The namespace cannot do what was asked (a `bloom` namespace cannot forget).
+    Unsupported(String),
 }
 
 /// An idempotent API request ([`GateCore::filter_direct`]).
@@ -65,6 +67,10 @@ impl Idem {
             .collect())
     }
 }
+
+/// What [`GateCore::forget_direct`] did: how many URLs the filter forgot, and the rejected
+/// inputs (index, reason).
+pub type Forgotten = (u64, Vec<(usize, Reason)>);
 
 /// One URL's verdict from [`GateCore::filter_direct`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +159,43 @@ impl GateCore {
             return Ok(Idem::replay(&stored, &k.request).map(|v| (v, false)));
         }
         Ok(Ok((out, false)))
+    }
+
+    /// The API's `POST /v1/forget`: sieve `urls` exactly as [`GateCore::filter_direct`] does
+    /// (same canonical forms, same fingerprints) and take the accepted ones out of namespace
+    /// `ns`'s filter ([`RedisFilter::forget_urls`]), so the next gate or API call that meets one
+    /// publishes it once. Returns how many the filter held (and now forgot) and the rejected
+    /// inputs (index, reason: such a URL was never let in, so there is nothing to forget). Safe
+    /// to retry: forgetting twice forgets once (the count of a retry may be lower). A
+    /// namespace the gate would create is created (it then forgets nothing).
+    pub fn forget_direct(
+        &mut self,
+        ns: &str,
+        source: Option<&str>,
+        urls: &[String],
+    ) -> Result<Result<Forgotten, DirectError>, RedisFilterError> {
+        let ns = match self.namespace(ns)? {
+            Ok(i) => {
+                self.use_scope_of(i);
+                self.names[i].clone()
+            }
+            Err(detail) => return Ok(Err(DirectError::Refused(detail))),
+        };
+        self.sieve.set_source(source);
+        let mut fps = Vec::with_capacity(urls.len());
+        let mut rejected = Vec::new();
+        for (i, u) in urls.iter().enumerate() {
+            match self.sieve_url(u) {
+                Ok(_) => fps.push(self.sieve.dedup_fingerprint()),
+                Err(r) => rejected.push((i, r)),
+            }
+        }
+        let state = self.namespaces.get_mut(&ns).expect("attached above");
+        match state.filter.forget_urls(&fps) {
+            Ok(n) => Ok(Ok((n, rejected))),
+            Err(RedisFilterError::Params(detail)) => Ok(Err(DirectError::Unsupported(detail))),
+            Err(e) => Err(self.namespace_lost(&ns, e)),
+        }
     }
 
     /// The API's request through the sieve and the pattern verdicts: its decision (lookups

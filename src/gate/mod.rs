@@ -11,6 +11,7 @@
 //! Owns: what the gate emits and why. May import `config`, `stage`, `observe`, `sieve`, `url`,
 //! `events`, `patterns`, `redis_filter`; never `render`, `serve` or `cli`.
 
+pub mod budget;
 pub mod core;
 pub mod mover;
 pub mod robots;

@@ -101,6 +101,16 @@ pub const ROBOTS_HELD: Name = n(
     "robots_held_total",
     "URLs put on the robots wait topic, by why (unknown: the origin's rules are being fetched; unavailable: its robots.txt answered 5xx or could not be reached).",
 );
+/// Hosts whose per-host budget was spent.
+pub const BUDGET_HOSTS_REACHED: Name = n(
+    "budget_hosts_reached_total",
+    "Hosts whose per-host budget ([redis] max_new_urls_per_host) a batch spent, once per host, namespace and window across all gates; their further new URLs are rejected host_budget (the log names the host).",
+);
+/// New URLs published without the budget.
+pub const BUDGET_UNCHECKED: Name = n(
+    "budget_unchecked_total",
+    "New URLs published without their per-host budget checked, because the budget's Redis exchange (or taking the surplus back out of the filter) failed: over budget, never lost.",
+);
 /// Duplicates.
 pub const DUPLICATES: Name = n(
     "urls_duplicate_total",

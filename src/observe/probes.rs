@@ -46,6 +46,10 @@ pub struct FilterMetrics {
     pub robots_fetches: IntCounterVec,
     /// URLs held on the robots wait topic, by why.
     pub robots_held: IntCounterVec,
+    /// Hosts whose per-host budget a batch spent.
+    pub budget_hosts_reached: IntCounter,
+    /// New URLs published without their budget checked (its exchange failed).
+    pub budget_unchecked: IntCounter,
     /// Seconds spent in Redis filter calls (check + insert) per batch or request.
     pub filter_seconds: Histogram,
     /// Fraction of the filter's bits set (fingerprint-store load in exact mode).
@@ -73,6 +77,8 @@ impl FilterMetrics {
             duplicates: m.counter(names::DUPLICATES),
             robots_fetches: m.counter_vec(names::ROBOTS_FETCHES, "outcome"),
             robots_held: m.counter_vec(names::ROBOTS_HELD, "why"),
+            budget_hosts_reached: m.counter(names::BUDGET_HOSTS_REACHED),
+            budget_unchecked: m.counter(names::BUDGET_UNCHECKED),
             filter_seconds: m.histogram(names::FILTER_SECONDS, SECONDS),
             fill: m.float_gauge_vec(names::FILTER_FILL, ns),
             estimated_fp: m.float_gauge_vec(names::FILTER_ESTIMATED_FP, ns),

@@ -70,4 +70,39 @@ impl RedisFilter {
         }
         Ok(held.iter().filter(|&&h| h).count() as u64)
     }
+
+    /// Take `fps` back out of the filter: this client's take answered them new, and its caller
+    /// will not deliver them (the gate's per-host budget was spent). One `SREM` per live
+    /// generation, and this client's tier forgets them; no other client's tier is cleared (none
+    /// has them unless Redis answered it "seen", which only delays them: a repeat or a later
+    /// event, never a loss). Returns how many were removed; a `bloom` namespace cannot take
+    /// back and removes none (its bits stay: the URLs stay "seen", as documented for budgets).
+    /// Call only with no take in flight.
+    pub fn untake(&mut self, fps: &[u128]) -> Result<u64, RedisFilterError> {
+        if fps.is_empty() || !self.spec.mode.uses_store() {
+            return Ok(0);
+        }
+        let gens = self.gens.live.clone();
+        let mut batch = self.batch()?;
+        for g in &gens {
+            for &fp in fps {
+                let (b, member) = g.bucket_of(fp);
+                batch.cmd("SREM", 3);
+                batch.arg(Keys::bucket(&self.ns, g, g.shard_of(fp), b).as_bytes());
+                batch.int(member);
+            }
+        }
+        let replies = self.run_plain(batch)?;
+        let removed = (0..gens.len() * fps.len())
+            .filter(|&n| replies.int(n) == 1)
+            .count() as u64;
+        self.replies = replies;
+        for &fp in fps {
+            self.tier.remove(fp);
+            if let Some(k) = self.known.as_mut() {
+                k.remove(fp);
+            }
+        }
+        Ok(removed)
+    }
 }

@@ -129,6 +129,16 @@ impl LocalTier {
         self.slots[i] = fp;
     }
 
+    /// Forget `fp` (its URL was taken back out of the filter).
+    #[inline]
+    pub fn remove(&mut self, fp: u128) {
+        if self.contains(fp) {
+            let i = self.slot(fp);
+            self.slots[i] = 0;
+            self.len -= 1;
+        }
+    }
+
     /// Forget everything (Redis restarted, the namespace was replaced or a generation retired).
     pub fn clear(&mut self) {
         if self.len > 0 {

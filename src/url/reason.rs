@@ -110,11 +110,16 @@ pub enum Reason {
     /// `[robots]` on, `dedup --robots-dir`). Not put in the filter: if the rules change, a later
     /// event of the URL is judged again.
     RobotsDisallowed,
+    /// The gate's per-host budget (`[redis] max_new_urls_per_host`) for this namespace and
+    /// window is spent: the URL is new, but its host already had that many new URLs published.
+    /// Taken back out of the filter (fingerprints and exact modes), so a later window, a raised
+    /// budget or a forget lets it in.
+    HostBudget,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 46] = [
+    pub const ALL: [Reason; 47] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -161,6 +166,7 @@ impl Reason {
         Reason::TrapEcho,
         Reason::TrapCalendar,
         Reason::RobotsDisallowed,
+        Reason::HostBudget,
     ];
 
     /// The stable machine-readable code.
@@ -212,6 +218,7 @@ impl Reason {
             Reason::TrapEcho => "trap_echo",
             Reason::TrapCalendar => "trap_calendar",
             Reason::RobotsDisallowed => "robots_disallowed",
+            Reason::HostBudget => "host_budget",
         }
     }
 
