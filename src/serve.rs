@@ -12,7 +12,7 @@
 //! `{"error": {"code", "message"}}`: 400 `malformed_json`, 401 `unauthorized`, 413
 //! `body_too_large` / `too_many_urls`, 422 `invalid_request` / `namespace_refused`, 503
 //! `overloaded` / `unavailable` (Redis; with `Retry-After`). `POST /v1/forget` takes the same
-//! body and takes the accepted URLs out of the filter (422 `not_supported` in a bloom namespace).
+//! body and takes the accepted URLs out of the filter (every storage mode).
 //!
 //! Auth: `Authorization: Bearer <token>`, tokens from `CRAWLSIEVE_API_TOKENS` (comma-separated)
 //! and `serve.token_file`; each presented token is compared with every configured one in
@@ -696,9 +696,6 @@ impl Api {
                     detail,
                 )
             }
-            Ok(Err(DirectError::Unsupported(detail))) => {
-                return error(StatusCode::UNPROCESSABLE_ENTITY, "not_supported", detail)
-            }
             Ok(Err(DirectError::KeyReused)) => unreachable!("forget takes no idempotency key"),
             Err(e) => {
                 let mut r = error(
@@ -799,7 +796,7 @@ impl Api {
         };
         let (verdicts, replayed) = match r {
             Ok(Ok(v)) => v,
-            Ok(Err(DirectError::Refused(detail) | DirectError::Unsupported(detail))) => {
+            Ok(Err(DirectError::Refused(detail))) => {
                 return error(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "namespace_refused",

@@ -1381,13 +1381,14 @@ fn an_abandoned_take_is_handed_back_whole_and_a_lost_adoption_is_recovered() {
     assert_eq!(left, 0, "every entry cleared once delivered");
 }
 
-/// Issue 25: `forget_urls` takes URLs out of every live generation; the next check-and-set
-/// answers each new exactly once; another client's local tier holds on to "seen" only until
-/// its next refresh; a forgotten URL forgotten again counts 0; bloom mode refuses.
+/// Issue 25: `forget_urls` takes URLs out of every live generation (bloom: into the re-admit
+/// set); the next check-and-set answers each new exactly once; another client's local tier
+/// holds on to "seen" only until its next refresh; a forgotten URL forgotten again counts 0;
+/// a read-only `check` sees a forgotten URL as new without consuming it.
 #[test]
 fn forgotten_urls_are_new_again_exactly_once() {
     let server = OwnRedis::start(&[]);
-    for mode in [Mode::Fingerprints, Mode::Exact] {
+    for mode in [Mode::Fingerprints, Mode::Exact, Mode::Bloom] {
         let ns = format!("forget-{mode:?}");
         let mut c = cfg(&server.url());
         c.refresh_interval = Duration::from_secs(3600);
@@ -1415,16 +1416,45 @@ fn forgotten_urls_are_new_again_exactly_once() {
         b.check_and_set(&forget, &mut out).unwrap();
         assert!(out.iter().all(|&n| !n));
         b.refresh().unwrap();
+        b.check(&forget, &mut out).unwrap();
+        assert!(out.iter().all(|&n| n), "{mode:?}: a read sees them new");
         a.check_and_set(&forget, &mut out).unwrap();
         assert!(out.iter().all(|&n| n), "{mode:?}: new again");
         b.check_and_set(&forget, &mut out).unwrap();
         assert!(out.iter().all(|&n| !n), "{mode:?}: exactly once");
         b.check_and_set(&keys[50..4_950], &mut out).unwrap();
         assert!(out.iter().all(|&n| !n), "the others stay seen");
+        // Never inserted: nothing to forget.
+        assert_eq!(a.forget_urls(&fps(41, 3)).unwrap(), 0, "{mode:?}");
     }
-    let mut spec = NamespaceSpec::new(2_000, 1e-3);
+    // The outbox protocol (the gate's and dedup's take) hands a bloom namespace's forgotten
+    // URL to exactly one of two clients racing for it.
+    let mut spec = NamespaceSpec::new(100_000, 1e-6);
     spec.mode = Mode::Bloom;
-    let mut f = RedisFilter::create(cfg(&server.url()), "forget-bloom", &spec).unwrap();
-    let err = f.forget_urls(&fps(41, 3)).unwrap_err().to_string();
-    assert!(err.contains("bloom mode"), "{err}");
+    let c = cfg(&server.url());
+    let mut a = RedisFilter::create(c.clone(), "forget-bloom-take", &spec).unwrap();
+    let mut b = RedisFilter::attach(c, "forget-bloom-take", &Expect::default()).unwrap();
+    let keys = fps(42, 400);
+    let mut out = Vec::new();
+    a.check_and_set(&keys, &mut out).unwrap();
+    assert_eq!(a.forget_urls(&keys[..100]).unwrap(), 100);
+    b.refresh().unwrap();
+    let (mut na, mut nb) = (Vec::new(), Vec::new());
+    a.take_submit(&keys, |_, buf| buf.extend_from_slice(b"x"))
+        .unwrap();
+    b.take_submit(&keys, |_, buf| buf.extend_from_slice(b"x"))
+        .unwrap();
+    let ta = a.take_complete(&mut na).unwrap();
+    let tb = b.take_complete(&mut nb).unwrap();
+    a.delivered(ta);
+    b.delivered(tb);
+    for i in 0..keys.len() {
+        let n = na[i] as u8 + nb[i] as u8;
+        assert_eq!(n, (i < 100) as u8, "key {i}: new to {n} clients");
+    }
+    let left: u64 = redis::cmd("SCARD")
+        .arg("cs:{forget-bloom-take}:readmit")
+        .query(&mut server.con())
+        .unwrap();
+    assert_eq!(left, 0, "every forgotten URL was taken back out of the set");
 }

@@ -212,10 +212,10 @@ pub enum BloomCommand {
         /// Namespace name.
         namespace: String,
     },
-    /// Let URLs through once more (fingerprints and exact modes): each is canonicalized and
-    /// fingerprinted as the gate does — pass the same rule flags as its `[sieve]` — and taken
-    /// out of the filter; the next gate or API call that sees it publishes it once. Prints the
-    /// number forgotten (JSON).
+    /// Let URLs through once more (every mode; bloom through its re-admit set): each is
+    /// canonicalized and fingerprinted as the gate does — pass the same rule flags as its
+    /// `[sieve]` — and taken out of the filter; the next gate or API call that sees it
+    /// publishes it once. Prints the number forgotten (JSON).
     Forget {
         /// Namespace name.
         #[arg(long)]

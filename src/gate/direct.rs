@@ -11,8 +11,6 @@ pub enum DirectError {
     Refused(String),
     /// The idempotency key was used before for a different request.
     KeyReused,
-    /// The namespace cannot do what was asked (a `bloom` namespace cannot forget).
-    Unsupported(String),
 }
 
 /// An idempotent API request ([`GateCore::filter_direct`]).
@@ -193,7 +191,6 @@ impl GateCore {
         let state = self.namespaces.get_mut(&ns).expect("attached above");
         match state.filter.forget_urls(&fps) {
             Ok(n) => Ok(Ok((n, rejected))),
-            Err(RedisFilterError::Params(detail)) => Ok(Err(DirectError::Unsupported(detail))),
             Err(e) => Err(self.namespace_lost(&ns, e)),
         }
     }

@@ -82,11 +82,12 @@ impl RedisFilter {
         let cur = self.gens.current().clone();
         let mut batch = self.batch()?;
         let groups = self.write_cmds(&cur, fps, todo, true, &mut batch);
+        let readmit = self.write_readmit(fps, todo, &mut batch);
         let mut replies = std::mem::take(&mut self.replies);
         let r = self.exec(&mut batch, &mut replies, true);
         self.spare = batch;
         let r = match r {
-            Ok(()) => self.apply_at(0, fps, todo, out, &groups, &cur, &replies),
+            Ok(()) => self.apply_at(0, fps, todo, out, (&groups, readmit), &cur, &replies),
             Err(e) => {
                 self.stats.ambiguous_failures += 1;
                 self.doubt.extend(todo.iter().map(|&i| fps[i]));
@@ -97,8 +98,9 @@ impl RedisFilter {
         r
     }
 
-    /// Turn the replies of a check-and-set into answers: old bits / `SADD` results, the doubt
-    /// set, the tier and the counters.
+    /// Turn the replies of a check-and-set into answers: old bits / `SADD` results (and, with
+    /// `readmit`, a bloom namespace's `SREM`s from its re-admit set: a 1 makes the URL new
+    /// whatever its bits), the doubt set, the tier and the counters.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn apply_at(
         &mut self,
@@ -106,18 +108,19 @@ impl RedisFilter {
         fps: &[u128],
         todo: &[usize],
         out: &mut [bool],
-        groups: &[Vec<usize>],
+        (groups, readmit): (&[Vec<usize>], bool),
         cur: &GenSpec,
         replies: &Replies,
     ) -> Result<(), RedisFilterError> {
         let exact = self.spec.mode.uses_store();
+        let per_url = exact || readmit;
         // Bloom answers per URL, from the old bits.
         let k = cur.k as usize;
         let mut bloom_new = std::mem::take(&mut self.seen);
         bloom_new.clear();
         bloom_new.resize(fps.len(), false);
         let mut bad = None;
-        if replies.len() != base + groups.len() + if exact { todo.len() } else { 0 } {
+        if replies.len() != base + groups.len() + if per_url { todo.len() } else { 0 } {
             self.seen = bloom_new;
             return Err(RedisFilterError::Corrupt(format!(
                 "a check-and-set got {} replies",
@@ -147,6 +150,8 @@ impl RedisFilter {
                     self.stats.bloom_fp_caught += 1;
                 }
                 added
+            } else if readmit {
+                bloom_new[i] || replies.int(base + groups.len() + n) == 1
             } else {
                 bloom_new[i]
             };
@@ -233,6 +238,22 @@ impl RedisFilter {
                 })
             }
         }
+    }
+
+    /// A bloom namespace with forgotten URLs: one `SREM readmit FP` per URL of `todo`, after the
+    /// check-and-set's commands (its reply of 1 hands the forgotten URL to exactly one client).
+    /// Returns whether they were written.
+    pub(super) fn write_readmit(&self, fps: &[u128], todo: &[usize], batch: &mut Batch) -> bool {
+        if !self.readmit || self.spec.mode.uses_store() || todo.is_empty() {
+            return false;
+        }
+        let key = Keys::readmit(&self.ns);
+        for &i in todo {
+            batch.cmd("SREM", 3);
+            batch.arg(key.as_bytes());
+            batch.arg(&fps[i].to_be_bytes());
+        }
+        true
     }
 
     /// Encode the commands for `todo` in generation `g` into `batch`: one `BITFIELD` (`set`) or
@@ -326,6 +347,15 @@ impl RedisFilter {
             let groups = self.write_cmds(g, fps, todo, false, &mut batch);
             plan.push((g.k as usize, groups));
         }
+        // A bloom namespace's forgotten URLs read as new whatever their bits.
+        let readmit = self.readmit && !exact && !todo.is_empty();
+        if readmit {
+            batch.cmd("SMISMEMBER", 2 + todo.len());
+            batch.arg(Keys::readmit(&self.ns).as_bytes());
+            for &i in todo {
+                batch.arg(&fps[i].to_be_bytes());
+            }
+        }
         let replies = self.run_plain(batch)?;
         let mut at = 0;
         for (k, groups) in plan {
@@ -347,6 +377,13 @@ impl RedisFilter {
                         *s = true;
                     }
                     at += 1;
+                }
+            }
+        }
+        if readmit {
+            for (s, &m) in seen.iter_mut().zip(replies.get(at)) {
+                if m == 1 {
+                    *s = false;
                 }
             }
         }
@@ -420,6 +457,7 @@ impl RedisFilter {
         let cur = self.gens.current().clone();
         let mut batch = self.batch()?;
         let groups = self.write_cmds(&cur, fps, &todo, true, &mut batch);
+        self.write_readmit(fps, &todo, &mut batch);
         let replies = self.run_plain(batch)?;
         // Count what was new (the fingerprint store's answer where there is one), for growth.
         let k = cur.k as usize;

@@ -7,26 +7,51 @@
 //! delays the forget but loses nothing. Two URLs whose truncated fingerprints collide in one
 //! bucket (FP-rate odds) are forgotten together: a repeat, never a loss.
 //!
-//! `bloom` mode cannot forget: a bit may be shared by many URLs and is never cleared. Such a
-//! namespace answers [`RedisFilterError::Params`]; docs/crawl-policy.md has the re-admit-set
-//! design that would lift this.
+//! `bloom` mode cannot clear a bit (it may be shared by many URLs), so a forgotten URL's
+//! fingerprint goes to the namespace's **re-admit set** (`cs:{NS}:readmit`) instead: while the
+//! set is not empty (the metadata's `readmit_until` says it may hold something, and `SCARD`
+//! confirms it at each refresh), every check-and-set sends one `SREM readmit FP` per URL after
+//! its `BITFIELD`s, and a reply of 1 makes the URL new whatever its bits — atomically, for
+//! exactly one client; the read-only lookups (older generations, `check`) ask `SMISMEMBER`.
+//! Entries live [`READMIT_TTL_MS`] (30 days, the set's expiry, renewed by each forget): a URL
+//! forgotten and never met again does not tax every check for good. Not covered: the API's
+//! idempotent requests (`Idempotency-Key`), whose claim protocol reads the bits only — such a
+//! request answers a URL forgotten in a bloom namespace as a duplicate until a plain request,
+//! `dedup` or the gate meets it.
 
 use super::*;
+
+/// How long a bloom namespace keeps a forgotten URL's fingerprint for its next sighting.
+pub const READMIT_TTL_MS: u64 = 30 * 24 * 3600 * 1000;
+
+/// Milliseconds since the Unix epoch.
+pub(super) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Set the metadata's `readmit_until` (never lower it) and count the forget, unless the
+/// namespace is gone (a dropped namespace is never recreated). KEYS: meta; ARGV: until.
+const MARK_READMIT: &str = r"
+if redis.call('HEXISTS', KEYS[1], 'spec') == 0 then return 0 end
+local cur = tonumber(redis.call('HGET', KEYS[1], 'readmit_until') or '0')
+if tonumber(ARGV[1]) > cur then redis.call('HSET', KEYS[1], 'readmit_until', ARGV[1]) end
+redis.call('HINCRBY', KEYS[1], 'forgets', 1)
+return 1
+";
 
 impl RedisFilter {
     /// Let `fps` through once more; returns how many were held by the filter (and are now
     /// forgotten).
     pub fn forget_urls(&mut self, fps: &[u128]) -> Result<u64, RedisFilterError> {
         self.idle()?;
-        if !self.spec.mode.uses_store() {
-            return Err(RedisFilterError::Params(format!(
-                "namespace {:?} is in bloom mode: a Bloom filter cannot forget a URL (use the fingerprints or exact mode)",
-                self.ns
-            )));
-        }
         self.refresh()?;
         if fps.is_empty() {
             return Ok(0);
+        }
+        if !self.spec.mode.uses_store() {
+            return self.forget_bloom(fps);
         }
         let gens = self.gens.live.clone();
         let mut batch = self.batch()?;
@@ -104,5 +129,64 @@ impl RedisFilter {
             }
         }
         Ok(removed)
+    }
+
+    /// `bloom` mode: the URLs the filter holds (every bit set in a live generation) go to the
+    /// re-admit set; returns how many were added (a URL already waiting there counts 0).
+    fn forget_bloom(&mut self, fps: &[u128]) -> Result<u64, RedisFilterError> {
+        let gens = self.gens.live.clone();
+        let todo: Vec<usize> = (0..fps.len()).collect();
+        let mut seen = Vec::new();
+        // The bits alone: a URL already in the set is held too (SADD then counts it 0).
+        let was = std::mem::replace(&mut self.readmit, false);
+        let r = self.lookup(&gens, fps, &todo, &mut seen);
+        self.readmit = was;
+        r?;
+        let members: Vec<[u8; 16]> = fps
+            .iter()
+            .zip(&seen)
+            .filter(|(_, &s)| s)
+            .map(|(fp, _)| fp.to_be_bytes())
+            .collect();
+        if members.is_empty() {
+            return Ok(0);
+        }
+        let key = Keys::readmit(&self.ns);
+        let until = now_ms() + READMIT_TTL_MS;
+        // The mark first: a client that reads it before the members are in only asks early.
+        let script = redis::Script::new(MARK_READMIT);
+        let meta = self.meta_key.clone();
+        let marked: i64 = self
+            .mconn()?
+            .script(&script, &meta, &[&until.to_string()])
+            .map_err(|e| self.mfail(e))?;
+        if marked == 0 {
+            return Err(RedisFilterError::NotFound(self.ns.clone()));
+        }
+        let mut sadd = redis::cmd("SADD");
+        sadd.arg(&key);
+        for m in &members {
+            sadd.arg(&m[..]);
+        }
+        let mut exp = redis::cmd("PEXPIRE");
+        exp.arg(&key).arg(READMIT_TTL_MS);
+        let replies = self
+            .mconn()?
+            .pipeline(vec![sadd, exp])
+            .map_err(|e| self.mfail(e))?;
+        let added = match replies.first() {
+            Some(redis::Value::Int(n)) => *n as u64,
+            other => {
+                return Err(RedisFilterError::Corrupt(format!(
+                    "SADD to the re-admit set answered {other:?}"
+                )))
+            }
+        };
+        self.readmit = true;
+        self.tier.clear();
+        if let Some(k) = self.known.as_mut() {
+            k.clear();
+        }
+        Ok(added)
     }
 }

@@ -366,6 +366,12 @@ impl Keys {
         format!("cs:{{{ns}}}:meta")
     }
 
+    /// A `bloom` namespace's re-admit set: fingerprints forgotten and not yet seen again
+    /// (16 bytes each, big-endian), in the metadata's slot.
+    pub fn readmit(ns: &str) -> String {
+        format!("cs:{{{ns}}}:readmit")
+    }
+
     /// One shard string; its own hash tag spreads shards over cluster slots.
     pub fn shard(ns: &str, g: &GenSpec, shard: u32) -> String {
         let mut s = String::new();

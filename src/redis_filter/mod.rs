@@ -439,6 +439,9 @@ pub struct RedisFilter {
     gens_version: i64,
     /// The namespace's `forgets` counter when last read ([`RedisFilter::forget_urls`]).
     forgets: u64,
+    /// A `bloom` namespace's re-admit set is not empty (as of the last refresh, or this
+    /// client's own forget): every check-and-set consults it (`forget.rs`).
+    readmit: bool,
     instance: String,
     items: HashMap<u32, u64>,
     pending_items: u64,

@@ -136,6 +136,7 @@ impl RedisFilter {
             gens_raw: String::new(),
             gens_version: 0,
             forgets: 0,
+            readmit: false,
             instance: String::new(),
             items: HashMap::new(),
             pending_items: 0,
@@ -349,6 +350,18 @@ impl RedisFilter {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
         let forgotten = std::mem::replace(&mut self.forgets, forgets) != forgets;
+        // A bloom namespace's re-admit set, consulted only while it may hold something.
+        let until: u64 = meta
+            .get("readmit_until")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        self.readmit = if until > super::forget::now_ms() {
+            let key = Keys::readmit(&self.ns);
+            let r: redis::RedisResult<u64> = self.mconn()?.query(redis::cmd("SCARD").arg(&key));
+            r.map_err(|e| self.mfail(e))? > 0
+        } else {
+            false
+        };
         if forgotten || instance != self.instance || self.gens.retires_into(&gens) {
             // Another filter, a generation left the live set, or URLs were forgotten: what the
             // tiers hold may say "seen" for URLs Redis no longer has.

@@ -89,6 +89,8 @@ enum Kind {
         base: usize,
         groups: Vec<Vec<usize>>,
         cur: GenSpec,
+        /// The re-admit set's `SREM`s follow the inserts (bloom, after a forget).
+        readmit: bool,
     },
 }
 
@@ -294,6 +296,7 @@ impl RedisFilter {
             let base = b.len();
             let cur = self.gens.current().clone();
             let groups = self.write_cmds(&cur, &take.fps, &take.todo, true, b);
+            let readmit = self.write_readmit(&take.fps, &take.todo, b);
             let n = b.len();
             self.stats.redis_lookups += take.todo.len() as u64;
             let sent = self.conn().and_then(|c| c.send(b));
@@ -303,6 +306,7 @@ impl RedisFilter {
                 base,
                 groups,
                 cur,
+                readmit,
             };
             if let Err(e) = sent {
                 // Part of it may have run: it stays in flight, to be abandoned and resubmitted.
@@ -382,6 +386,7 @@ impl RedisFilter {
                     base: 0,
                     groups: Vec::new(),
                     cur: self.gens.current().clone(),
+                    readmit: false,
                 };
                 let ob = self.ob.as_mut().expect("made");
                 ob.inflight.push_front(take);
@@ -412,6 +417,7 @@ impl RedisFilter {
                 base,
                 groups,
                 cur,
+                readmit,
             } => {
                 let mut replies = std::mem::take(&mut self.replies);
                 if let Err(e) = self.recv_sent(n, epoch, true, &mut replies) {
@@ -420,7 +426,15 @@ impl RedisFilter {
                     self.stats.ambiguous_failures += 1;
                     return Err(e);
                 }
-                let r = self.apply_at(base, &take.fps, &take.todo, out, &groups, &cur, &replies);
+                let r = self.apply_at(
+                    base,
+                    &take.fps,
+                    &take.todo,
+                    out,
+                    (&groups, readmit),
+                    &cur,
+                    &replies,
+                );
                 self.replies = replies;
                 r
             }
