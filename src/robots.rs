@@ -155,10 +155,11 @@ pub struct AgentRules {
     token: String,
     /// A group named the agent (then only its rules count, even when it has none).
     specific: bool,
-    /// `(allow, pattern)` of the agent's groups (while parsing; then in `packed`).
-    own: Vec<(bool, String)>,
-    /// `(allow, pattern)` of the `*` groups (while parsing; then in `packed`).
-    global: Vec<(bool, String)>,
+    /// While parsing: `(start, len, allow)` into `bytes` of the agent's groups' rules, and of
+    /// the `*` groups'; then in `packed`.
+    own: Vec<(u32, u32, bool)>,
+    global: Vec<(u32, u32, bool)>,
+    bytes: Vec<u8>,
     /// The rules as [`AgentRules::allowed`] reads them: one allocation of pattern bytes and one
     /// of spans, so judging a URL touches a few cache lines, not one per rule (a gate keeps
     /// tens of thousands of origins' rules; scattered `String`s cost a cache miss each).
@@ -192,9 +193,14 @@ impl AgentRules {
         };
         parse_robotstxt(body, &mut r);
         r.crawl_delay = r.own_delay.or(r.global_delay);
-        r.packed = Packed::of(&r.own, &r.global);
-        r.own = Vec::new();
-        r.global = Vec::new();
+        let mut rules = std::mem::take(&mut r.own);
+        let own = rules.len();
+        rules.append(&mut r.global);
+        r.packed = Packed {
+            bytes: std::mem::take(&mut r.bytes).into_boxed_slice(),
+            rules: rules.into_boxed_slice(),
+            own,
+        };
         r
     }
 
@@ -239,7 +245,9 @@ impl AgentRules {
             return;
         }
         self.seen_separator = true;
-        let rule = (allow, value.to_string());
+        // A rule is part of a line of at most MAX_BYTES: the offsets fit.
+        let rule = (self.bytes.len() as u32, value.len() as u32, allow);
+        self.bytes.extend_from_slice(value.as_bytes());
         if self.seen_specific {
             self.own.push(rule);
         } else {
@@ -255,23 +263,6 @@ struct Packed {
     bytes: Box<[u8]>,
     rules: Box<[(u32, u32, bool)]>,
     own: usize,
-}
-
-impl Packed {
-    fn of(own: &[(bool, String)], global: &[(bool, String)]) -> Packed {
-        let mut bytes = Vec::with_capacity(own.iter().chain(global).map(|(_, p)| p.len()).sum());
-        let mut rules = Vec::with_capacity(own.len() + global.len());
-        for (allow, p) in own.iter().chain(global) {
-            // A rule is a line of at most MAX_BYTES: the offsets fit.
-            rules.push((bytes.len() as u32, p.len() as u32, *allow));
-            bytes.extend_from_slice(p.as_bytes());
-        }
-        Packed {
-            bytes: bytes.into_boxed_slice(),
-            rules: rules.into_boxed_slice(),
-            own: own.len(),
-        }
-    }
 }
 
 /// The path, params and query of `url` (what rules match against): borrowed from a URL with a

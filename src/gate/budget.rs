@@ -4,13 +4,13 @@
 //!
 //! **How.** The count of a host's new URLs in a batch is known only from the check-and-set's
 //! replies, so the budget is one more exchange per batch (not per URL), on its own connection,
-//! after the filter answered: per (namespace, host) with new URLs, `INCRBY
-//! cs:budget:{NS}:WINDOW:HOST n` and `EXPIRE` (two windows). Redis orders the `INCRBY`s of all
-//! gates, so each learns how many were counted before its own: with `v` the reply and `n` its
+//! after the filter answered: per (namespace, host) with new URLs, `HINCRBY
+//! cs:budget:{NS}:WINDOW HOST n`, and one `EXPIRE` (two windows) per namespace. Redis orders the
+//! `HINCRBY`s of all gates, so each learns how many were counted before its own: with `v` the reply and `n` its
 //! own count, it may publish `min(n, budget - (v - n))` (at least 0), the first ones in input
 //! order; exactly the budget gets through across gates. The surplus is rejected `host_budget`,
 //! taken back out of the filter ([`crate::redis_filter::RedisFilter::untake`]: a later window, a
-//! raised budget or a forget lets them in) and taken back out of the count (`DECRBY`, riding on
+//! raised budget or a forget lets them in) and taken back out of the count (`HINCRBY -n`, riding on
 //! the next exchange), so the counter holds what was published.
 //!
 //! **Why not in the check-and-set's pipeline.** A Lua script doing both per URL is what issue 24
@@ -34,9 +34,10 @@ use redis::Value;
 
 use crate::redis_filter::{LazyConn, RedisFilterError};
 
-/// The Redis key counting `host`'s published new URLs in namespace `ns` and window `window`.
-pub fn key(ns: &str, window: u64, host: &str) -> String {
-    format!("cs:budget:{{{ns}}}:{window}:{host}")
+/// The Redis hash counting, per host (its fields), the published new URLs in namespace `ns`
+/// and window `window` (in the namespace's slot, like its metadata).
+pub fn key(ns: &str, window: u64) -> String {
+    format!("cs:budget:{{{ns}}}:{window}")
 }
 
 /// The index of the window `now` falls in.
@@ -57,8 +58,8 @@ pub struct Budget {
     limit: u64,
     window: Duration,
     conn: LazyConn,
-    /// Surplus to take back out of the counters: (key, n), with the next exchange.
-    corrections: Vec<(String, u64)>,
+    /// Surplus to take back out of the counters: (key, host, n), with the next exchange.
+    corrections: Vec<(String, String, u64)>,
     /// The window the last [`Budget::grant`] counted into.
     window_now: u64,
 }
@@ -93,19 +94,25 @@ impl Budget {
         self.window_now = w;
         let ttl = (self.window.as_secs().max(1) * 2) as i64;
         let corrections = std::mem::take(&mut self.corrections);
-        let mut cmds = Vec::with_capacity(corrections.len() + asks.len() * 2);
-        for (k, n) in &corrections {
-            let mut c = redis::cmd("DECRBY");
-            c.arg(k).arg(*n);
+        let mut cmds = Vec::with_capacity(corrections.len() + asks.len() + 1);
+        for (k, h, n) in &corrections {
+            let mut c = redis::cmd("HINCRBY");
+            c.arg(k).arg(h).arg(-(*n as i64));
             cmds.push(c);
         }
+        let mut keys: Vec<String> = Vec::new();
         for a in asks {
-            let k = key(&a.ns, w, &a.host);
-            let mut c = redis::cmd("INCRBY");
-            c.arg(&k).arg(a.n);
+            let k = key(&a.ns, w);
+            let mut c = redis::cmd("HINCRBY");
+            c.arg(&k).arg(&a.host).arg(a.n);
             cmds.push(c);
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        for k in &keys {
             let mut e = redis::cmd("EXPIRE");
-            e.arg(&k).arg(ttl);
+            e.arg(k).arg(ttl);
             cmds.push(e);
         }
         let replies = self.conn.with(|c| {
@@ -115,12 +122,12 @@ impl Budget {
         let base = corrections.len();
         let mut out = Vec::with_capacity(asks.len());
         for (i, a) in asks.iter().enumerate() {
-            let v = match replies.get(base + 2 * i) {
+            let v = match replies.get(base + i) {
                 Some(Value::Int(v)) => *v,
                 other => {
                     self.conn.reset();
                     return Err(RedisFilterError::Params(format!(
-                        "INCRBY of a budget counter answered {other:?}"
+                        "HINCRBY of a budget counter answered {other:?}"
                     )));
                 }
             };
@@ -130,7 +137,7 @@ impl Budget {
     }
 
     /// Send the queued corrections now (the gate is idle, or stopping). On an error they are
-    /// dropped, not retried: a `DECRBY` whose reply was lost may have run, and running it twice
+    /// dropped, not retried: a correction whose reply was lost may have run, and running it twice
     /// would let more than the budget through; a counter left high only makes the host's
     /// budget smaller for the rest of its window.
     pub fn flush(&mut self) -> Result<(), RedisFilterError> {
@@ -139,9 +146,9 @@ impl Budget {
         }
         let cmds = std::mem::take(&mut self.corrections)
             .into_iter()
-            .map(|(k, n)| {
-                let mut c = redis::cmd("DECRBY");
-                c.arg(k).arg(n);
+            .map(|(k, h, n)| {
+                let mut c = redis::cmd("HINCRBY");
+                c.arg(k).arg(h).arg(-(n as i64));
                 c
             })
             .collect();
@@ -156,8 +163,8 @@ impl Budget {
     /// them back out of its window's count with the next exchange.
     pub fn correct(&mut self, ask: &Ask, n: u64) {
         if n > 0 {
-            let k = key(&ask.ns, self.window_now, &ask.host);
-            self.corrections.push((k, n));
+            let k = key(&ask.ns, self.window_now);
+            self.corrections.push((k, ask.host.clone(), n));
         }
     }
 }
@@ -200,9 +207,6 @@ mod tests {
         let t = UNIX_EPOCH + Duration::from_secs(86_400 * 3 + 5);
         assert_eq!(window_index(t, day), 3);
         assert_eq!(window_index(t, Duration::ZERO), 86_400 * 3 + 5);
-        assert_eq!(
-            key("ns", 3, "a.example:8080"),
-            "cs:budget:{ns}:3:a.example:8080"
-        );
+        assert_eq!(key("ns", 3), "cs:budget:{ns}:3");
     }
 }
