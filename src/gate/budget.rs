@@ -95,12 +95,20 @@ impl Budget {
         let ttl = (self.window.as_secs().max(1) * 2) as i64;
         let corrections = std::mem::take(&mut self.corrections);
         let mut cmds = Vec::with_capacity(corrections.len() + asks.len() + 1);
+        let mut keys: Vec<String> = Vec::new();
         for (k, h, n) in &corrections {
             let mut c = redis::cmd("HINCRBY");
             c.arg(k).arg(h).arg(-(*n as i64));
             cmds.push(c);
         }
-        let mut keys: Vec<String> = Vec::new();
+        let base = cmds.len();
+        // Every key touched gets its expiry (a correction may land after its window's key
+        // expired: it must not recreate a key without one).
+        for (k, _, _) in &corrections {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
         for a in asks {
             let k = key(&a.ns, w);
             let mut c = redis::cmd("HINCRBY");
@@ -119,7 +127,6 @@ impl Budget {
             c.pipeline(cmds)
                 .map_err(|e| RedisFilterError::from_redis(e, true))
         })?;
-        let base = corrections.len();
         let mut out = Vec::with_capacity(asks.len());
         for (i, a) in asks.iter().enumerate() {
             let v = match replies.get(base + i) {
@@ -144,14 +151,22 @@ impl Budget {
         if self.corrections.is_empty() {
             return Ok(());
         }
-        let cmds = std::mem::take(&mut self.corrections)
-            .into_iter()
-            .map(|(k, h, n)| {
-                let mut c = redis::cmd("HINCRBY");
-                c.arg(k).arg(h).arg(-(n as i64));
-                c
-            })
-            .collect();
+        let ttl = (self.window.as_secs().max(1) * 2) as i64;
+        let mut cmds = Vec::new();
+        let mut keys: Vec<String> = Vec::new();
+        for (k, h, n) in std::mem::take(&mut self.corrections) {
+            let mut c = redis::cmd("HINCRBY");
+            c.arg(&k).arg(h).arg(-(n as i64));
+            cmds.push(c);
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        for k in keys {
+            let mut e = redis::cmd("EXPIRE");
+            e.arg(k).arg(ttl);
+            cmds.push(e);
+        }
         self.conn.with(|c| {
             c.pipeline(cmds)
                 .map_err(|e| RedisFilterError::from_redis(e, true))

@@ -842,9 +842,15 @@ impl GateCore {
             let news = idx
                 .iter()
                 .filter(|&&j| self.decision.verdict(j) == Verdict::New);
+            let mut n = 0;
             for p in news.map(|&j| &pending[j]) {
                 push_payload(p, &self.enc, &mut lines);
                 lines.push(b'\n');
+                n += 1;
+            }
+            if self.budget.is_some() {
+                // Published with the next batch without a budget count (over budget at worst).
+                self.metrics.budget_unchecked.inc_by(n);
             }
             self.carry.push((ns, (t, lines)));
         }

@@ -79,6 +79,9 @@ impl RedisFilter {
                 return Ok(());
             }
         }
+        if self.gens.live.len() == 1 {
+            self.readmit_seen.clear();
+        }
         let cur = self.gens.current().clone();
         let mut batch = self.batch()?;
         let groups = self.write_cmds(&cur, fps, todo, true, &mut batch);
@@ -151,7 +154,10 @@ impl RedisFilter {
                 }
                 added
             } else if readmit {
-                bloom_new[i] || replies.int(base + groups.len() + n) == 1
+                let taken = replies.int(base + groups.len() + n) == 1;
+                // A re-admitted URL an older generation holds: only its SREM decides (two
+                // clients may both find its current bits clear).
+                taken || (bloom_new[i] && !self.readmit_seen.contains(&fps[i]))
             } else {
                 bloom_new[i]
             };
@@ -177,6 +183,7 @@ impl RedisFilter {
                 self.doubt.remove(&fps[i]);
             }
         }
+        self.readmit_seen.clear();
         self.seen = bloom_new;
         Ok(())
     }
@@ -380,10 +387,12 @@ impl RedisFilter {
                 }
             }
         }
+        self.readmit_seen.clear();
         if readmit {
-            for (s, &m) in seen.iter_mut().zip(replies.get(at)) {
+            for ((s, &m), &i) in seen.iter_mut().zip(replies.get(at)).zip(todo) {
                 if m == 1 {
                     *s = false;
+                    self.readmit_seen.insert(fps[i]);
                 }
             }
         }

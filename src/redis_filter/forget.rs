@@ -31,14 +31,19 @@ pub(super) fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Set the metadata's `readmit_until` (never lower it) and count the forget, unless the
-/// namespace is gone (a dropped namespace is never recreated). KEYS: meta; ARGV: until.
+/// In one step (a client refreshing in between must not see the mark without the members):
+/// add the members to the re-admit set, renew its expiry, set the metadata's `readmit_until`
+/// (never lower it) and count the forget — unless the namespace is gone (a dropped namespace is
+/// never recreated). KEYS: meta, readmit set; ARGV: until, ttl ms, members…. Returns the
+/// members added, or -1.
 const MARK_READMIT: &str = r"
-if redis.call('HEXISTS', KEYS[1], 'spec') == 0 then return 0 end
+if redis.call('HEXISTS', KEYS[1], 'spec') == 0 then return -1 end
+local added = redis.call('SADD', KEYS[2], unpack(ARGV, 3))
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
 local cur = tonumber(redis.call('HGET', KEYS[1], 'readmit_until') or '0')
 if tonumber(ARGV[1]) > cur then redis.call('HSET', KEYS[1], 'readmit_until', ARGV[1]) end
 redis.call('HINCRBY', KEYS[1], 'forgets', 1)
-return 1
+return added
 ";
 
 impl RedisFilter {
@@ -122,6 +127,9 @@ impl RedisFilter {
             .filter(|&n| replies.int(n) == 1)
             .count() as u64;
         self.replies = replies;
+        // They were counted new (growth reads the count): take them back out of what this
+        // client has not written yet (a count already written stays: growth a little early).
+        self.pending_items = self.pending_items.saturating_sub(removed);
         for &fp in fps {
             self.tier.remove(fp);
             if let Some(k) = self.known.as_mut() {
@@ -153,35 +161,26 @@ impl RedisFilter {
         }
         let key = Keys::readmit(&self.ns);
         let until = now_ms() + READMIT_TTL_MS;
-        // The mark first: a client that reads it before the members are in only asks early.
-        let script = redis::Script::new(MARK_READMIT);
         let meta = self.meta_key.clone();
-        let marked: i64 = self
-            .mconn()?
-            .script(&script, &meta, &[&until.to_string()])
-            .map_err(|e| self.mfail(e))?;
-        if marked == 0 {
-            return Err(RedisFilterError::NotFound(self.ns.clone()));
-        }
-        let mut sadd = redis::cmd("SADD");
-        sadd.arg(&key);
-        for m in &members {
-            sadd.arg(&m[..]);
-        }
-        let mut exp = redis::cmd("PEXPIRE");
-        exp.arg(&key).arg(READMIT_TTL_MS);
-        let replies = self
-            .mconn()?
-            .pipeline(vec![sadd, exp])
-            .map_err(|e| self.mfail(e))?;
-        let added = match replies.first() {
-            Some(redis::Value::Int(n)) => *n as u64,
-            other => {
-                return Err(RedisFilterError::Corrupt(format!(
-                    "SADD to the re-admit set answered {other:?}"
-                )))
+        let mut added = 0;
+        // Lua's unpack() takes a few thousand values at most.
+        for chunk in members.chunks(1000) {
+            let mut cmd = redis::cmd("EVAL");
+            cmd.arg(MARK_READMIT)
+                .arg(2)
+                .arg(&meta)
+                .arg(&key)
+                .arg(until)
+                .arg(READMIT_TTL_MS);
+            for m in chunk {
+                cmd.arg(&m[..]);
             }
-        };
+            let n: i64 = self.mconn()?.query(&cmd).map_err(|e| self.mfail(e))?;
+            if n < 0 {
+                return Err(RedisFilterError::NotFound(self.ns.clone()));
+            }
+            added += n as u64;
+        }
         self.readmit = true;
         self.tier.clear();
         if let Some(k) = self.known.as_mut() {

@@ -442,6 +442,10 @@ pub struct RedisFilter {
     /// A `bloom` namespace's re-admit set is not empty (as of the last refresh, or this
     /// client's own forget): every check-and-set consults it (`forget.rs`).
     readmit: bool,
+    /// Fingerprints the last [`RedisFilter::lookup`] found in the re-admit set: the
+    /// check-and-set that follows answers them by its `SREM` alone (their bits in the current
+    /// generation say nothing: another client may have taken the re-admission first).
+    readmit_seen: HashSet<u128>,
     instance: String,
     items: HashMap<u32, u64>,
     pending_items: u64,

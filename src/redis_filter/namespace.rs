@@ -137,6 +137,7 @@ impl RedisFilter {
             gens_version: 0,
             forgets: 0,
             readmit: false,
+            readmit_seen: HashSet::new(),
             instance: String::new(),
             items: HashMap::new(),
             pending_items: 0,
@@ -544,7 +545,7 @@ impl RedisFilter {
                 .map_err(|e| RedisFilterError::from_redis(e, false))?;
         }
         let _: i64 = conn
-            .query(redis::cmd("UNLINK").arg(&clients))
+            .query(redis::cmd("UNLINK").arg(&clients).arg(Keys::readmit(ns)))
             .map_err(|e| RedisFilterError::from_redis(e, false))?;
         let _: i64 = conn
             .query(redis::cmd("UNLINK").arg(&key))

@@ -297,6 +297,7 @@ impl RedisFilter {
             let cur = self.gens.current().clone();
             let groups = self.write_cmds(&cur, &take.fps, &take.todo, true, b);
             let readmit = self.write_readmit(&take.fps, &take.todo, b);
+            self.readmit_seen.clear(); // one live generation: no lookup ran
             let n = b.len();
             self.stats.redis_lookups += take.todo.len() as u64;
             let sent = self.conn().and_then(|c| c.send(b));
@@ -422,7 +423,13 @@ impl RedisFilter {
                 let mut replies = std::mem::take(&mut self.replies);
                 if let Err(e) = self.recv_sent(n, epoch, true, &mut replies) {
                     self.replies = replies;
-                    self.put_in_doubt(take.todo.iter().map(|&i| take.fps[i]));
+                    if readmit {
+                        // Its SREM may have taken a re-admission: "present before" (the
+                        // tier's knowledge) no longer proves the retry's "seen" is ours.
+                        self.doubt.extend(take.todo.iter().map(|&i| take.fps[i]));
+                    } else {
+                        self.put_in_doubt(take.todo.iter().map(|&i| take.fps[i]));
+                    }
                     self.stats.ambiguous_failures += 1;
                     return Err(e);
                 }
