@@ -323,6 +323,24 @@ struct Api {
     idem_ttl: std::time::Duration,
 }
 
+/// A request's candidates: the strings, their positions, and the other JSON values (position,
+/// JSON text) that are rejected `not_a_string`.
+type Split = (Vec<String>, Vec<usize>, Vec<(usize, String)>);
+
+fn split(urls: Vec<Candidate>) -> Split {
+    let (mut strings, mut idx, mut other) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, c) in urls.into_iter().enumerate() {
+        match c {
+            Candidate::Url(s) => {
+                strings.push(s);
+                idx.push(i);
+            }
+            Candidate::Other(t) => other.push((i, t)),
+        }
+    }
+    (strings, idx, other)
+}
+
 /// Lower-case hex of `b`.
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -372,6 +390,34 @@ fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    r
+}
+
+/// Why the filter client answered no verdicts, as the API says it.
+fn direct_error(e: DirectError) -> Response {
+    match e {
+        DirectError::Refused(detail) => error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "namespace_refused",
+            detail,
+        ),
+        DirectError::KeyReused => error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency_key_reused",
+            "this Idempotency-Key was used for a different request: use a new key per request",
+        ),
+    }
+}
+
+/// 503 `unavailable` (Redis) with `Retry-After: 1`.
+fn unavailable(e: impl std::fmt::Display) -> Response {
+    let mut r = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        format!("the filter is unavailable: {e}"),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     r
 }
 
@@ -640,43 +686,16 @@ impl Api {
                 "check_only has no meaning for /v1/forget",
             );
         }
-        let permit = self
-            .core_permits
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("never closed");
-        let api = self.clone();
         let Admitted { req, ns, .. } = a;
-        let joined = tokio::task::spawn_blocking(move || {
-            let mut lease = Lease {
-                core: Some(
-                    api.cores
-                        .lock()
-                        .expect("cores lock")
-                        .pop()
-                        .expect("a permit guarantees an idle core"),
-                ),
-                api: api.clone(),
-                _permit: permit,
-            };
-            let received = req.urls.0.len();
-            let (mut strings, mut idx, mut other) = (Vec::new(), Vec::new(), Vec::new());
-            for (i, c) in req.urls.0.into_iter().enumerate() {
-                match c {
-                    Candidate::Url(s) => {
-                        strings.push(s);
-                        idx.push(i);
-                    }
-                    Candidate::Other(t) => other.push((i, t)),
-                }
-            }
-            let core = lease.core.as_mut().expect("leased above");
-            core.set_context(req.context);
-            let r = core.forget_direct(&ns, req.source.as_deref(), &strings);
-            (r, strings, idx, other, ns, received)
-        })
-        .await;
+        let joined = self
+            .with_core(move |core| {
+                let received = req.urls.0.len();
+                let (strings, idx, other) = split(req.urls.0);
+                core.set_context(req.context);
+                let r = core.forget_direct(&ns, req.source.as_deref(), &strings);
+                (r, strings, idx, other, ns, received)
+            })
+            .await;
         let (r, strings, idx, other, ns, received) = match joined {
             Ok(v) => v,
             Err(e) => {
@@ -689,24 +708,8 @@ impl Api {
         };
         let (forgotten, rejected) = match r {
             Ok(Ok(v)) => v,
-            Ok(Err(DirectError::Refused(detail))) => {
-                return error(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "namespace_refused",
-                    detail,
-                )
-            }
-            Ok(Err(DirectError::KeyReused)) => unreachable!("forget takes no idempotency key"),
-            Err(e) => {
-                let mut r = error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "unavailable",
-                    format!("the filter is unavailable: {e}"),
-                );
-                r.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return r;
-            }
+            Ok(Err(e)) => return direct_error(e),
+            Err(e) => return unavailable(e),
         };
         let mut out: Vec<RejectedUrl> = other
             .into_iter()
@@ -738,9 +741,13 @@ impl Api {
         r
     }
 
-    async fn run(self: Arc<Self>, ns: String, req: FilterRequest, idem: Option<Idem>) -> Response {
-        // The permit and the core belong to the blocking task, not to this future: a client
-        // that hangs up drops the future, while the task runs on and gives both back.
+    /// Run `f` on an idle filter client, off the async workers. The permit and the client
+    /// belong to the blocking task, not to the calling future: a client that hangs up drops the
+    /// future, while the task runs on and gives both back.
+    async fn with_core<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut GateCore) -> T + Send + 'static,
+    ) -> Result<T, tokio::task::JoinError> {
         let permit = self
             .core_permits
             .clone()
@@ -748,7 +755,7 @@ impl Api {
             .await
             .expect("never closed");
         let api = self.clone();
-        let joined = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let mut lease = Lease {
                 core: Some(
                     api.cores
@@ -760,29 +767,27 @@ impl Api {
                 api: api.clone(),
                 _permit: permit,
             };
-            let received = req.urls.0.len();
-            let (mut strings, mut idx, mut out) = (Vec::new(), Vec::new(), Vec::new());
-            for (i, c) in req.urls.0.into_iter().enumerate() {
-                match c {
-                    Candidate::Url(s) => {
-                        strings.push(s);
-                        idx.push(i);
-                    }
-                    Candidate::Other(t) => out.push((i, t)),
-                }
-            }
-            let core = lease.core.as_mut().expect("leased above");
-            core.set_context(req.context);
-            let r = core.filter_direct(
-                &ns,
-                req.source.as_deref(),
-                &strings,
-                req.check_only,
-                idem.as_ref(),
-            );
-            (r, strings, idx, out, ns, received)
+            f(lease.core.as_mut().expect("leased above"))
         })
-        .await;
+        .await
+    }
+
+    async fn run(self: Arc<Self>, ns: String, req: FilterRequest, idem: Option<Idem>) -> Response {
+        let joined = self
+            .with_core(move |core| {
+                let received = req.urls.0.len();
+                let (strings, idx, out) = split(req.urls.0);
+                core.set_context(req.context);
+                let r = core.filter_direct(
+                    &ns,
+                    req.source.as_deref(),
+                    &strings,
+                    req.check_only,
+                    idem.as_ref(),
+                );
+                (r, strings, idx, out, ns, received)
+            })
+            .await;
         let api = self;
         let (r, strings, idx, non_strings, ns, received) = match joined {
             Ok(v) => v,
@@ -796,28 +801,8 @@ impl Api {
         };
         let (verdicts, replayed) = match r {
             Ok(Ok(v)) => v,
-            Ok(Err(DirectError::Refused(detail))) => {
-                return error(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "namespace_refused",
-                    detail,
-                )
-            }
-            Ok(Err(DirectError::KeyReused)) => return error(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "idempotency_key_reused",
-                "this Idempotency-Key was used for a different request: use a new key per request",
-            ),
-            Err(e) => {
-                let mut r = error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "unavailable",
-                    format!("the filter is unavailable: {e}"),
-                );
-                r.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return r;
-            }
+            Ok(Err(e)) => return direct_error(e),
+            Err(e) => return unavailable(e),
         };
         let mut resp = FilterResponse {
             namespace: ns,

@@ -5,36 +5,12 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use common::kafka::{create_topics, produce, read_all, read_until, Tansu};
-use common::OwnRedis;
+use common::{start_gate, OwnRedis};
 use crawlsieve::events::{FetchEvent, RejectedEvent};
-
-fn start_gate(sets: &[String]) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crawlsieve"));
-    cmd.arg("gate");
-    for s in sets {
-        cmd.arg("--set").arg(s);
-    }
-    // CRAWLSIEVE_TEST_GATE_LOG=DIR keeps each gate's log there (debugging a failure).
-    let stderr = match std::env::var("CRAWLSIEVE_TEST_GATE_LOG") {
-        Ok(dir) => {
-            cmd.env("CRAWLSIEVE_LOG", "crawlsieve::gate=debug,info");
-            let n = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos();
-            Stdio::from(std::fs::File::create(format!("{dir}/gate-{n}.log")).unwrap())
-        }
-        Err(_) => Stdio::piped(),
-    };
-    cmd.stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .expect("start the gate")
-}
 
 fn stop(mut g: Child) {
     unsafe { libc::kill(g.id() as i32, libc::SIGTERM) };

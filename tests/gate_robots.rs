@@ -7,13 +7,13 @@ mod common;
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::kafka::{create_topics, produce, read_all, read_until, Tansu};
-use common::OwnRedis;
+use common::{start_gate, OwnRedis};
 use crawlsieve::events::{FetchEvent, RejectedEvent};
 
 /// An origin on 127.0.0.1: answers `/robots.txt` with `status` and `body` (a 3xx carries
@@ -67,30 +67,6 @@ impl Origin {
     fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
-}
-
-fn start_gate(sets: &[String]) -> std::process::Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crawlsieve"));
-    cmd.arg("gate");
-    for s in sets {
-        cmd.arg("--set").arg(s);
-    }
-    // CRAWLSIEVE_TEST_GATE_LOG=DIR keeps each gate's log there (debugging a failure).
-    let stderr = match std::env::var("CRAWLSIEVE_TEST_GATE_LOG") {
-        Ok(dir) => {
-            cmd.env("CRAWLSIEVE_LOG", "crawlsieve::gate=debug,info");
-            let n = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos();
-            Stdio::from(std::fs::File::create(format!("{dir}/gate-{n}.log")).unwrap())
-        }
-        Err(_) => Stdio::piped(),
-    };
-    cmd.stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .expect("start the gate")
 }
 
 fn values(urls: &[String]) -> Vec<Vec<u8>> {

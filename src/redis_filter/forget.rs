@@ -59,25 +59,13 @@ impl RedisFilter {
             return self.forget_bloom(fps);
         }
         let gens = self.gens.live.clone();
-        let mut batch = self.batch()?;
-        for g in &gens {
-            for &fp in fps {
-                let (b, member) = g.bucket_of(fp);
-                batch.cmd("SREM", 3);
-                batch.arg(Keys::bucket(&self.ns, g, g.shard_of(fp), b).as_bytes());
-                batch.int(member);
-            }
-        }
-        let replies = self.run_plain(batch)?;
+        let hits = self.srem_live(&gens, fps)?;
         let mut held = vec![false; fps.len()];
         let mut removed = vec![0i64; gens.len()];
-        for n in 0..gens.len() * fps.len() {
-            if replies.int(n) == 1 {
-                held[n % fps.len()] = true;
-                removed[n / fps.len()] += 1;
-            }
+        for n in hits {
+            held[n % fps.len()] = true;
+            removed[n / fps.len()] += 1;
         }
-        self.replies = replies;
         // Each generation holds fewer (its fill drives growth), and every client's tier
         // forgets at its next refresh; this one's at once.
         let key = self.meta_key.clone();
@@ -113,20 +101,7 @@ impl RedisFilter {
             return Ok(0);
         }
         let gens = self.gens.live.clone();
-        let mut batch = self.batch()?;
-        for g in &gens {
-            for &fp in fps {
-                let (b, member) = g.bucket_of(fp);
-                batch.cmd("SREM", 3);
-                batch.arg(Keys::bucket(&self.ns, g, g.shard_of(fp), b).as_bytes());
-                batch.int(member);
-            }
-        }
-        let replies = self.run_plain(batch)?;
-        let removed = (0..gens.len() * fps.len())
-            .filter(|&n| replies.int(n) == 1)
-            .count() as u64;
-        self.replies = replies;
+        let removed = self.srem_live(&gens, fps)?.len() as u64;
         // They were counted new (growth reads the count): take them back out of what this
         // client has not written yet (a count already written stays: growth a little early).
         self.pending_items = self.pending_items.saturating_sub(removed);
@@ -187,5 +162,29 @@ impl RedisFilter {
             k.clear();
         }
         Ok(added)
+    }
+
+    /// `SREM` every fingerprint of `fps` from its bucket in each of `gens` (one pipeline, the
+    /// fingerprint-store modes). Returns the positions `g * fps.len() + i` that were there.
+    fn srem_live(
+        &mut self,
+        gens: &[GenSpec],
+        fps: &[u128],
+    ) -> Result<Vec<usize>, RedisFilterError> {
+        let mut batch = self.batch()?;
+        for g in gens {
+            for &fp in fps {
+                let (b, member) = g.bucket_of(fp);
+                batch.cmd("SREM", 3);
+                batch.arg(Keys::bucket(&self.ns, g, g.shard_of(fp), b).as_bytes());
+                batch.int(member);
+            }
+        }
+        let replies = self.run_plain(batch)?;
+        let hits = (0..gens.len() * fps.len())
+            .filter(|&n| replies.int(n) == 1)
+            .collect();
+        self.replies = replies;
+        Ok(hits)
     }
 }

@@ -337,3 +337,30 @@ pub fn log_event<'a>(lines: &'a [serde_json::Value], message: &str) -> &'a serde
         })
         .unwrap_or_else(|| panic!("no log event {message:?} in {lines:#?}"))
 }
+
+/// `crawlsieve gate --set …` as a child with its stderr piped; `CRAWLSIEVE_TEST_GATE_LOG=DIR`
+/// keeps each gate's log (debug for the gate) in DIR instead (debugging a failure).
+#[allow(dead_code)]
+pub fn start_gate(sets: &[String]) -> std::process::Child {
+    use std::process::{Command, Stdio};
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crawlsieve"));
+    cmd.arg("gate");
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    let stderr = match std::env::var("CRAWLSIEVE_TEST_GATE_LOG") {
+        Ok(dir) => {
+            cmd.env("CRAWLSIEVE_LOG", "crawlsieve::gate=debug,info");
+            let n = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos();
+            Stdio::from(std::fs::File::create(format!("{dir}/gate-{n}.log")).unwrap())
+        }
+        Err(_) => Stdio::piped(),
+    };
+    cmd.stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start the gate")
+}
