@@ -323,9 +323,9 @@ struct Api {
     idem_ttl: std::time::Duration,
 }
 
-/// A request's candidates: the strings, their positions, and the other JSON values (position,
-/// JSON text) that are rejected `not_a_string`.
-type Split = (Vec<String>, Vec<usize>, Vec<(usize, String)>);
+/// A request's candidates: the strings, their positions, and the other JSON values, rejected
+/// `not_a_string`.
+type Split = (Vec<String>, Vec<usize>, Vec<RejectedUrl>);
 
 fn split(urls: Vec<Candidate>) -> Split {
     let (mut strings, mut idx, mut other) = (Vec::new(), Vec::new(), Vec::new());
@@ -335,7 +335,11 @@ fn split(urls: Vec<Candidate>) -> Split {
                 strings.push(s);
                 idx.push(i);
             }
-            Candidate::Other(t) => other.push((i, t)),
+            Candidate::Other(t) => other.push(RejectedUrl {
+                index: i,
+                url: t,
+                reason: Reason::NotAString.code().into(),
+            }),
         }
     }
     (strings, idx, other)
@@ -383,14 +387,19 @@ fn token_ok(tokens: &[[u8; 32]], presented: &[u8]) -> bool {
     ok.into()
 }
 
-fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
-    let mut r = (status, body.to_string()).into_response();
+/// A JSON answer.
+fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut r = (status, body).into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
     r
+}
+
+fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
+    json_response(status, body.to_string().into_bytes())
 }
 
 /// Why the filter client answered no verdicts, as the API says it.
@@ -696,29 +705,15 @@ impl Api {
                 (r, strings, idx, other, ns, received)
             })
             .await;
-        let (r, strings, idx, other, ns, received) = match joined {
+        let (r, strings, idx, mut out, ns, received) = match joined {
             Ok(v) => v,
-            Err(e) => {
-                return error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    format!("the forget task failed: {e}"),
-                )
-            }
+            Err(r) => return r,
         };
         let (forgotten, rejected) = match r {
             Ok(Ok(v)) => v,
             Ok(Err(e)) => return direct_error(e),
             Err(e) => return unavailable(e),
         };
-        let mut out: Vec<RejectedUrl> = other
-            .into_iter()
-            .map(|(i, t)| RejectedUrl {
-                index: i,
-                url: t,
-                reason: Reason::NotAString.code().into(),
-            })
-            .collect();
         for (k, reason) in rejected {
             out.push(RejectedUrl {
                 index: idx[k],
@@ -733,12 +728,7 @@ impl Api {
             "forgotten": forgotten,
             "rejected": out,
         });
-        let mut r = (StatusCode::OK, body.to_string()).into_response();
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        r
+        json_response(StatusCode::OK, body.to_string().into_bytes())
     }
 
     /// Run `f` on an idle filter client, off the async workers. The permit and the client
@@ -747,7 +737,7 @@ impl Api {
     async fn with_core<T: Send + 'static>(
         self: &Arc<Self>,
         f: impl FnOnce(&mut GateCore) -> T + Send + 'static,
-    ) -> Result<T, tokio::task::JoinError> {
+    ) -> Result<T, Response> {
         let permit = self
             .core_permits
             .clone()
@@ -770,6 +760,13 @@ impl Api {
             f(lease.core.as_mut().expect("leased above"))
         })
         .await
+        .map_err(|e| {
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                format!("the filter task failed: {e}"),
+            )
+        })
     }
 
     async fn run(self: Arc<Self>, ns: String, req: FilterRequest, idem: Option<Idem>) -> Response {
@@ -791,13 +788,7 @@ impl Api {
         let api = self;
         let (r, strings, idx, non_strings, ns, received) = match joined {
             Ok(v) => v,
-            Err(e) => {
-                return error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    format!("the filter task failed: {e}"),
-                )
-            }
+            Err(r) => return r,
         };
         let (verdicts, replayed) = match r {
             Ok(Ok(v)) => v,
@@ -809,18 +800,11 @@ impl Api {
             received,
             new: Vec::new(),
             new_index: Vec::new(),
-            rejected: Vec::new(),
+            rejected: non_strings,
             duplicates: 0,
         };
         let m = &api.metrics;
         m.consumed.inc_by(received as u64);
-        for (i, t) in non_strings {
-            resp.rejected.push(RejectedUrl {
-                index: i,
-                url: t,
-                reason: Reason::NotAString.code().into(),
-            });
-        }
         for ((v, i), url) in verdicts.into_iter().zip(idx).zip(strings) {
             match v {
                 Direct::New(c) => {
@@ -842,15 +826,21 @@ impl Api {
         m.filter.duplicates.inc_by(resp.duplicates as u64);
         m.emitted.inc_by(resp.new.len() as u64);
         let body = serde_json::to_vec(&resp).expect("a response serializes");
-        let mut r = (StatusCode::OK, body).into_response();
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
+        let mut r = json_response(StatusCode::OK, body);
         if replayed {
             r.headers_mut()
                 .insert("idempotent-replayed", HeaderValue::from_static("true"));
         }
+        r
+    }
+
+    /// Count a request that started at `t` and answered `r` into the API's series.
+    fn observed(&self, t: Instant, r: Response) -> Response {
+        self.metrics.seconds.observe(t.elapsed().as_secs_f64());
+        self.metrics
+            .http
+            .with_label_values(&[r.status().as_str()])
+            .inc();
         r
     }
 
@@ -889,12 +879,7 @@ pub fn router(cfg: &Config, tokens: &[String], metrics: ApiMetrics) -> Router {
                 |State(api): State<Arc<Api>>, headers: HeaderMap, body: Body| async move {
                     let t = Instant::now();
                     let r = api.clone().filter(headers, body).await;
-                    api.metrics.seconds.observe(t.elapsed().as_secs_f64());
-                    api.metrics
-                        .http
-                        .with_label_values(&[r.status().as_str()])
-                        .inc();
-                    r
+                    api.observed(t, r)
                 },
             ),
         )
@@ -904,12 +889,7 @@ pub fn router(cfg: &Config, tokens: &[String], metrics: ApiMetrics) -> Router {
                 |State(api): State<Arc<Api>>, headers: HeaderMap, body: Body| async move {
                     let t = Instant::now();
                     let r = api.clone().forget(headers, body).await;
-                    api.metrics.seconds.observe(t.elapsed().as_secs_f64());
-                    api.metrics
-                        .http
-                        .with_label_values(&[r.status().as_str()])
-                        .inc();
-                    r
+                    api.observed(t, r)
                 },
             ),
         )

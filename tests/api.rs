@@ -60,9 +60,14 @@ impl Server {
 
     /// POST /v1/filter: (status, headers and body as text, body parsed when JSON).
     fn post(&self, token: Option<&str>, body: &[u8]) -> (u16, String, Value) {
+        self.post_to("/v1/filter", token, body)
+    }
+
+    /// POST `path`, as [`Server::post`].
+    fn post_to(&self, path: &str, token: Option<&str>, body: &[u8]) -> (u16, String, Value) {
         let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
         let mut req = format!(
-            "POST /v1/filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n",
+            "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n",
             body.len()
         )
         .into_bytes();
@@ -853,17 +858,8 @@ fn scope_and_a_namespace_s_own_scope_apply_to_requests() {
 fn forget_lets_urls_through_exactly_once_more() {
     let redis = OwnRedis::start(&[]);
     let s = Server::start(&redis.url(), &[]);
-    let forget = |token: Option<&str>, v: &Value| {
-        let body = v.to_string();
-        let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-        let mut req = format!(
-            "POST /v1/forget HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n",
-            body.len()
-        )
-        .into_bytes();
-        req.extend_from_slice(body.as_bytes());
-        parse(&http_request(s.port, &req))
-    };
+    let forget =
+        |token: Option<&str>, v: &Value| s.post_to("/v1/forget", token, v.to_string().as_bytes());
     let urls = json!([
         "https://shop.example/a?b=2&a=1",
         "https://shop.example/b",
@@ -925,16 +921,13 @@ fn forget_lets_urls_through_exactly_once_more() {
     // A bloom namespace forgets too (its re-admit set).
     let bloom = Server::start(&redis.url(), &["redis.mode=\"bloom\""]);
     bloom.filter(&json!({"namespace": "fg-bloom", "urls": urls}));
-    let body = {
-        let b = json!({"namespace": "fg-bloom", "urls": ["https://shop.example/c"]}).to_string();
-        let mut req = format!(
-            "POST /v1/forget HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n",
-            b.len()
-        )
-        .into_bytes();
-        req.extend_from_slice(b.as_bytes());
-        parse(&http_request(bloom.port, &req))
-    };
+    let body = bloom.post_to(
+        "/v1/forget",
+        Some(TOKEN),
+        json!({"namespace": "fg-bloom", "urls": ["https://shop.example/c"]})
+            .to_string()
+            .as_bytes(),
+    );
     assert_eq!(
         (body.0, &body.2["forgotten"]),
         (200, &json!(1)),

@@ -4,29 +4,11 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
-use std::process::Child;
 use std::time::Duration;
 
 use common::kafka::{create_topics, produce, read_all, read_until, Tansu};
-use common::{start_gate, OwnRedis};
+use common::{start_gate, stop_gate, url_events, OwnRedis};
 use crawlsieve::events::{FetchEvent, RejectedEvent};
-
-fn stop(mut g: Child) {
-    unsafe { libc::kill(g.id() as i32, libc::SIGTERM) };
-    let st = g.wait().unwrap();
-    let mut err = String::new();
-    if let Some(mut e) = g.stderr.take() {
-        e.read_to_string(&mut err).unwrap();
-    }
-    assert!(st.success(), "gate exit {st}: {err}");
-}
-
-fn values(urls: &[String]) -> Vec<Vec<u8>> {
-    urls.iter()
-        .map(|u| serde_json::json!({ "url": u }).to_string().into_bytes())
-        .collect()
-}
 
 /// Published URL → times, and URL → audit reasons.
 fn outcome(b: &str) -> (HashMap<String, usize>, HashMap<String, HashSet<String>>) {
@@ -82,7 +64,7 @@ fn a_host_budget_holds_across_two_gates() {
         }
     }
     input.extend(small.iter().cloned());
-    produce(&b, "urls", 2, &values(&input));
+    produce(&b, "urls", 2, &url_events(&input));
 
     let sets = |budget: u64, group: &str| -> Vec<String> {
         vec![
@@ -124,8 +106,8 @@ fn a_host_budget_holds_across_two_gates() {
     };
     let (published, audit) = judged(&b, big.len());
     std::thread::sleep(Duration::from_secs(2)); // the idle gates send their corrections
-    for g in gates {
-        stop(g);
+    for mut g in gates {
+        stop_gate(&mut g);
     }
     let big_published: Vec<&String> = big.iter().filter(|u| published.contains_key(*u)).collect();
     assert_eq!(big_published.len(), 20, "exactly the budget gets through");
@@ -166,7 +148,7 @@ fn a_host_budget_holds_across_two_gates() {
         .cloned()
         .collect();
     assert_eq!(surplus.len(), 40);
-    produce(&b, "urls", 2, &values(&surplus));
+    produce(&b, "urls", 2, &url_events(&surplus));
     let gates = [
         start_gate(&sets(30, "budget-2")),
         start_gate(&sets(30, "budget-2")),
@@ -184,8 +166,8 @@ fn a_host_budget_holds_across_two_gates() {
     {
         std::thread::sleep(Duration::from_millis(300));
     }
-    for g in gates {
-        stop(g);
+    for mut g in gates {
+        stop_gate(&mut g);
     }
     let (published, _) = outcome(&b);
     let big_now = big.iter().filter(|u| published.contains_key(*u)).count();

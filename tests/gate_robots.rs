@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::kafka::{create_topics, produce, read_all, read_until, Tansu};
-use common::{start_gate, OwnRedis};
+use common::{start_gate, stop_gate, url_events, OwnRedis};
 use crawlsieve::events::{FetchEvent, RejectedEvent};
 
 /// An origin on 127.0.0.1: answers `/robots.txt` with `status` and `body` (a 3xx carries
@@ -69,12 +69,6 @@ impl Origin {
     }
 }
 
-fn values(urls: &[String]) -> Vec<Vec<u8>> {
-    urls.iter()
-        .map(|u| serde_json::json!({ "url": u }).to_string().into_bytes())
-        .collect()
-}
-
 /// The done-when of issue 25's robots part, in one run: rules that disallow `/private/` reject
 /// those URLs (`robots_disallowed`) and publish the others with the group's `Crawl-delay`; a
 /// 404 publishes everything; a 500 publishes nothing until the server recovers, then every
@@ -116,7 +110,7 @@ fn the_gate_applies_fetched_robots_rules_and_holds_what_it_cannot_judge_yet() {
     // Repeats: the second half of the input repeats the first.
     let mut input = urls.clone();
     input.extend(urls.iter().take(10).cloned());
-    produce(&b, "urls", 2, &values(&input));
+    produce(&b, "urls", 2, &url_events(&input));
 
     let allow: Vec<String> = [&rules, &missing, &failing, &redirecting]
         .iter()
@@ -183,13 +177,7 @@ fn the_gate_applies_fetched_robots_rules_and_holds_what_it_cannot_judge_yet() {
     std::thread::sleep(Duration::from_secs(2)); // stragglers (repeats) would show now
     let fetched_again = read_all(&b, "fetch", 1, Duration::from_secs(1));
     assert!(fetched_again.len() >= fetched.len());
-    unsafe { libc::kill(gate.id() as i32, libc::SIGTERM) };
-    let st = gate.wait().unwrap();
-    let mut err = String::new();
-    if let Some(mut e) = gate.stderr.take() {
-        e.read_to_string(&mut err).unwrap();
-    }
-    assert!(st.success(), "gate exit {st}: {err}");
+    stop_gate(&mut gate);
 
     let events: Vec<FetchEvent> = fetched_again
         .iter()
@@ -335,7 +323,7 @@ fn robots_faults(seed: u64) {
     let mut g = start_gate(&sets);
     let mut kills = 0;
     for (i, chunk) in urls.chunks(500).enumerate() {
-        produce(&b, "urls", 4, &values(chunk));
+        produce(&b, "urls", 4, &url_events(chunk));
         std::thread::sleep(Duration::from_millis(rnd(200, 1500)));
         if i % 2 == 0 {
             let _ = g.kill();
@@ -401,9 +389,7 @@ fn robots_faults(seed: u64) {
         disallowed.iter().all(|u| seen.contains(*u))
     });
     for c in [&mut a, &mut g] {
-        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-        let st = c.wait().unwrap();
-        assert!(st.success(), "gate exit {st}");
+        stop_gate(c);
     }
     let mut count: HashMap<String, usize> = HashMap::new();
     for ev in &fetched {

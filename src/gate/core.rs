@@ -794,6 +794,8 @@ impl GateCore {
             let over = &m[g.admitted as usize..];
             surplus[pending[m[0]].ns].extend_from_slice(over);
         }
+        // Whether each namespace's surplus left the filter (and is rejected).
+        let mut untaken = vec![false; self.names.len()];
         for (ns, over) in surplus.iter().enumerate() {
             if over.is_empty() {
                 continue;
@@ -809,6 +811,7 @@ impl GateCore {
                     for &j in over {
                         self.decision.reject_at(j, Reason::HostBudget);
                     }
+                    untaken[ns] = true;
                 }
                 Err(e) => {
                     self.metrics.budget_unchecked.inc_by(over.len() as u64);
@@ -818,11 +821,9 @@ impl GateCore {
         }
         // What was not published leaves the counters (with the next exchange).
         for ((a, g), m) in asks.iter().zip(&granted).zip(&members) {
-            let rejected = m[g.admitted as usize..]
-                .iter()
-                .filter(|&&j| self.decision.verdict(j) == Verdict::Rejected(Reason::HostBudget))
-                .count();
-            budget.correct(a, rejected as u64);
+            if untaken[pending[m[0]].ns] {
+                budget.correct(a, m.len() as u64 - g.admitted);
+            }
         }
     }
 

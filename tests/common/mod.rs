@@ -364,3 +364,24 @@ pub fn start_gate(sets: &[String]) -> std::process::Child {
         .spawn()
         .expect("start the gate")
 }
+
+/// Stop a gate started by [`start_gate`] with SIGTERM and assert it exits cleanly (its log in
+/// the message when it does not).
+#[allow(dead_code)]
+pub fn stop_gate(g: &mut std::process::Child) {
+    unsafe { libc::kill(g.id() as i32, libc::SIGTERM) };
+    let st = g.wait().unwrap();
+    let mut err = String::new();
+    if let Some(mut e) = g.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut err).unwrap();
+    }
+    assert!(st.success(), "gate exit {st}: {err}");
+}
+
+/// One url-event (`{"url": …}`) per URL.
+#[allow(dead_code)]
+pub fn url_events(urls: &[String]) -> Vec<Vec<u8>> {
+    urls.iter()
+        .map(|u| serde_json::json!({ "url": u }).to_string().into_bytes())
+        .collect()
+}
