@@ -162,6 +162,11 @@ impl Sieve {
         if self.buf.len() > self.validator.config().max_len {
             return Err(Reason::TooLong);
         }
+        // The escape ratio was measured against the candidate; a shorter canonical form (a
+        // tracking parameter stripped) is judged again, or it could be kept only via its source.
+        if self.buf.len() < s.len() && self.validator.canonical_escapes_exceed(&self.buf) {
+            return Err(Reason::EncodingRatio);
+        }
         // A host that is this machine or its network, by literal or localhost name, whatever
         // the spelling (canonicalized: `0x7f.1` is `127.0.0.1`).
         // Traps are judged on what would be fetched: an absolute URL (a relative one's `../`
@@ -343,6 +348,27 @@ impl BatchResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by `tests/properties.rs` (CI, 2026-11-26): the escape ratio was measured against
+    /// the candidate with its tracking parameter, so the candidate was kept and its canonical
+    /// form (`?utm_a` stripped, 6 bytes shorter) rejected `encoding_ratio`. Both are judged
+    /// alike now; a candidate whose stripped part does not matter keeps passing.
+    #[test]
+    fn regression_escape_ratio_is_judged_on_the_canonical_form() {
+        let base = Url::parse("https://base.example/dir/page.html").unwrap();
+        let mut s = Sieve::new(Validator::default(), Canonicalizer::default(), Some(base));
+        let judge = |s: &mut Sieve, u: &str| s.classify(u.as_bytes(), false).map(String::from);
+        let canonical = "http://e.co/%A0/%00/%AA/%0A";
+        assert_eq!(judge(&mut s, canonical), Err(Reason::EncodingRatio));
+        assert_eq!(
+            judge(&mut s, "http://e.co/%A0/%00/%aa/%0a?utm_a"),
+            Err(Reason::EncodingRatio)
+        );
+        assert_eq!(
+            judge(&mut s, "http://example.com/%A0/page.html?utm_source=x"),
+            Ok("http://example.com/%A0/page.html".to_string())
+        );
+    }
 
     /// Issue 25: a candidate naming this machine or its network is rejected however it is
     /// spelled (decimal, octal, hex, short IPv4; IPv6 carrying IPv4; entity-encoded in an

@@ -236,6 +236,29 @@ impl Validator {
         self.rules(s, sc, b.len(), ctx)
     }
 
+    /// Whether needless escapes and whitespace runs of `b` (as `sc` scanned it) exceed the
+    /// configured share of `len` bytes.
+    fn escapes_exceed(&self, b: &[u8], sc: &Scan, len: usize) -> bool {
+        let mut suspicious = sc.suspicious_escape_bytes;
+        if sc.has_space || sc.has_escaped_space {
+            suspicious += whitespace_run_bytes(b);
+        }
+        suspicious as f64 > self.cfg.encoding_ratio * len as f64
+    }
+
+    /// The escape-ratio rule ([`Reason::EncodingRatio`]) judged on a canonical URL. The
+    /// validator measures the ratio against the candidate as written, but canonicalization may
+    /// shorten it (a stripped tracking parameter, a removed dot segment, a default port) and
+    /// only the caller knows the canonicalizer: [`crate::sieve::Sieve`] asks this of every
+    /// canonical form shorter than its candidate, so a kept URL's canonical form is kept too.
+    pub fn canonical_escapes_exceed(&self, canonical: &str) -> bool {
+        let b = canonical.as_bytes();
+        if crate::url::find_byte(b'%', b).is_none() {
+            return false;
+        }
+        self.escapes_exceed(b, &scan(b), b.len())
+    }
+
     /// The rules, on `s` as canonicalization will read it; `orig_len` is the length the
     /// escape ratio is measured against.
     fn rules(&self, s: &str, sc: Scan, orig_len: usize, ctx: Context) -> Result<(), Reason> {
@@ -369,11 +392,7 @@ impl Validator {
         if sc.bad_escapes >= 2 {
             return Err(Reason::BadPercentEncoding);
         }
-        let mut suspicious = sc.suspicious_escape_bytes;
-        if sc.has_space || sc.has_escaped_space {
-            suspicious += whitespace_run_bytes(b);
-        }
-        if suspicious as f64 > self.cfg.encoding_ratio * orig_len as f64 {
+        if self.escapes_exceed(b, &sc, orig_len) {
             return Err(Reason::EncodingRatio);
         }
         if self.cfg.reject_whitespace && sc.has_space {
