@@ -8,10 +8,15 @@
 //! `lines`: the bare line as the event), `BENCH_PARTITIONS` (4), `BENCH_ROUNDS` (2), `BENCH_WORKERS` (1),
 //! `BENCH_REDIS` (redis://127.0.0.1:6379), `BENCH_SET` (extra `--set` values for both runs,
 //! `;`-separated), `TANSU` (the broker binary), `BENCH_PERF` (a file: the gate runs under
-//! `perf record -g` into it; `BENCH_PERF_CALLGRAPH=dwarf` for call graphs of a build without frame pointers), `BENCH_BIN` (run that `crawlsieve` binary instead of this
+//! `perf record -g` into it, the robots run into FILE.robots; `BENCH_PERF_CALLGRAPH=dwarf` for call graphs of a build without frame pointers), `BENCH_BIN` (run that `crawlsieve` binary instead of this
 //! build's: an earlier revision side by side), `BENCH_ROBOTS` (set: each round also runs the gate
 //! with `[robots]` on, the rules of every origin of the stream already in Redis — the cost of
-//! robots.txt with rules cached, issue 25).
+//! robots.txt with rules cached, issue 25), `BENCH_ROBOTS_WARM` (set, with `BENCH_ROBOTS`: the
+//! input starts with one event per origin of the stream, and each run's rate is also taken over
+//! the stream after them — 10% to 95% of it, from the gate's `messages_consumed_total` and
+//! `process_cpu_seconds_total` sampled every 50 ms: events/s and CPU µs per event, medians of
+//! the rounds — so the robots run is measured with every origin's rules already in each
+//! worker's memory: the steady state of a crawl whose gates have met its hosts).
 //!
 //! Rates are over each run's active span (first message → last finished batch), so group joins
 //! and the idle wait before exit are not counted.
@@ -26,16 +31,75 @@ use common::env_or as env;
 use common::kafka::{create_topics, produce, Tansu};
 use crawlsieve::redis_filter::{RedisConfig, RedisFilter};
 
-/// Run one gate to the end of the input; returns (consumed, active seconds, summary line).
-fn run(sets: &[String], extra: &[&str]) -> (u64, f64, String) {
+/// What one run reports: consumed, active seconds, its summary line and, when sampled, the
+/// rate and CPU µs per event over a window of the input ([`Window`]).
+struct Ran {
+    consumed: u64,
+    secs: f64,
+    line: String,
+    window_rate: Option<(f64, f64)>,
+}
+
+/// The part of the input a windowed rate is taken over: consumed counts from `lo` to `hi`.
+#[derive(Clone, Copy)]
+struct Window {
+    lo: f64,
+    hi: f64,
+}
+
+/// One sample of a gate's exposition at `addr`: `crawlsieve_gate_messages_consumed_total` (all
+/// partitions) and `process_cpu_seconds_total`.
+fn scrape(addr: &str) -> Option<(f64, f64)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(1)))
+        .ok()?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: bench\r\n\r\n")
+        .ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    let sum = |name: &str| -> Option<f64> {
+        let v: Vec<f64> = body
+            .lines()
+            .filter(|l| l.starts_with(name))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum())
+    };
+    Some((
+        sum("crawlsieve_gate_messages_consumed_total")?,
+        sum("process_cpu_seconds_total")?,
+    ))
+}
+
+/// Over the samples from the first at or past `w.lo` consumed to the last at or before `w.hi`:
+/// events per second, and the gate process's CPU µs per event.
+fn window_rate(samples: &[(Instant, f64, f64)], w: Window) -> Option<(f64, f64)> {
+    let a = samples.iter().find(|s| s.1 >= w.lo)?;
+    let b = samples.iter().rev().find(|s| s.1 <= w.hi)?;
+    let dt = b.0.checked_duration_since(a.0)?.as_secs_f64();
+    let n = b.1 - a.1;
+    (dt > 0.0 && n > 0.0).then(|| (n / dt, (b.2 - a.2) * 1e6 / n))
+}
+
+/// Run one gate to the end of the input; with `window`, its consumed count is sampled.
+fn run(sets: &[String], extra: &[&str], window: Option<Window>) -> Ran {
     // BENCH_BIN: another build's binary (side by side with an earlier revision).
     let own = env!("CARGO_BIN_EXE_crawlsieve").to_string();
     let bin = std::env::var("BENCH_BIN").unwrap_or(own);
     let bin = bin.as_str();
     // BENCH_PERF=FILE: the gate (not the passthrough) runs under `perf record -g -o FILE`.
+    // With robots on, into FILE.robots (the two profiles side by side: `perf diff`).
     let perf = std::env::var("BENCH_PERF")
         .ok()
-        .filter(|_| !extra.contains(&"--passthrough"));
+        .filter(|_| !extra.contains(&"--passthrough"))
+        .map(|f| {
+            if sets.iter().any(|s| s == "robots.enabled=true") {
+                format!("{f}.robots")
+            } else {
+                f
+            }
+        });
     let mut cmd = match &perf {
         Some(file) => {
             let mut c = Command::new("perf");
@@ -61,11 +125,34 @@ fn run(sets: &[String], extra: &[&str]) -> (u64, f64, String) {
     for s in sets {
         cmd.arg("--set").arg(s);
     }
+    let addr = format!("127.0.0.1:{}", common::free_port());
+    if window.is_some() {
+        cmd.arg("--set").arg(format!("metrics.listen={addr}"));
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = window.map(|_| {
+        let (stop, addr) = (stop.clone(), addr.clone());
+        std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some((c, cpu)) = scrape(&addr) {
+                    samples.push((Instant::now(), c, cpu));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            samples
+        })
+    });
     let out = cmd
         .args(["--idle-exit", "3s"])
         .args(extra)
         .output()
         .expect("run crawlsieve gate");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let window_rate = sampler
+        .and_then(|t| t.join().ok())
+        .zip(window)
+        .and_then(|(samples, w)| window_rate(&samples, w));
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "gate failed: {err}");
     let line = err
@@ -81,7 +168,12 @@ fn run(sets: &[String], extra: &[&str]) -> (u64, f64, String) {
             .and_then(|n| n.parse().ok())
             .unwrap_or(0.0)
     };
-    (num("consumed ") as u64, num("active "), line)
+    Ran {
+        consumed: num("consumed ") as u64,
+        secs: num("active "),
+        line,
+        window_rate,
+    }
 }
 
 /// Seconds of CPU (user + system) used by this process's waited-for children.
@@ -183,6 +275,7 @@ fn main() {
     let k = Tansu::start();
     let b = k.brokers();
     let robots = std::env::var("BENCH_ROBOTS").is_ok();
+    let warm = robots && std::env::var("BENCH_ROBOTS_WARM").is_ok();
     let mut topics = vec![
         ("urls".to_string(), parts),
         ("urls.dead-letter".to_string(), 1),
@@ -195,14 +288,57 @@ fn main() {
     }
     let t: Vec<(&str, i32)> = topics.iter().map(|(n, p)| (n.as_str(), *p)).collect();
     create_topics(&b, &t);
+    let origins: Vec<String> = if robots {
+        // The origins of the canonical URLs the gate will judge, found as the gate finds them.
+        let sec = crawlsieve::config::SieveSection::default();
+        let mut sieve =
+            crawlsieve::sieve::Sieve::new(sec.validator().unwrap(), sec.canonicalizer(), None);
+        let mut set = std::collections::BTreeSet::new();
+        for v in &vals {
+            let ev = crawlsieve::events::UrlEvent::decode(v, usize::MAX).ok();
+            let Some(ev) = ev else { continue };
+            sieve.set_source(ev.source.as_deref());
+            if let Ok(c) = sieve.classify(ev.url.as_bytes(), false) {
+                if c.starts_with("http://") || c.starts_with("https://") {
+                    set.insert(crawlsieve::url::lex::origin(c).into_owned());
+                }
+            }
+        }
+        set.into_iter().collect()
+    } else {
+        Vec::new()
+    };
+    // BENCH_ROBOTS_WARM: one event per origin first (each run meets every origin before the
+    // window its steady rate is taken over).
+    let warm_events: Vec<Vec<u8>> = if warm {
+        origins
+            .iter()
+            .map(|o| {
+                serde_json::json!({"url": format!("{o}/"), "source": format!("{o}/"), "depth": 0})
+                    .to_string()
+                    .into_bytes()
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let total = warm_events.len() + vals.len();
+    let window = warm.then(|| Window {
+        lo: (warm_events.len() as f64 + 0.10 * vals.len() as f64),
+        hi: (warm_events.len() as f64 + 0.95 * vals.len() as f64),
+    });
     let t0 = Instant::now();
+    if warm {
+        produce(&b, "urls", parts, &warm_events);
+    }
     produce(&b, "urls", parts, &vals);
     let load = t0.elapsed().as_secs_f64();
     println!(
-        "loaded {} {} events into {parts} partitions in {load:.1} s ({:.0}/s); workers per gate: {workers}",
+        "loaded {} {} events (and {} warm-up events, one per origin) into {parts} partitions in {load:.1} s ({:.0}/s); workers per gate: {workers}",
         vals.len(),
         if json { "JSON url-" } else { "bare-line" },
-        vals.len() as f64 / load
+        warm_events.len(),
+        total as f64 / load
     );
     // Extra settings for both runs, `;`-separated (e.g. `kafka.producer."linger.ms"=1`).
     let extra: Vec<String> = std::env::var("BENCH_SET")
@@ -228,53 +364,35 @@ fn main() {
     let mut pt_rates = Vec::new();
     let mut gate_rates = Vec::new();
     let mut robots_rates = Vec::new();
-    let origins: Vec<String> = if robots {
-        // The origins of the canonical URLs the gate will judge, found as the gate finds them.
-        let sec = crawlsieve::config::SieveSection::default();
-        let mut sieve =
-            crawlsieve::sieve::Sieve::new(sec.validator().unwrap(), sec.canonicalizer(), None);
-        let mut set = std::collections::BTreeSet::new();
-        for v in &vals {
-            let ev = crawlsieve::events::UrlEvent::decode(v, usize::MAX).ok();
-            let Some(ev) = ev else { continue };
-            sieve.set_source(ev.source.as_deref());
-            if let Ok(c) = sieve.classify(ev.url.as_bytes(), false) {
-                if c.starts_with("http://") || c.starts_with("https://") {
-                    set.insert(crawlsieve::url::lex::origin(c).into_owned());
-                }
-            }
-        }
-        set.into_iter().collect()
-    } else {
-        Vec::new()
-    };
+    let (mut gate_steady, mut robots_steady) = (Vec::new(), Vec::new());
     for r in 0..rounds {
         let (cpu, c, (secs, line)) = Cpu::measure(&k, &redis, || {
-            let (c, secs, line) = run(
+            let ran = run(
                 &common_sets(&format!("pt-{r}"), &format!("pt-out-{r}")),
                 &["--passthrough"],
+                None,
             );
-            (c, (secs, line))
+            (ran.consumed, (ran.secs, ran.line))
         });
-        assert_eq!(
-            c as usize,
-            vals.len(),
-            "passthrough read everything: {line}"
-        );
+        assert_eq!(c as usize, total, "passthrough read everything: {line}");
         pt_rates.push(c as f64 / secs);
         println!("round {r} passthrough: {line}");
         println!("round {r} passthrough: {cpu}");
         let ns = format!("bench-gate-{}-{r}", std::process::id());
         let mut sets = common_sets(&format!("gate-{r}"), &format!("fetch-{r}"));
         sets.push(format!("redis.namespace={ns}"));
-        let (cpu, c, (secs, line)) = Cpu::measure(&k, &redis, || {
-            let (c, secs, line) = run(&sets, &[]);
-            (c, (secs, line))
+        let (cpu, c, (secs, line, steady)) = Cpu::measure(&k, &redis, || {
+            let ran = run(&sets, &[], window);
+            (ran.consumed, (ran.secs, ran.line, ran.window_rate))
         });
         let _ = RedisFilter::drop_namespace(&RedisConfig::new(&redis), &ns);
-        assert_eq!(c as usize, vals.len(), "gate read everything: {line}");
+        assert_eq!(c as usize, total, "gate read everything: {line}");
         gate_rates.push(c as f64 / secs);
+        gate_steady.extend(steady);
         println!("round {r} gate:        {line}");
+        if let Some((v, cpu)) = steady {
+            println!("round {r} gate:        after the warm-up: {v:.0} events/s, process CPU {cpu:.2} µs per event");
+        }
         println!("round {r} gate:        {cpu}");
         if robots {
             let ns = format!("bench-robots-{}-{r}", std::process::id());
@@ -282,14 +400,18 @@ fn main() {
             let mut sets = common_sets(&format!("gate-robots-{r}"), &format!("fetch-robots-{r}"));
             sets.push(format!("redis.namespace={ns}"));
             sets.push("robots.enabled=true".into());
-            let (cpu, c, (secs, line)) = Cpu::measure(&k, &redis, || {
-                let (c, secs, line) = run(&sets, &[]);
-                (c, (secs, line))
+            let (cpu, c, (secs, line, steady)) = Cpu::measure(&k, &redis, || {
+                let ran = run(&sets, &[], window);
+                (ran.consumed, (ran.secs, ran.line, ran.window_rate))
             });
             let _ = RedisFilter::drop_namespace(&RedisConfig::new(&redis), &ns);
             // Held URLs come back: more than the input is read when any origin was unknown.
-            assert!(c as usize >= vals.len(), "gate read everything: {line}");
+            assert!(c as usize >= total, "gate read everything: {line}");
             robots_rates.push(c as f64 / secs);
+            robots_steady.extend(steady);
+            if let Some((v, cpu)) = steady {
+                println!("round {r} gate+robots: after the warm-up: {v:.0} events/s, process CPU {cpu:.2} µs per event");
+            }
             let held = common::kafka::read_all(
                 &b,
                 "urls.robots-wait",
@@ -312,6 +434,28 @@ fn main() {
         println!(
             "best of {rounds}: gate with robots.txt (rules cached) {rb:.0} events/s = {:.1}% of the gate without (goal >= 90%)",
             100.0 * rb / gate
+        );
+    }
+    if warm {
+        // The gate is CPU-bound: its CPU per event is the steadier measure on a shared machine
+        // (the rates of one build move ±15% between rounds); the median of the rounds.
+        let median = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| {
+            let mut x: Vec<f64> = v.iter().map(f).collect();
+            x.sort_by(f64::total_cmp);
+            x.get(x.len() / 2).copied().unwrap_or(f64::NAN)
+        };
+        let (g, rb) = (
+            median(&gate_steady, |s| s.0),
+            median(&robots_steady, |s| s.0),
+        );
+        let (gc, rc) = (
+            median(&gate_steady, |s| s.1),
+            median(&robots_steady, |s| s.1),
+        );
+        println!(
+            "median of {rounds}, after the warm-up (every origin's rules in each worker's memory): gate {g:.0} events/s, with robots.txt {rb:.0} events/s = {:.1}%; gate process CPU {gc:.2} µs per event, with robots.txt {rc:.2} µs = {:.1}% of the rate at equal CPU (goal >= 90%)",
+            100.0 * rb / g,
+            100.0 * gc / rc
         );
     }
 }

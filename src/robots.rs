@@ -150,25 +150,64 @@ fn path_of(url: &str) -> &str {
 /// matcher's group tracking, and a match linear in the path per rule. [`Robots::check`] parses
 /// the file again for each URL, which is right for `crawlsieve robots` but not for a gate; the
 /// two agree on Google's reference cases and on random files (tests/robots.rs).
+///
+/// Small and flat: a gate keeps tens of thousands of origins' rules and judges a URL with them,
+/// so the rules are one allocation read front to back ([`Rule`] heads and pattern bytes), and
+/// the value is kept inline in the gate's cache entry. A URL costs the cache line of the entry
+/// and those of the rules, not one per rule or per field.
 #[derive(Debug, Clone, Default)]
 pub struct AgentRules {
-    token: String,
+    /// The agent's own groups' rules, then the `*` groups' (from `own_end`): per rule a
+    /// [`RULE_HEAD`]-byte head (flags, pattern length) and the pattern.
+    buf: Box<[u8]>,
+    own_end: u32,
     /// A group named the agent (then only its rules count, even when it has none).
     specific: bool,
-    /// While parsing: `(start, len, allow)` into `bytes` of the agent's groups' rules, and of
-    /// the `*` groups'; then in `packed`.
-    own: Vec<(u32, u32, bool)>,
-    global: Vec<(u32, u32, bool)>,
-    bytes: Vec<u8>,
-    /// The rules as [`AgentRules::allowed`] reads them: one allocation of pattern bytes and one
-    /// of spans, so judging a URL touches a few cache lines, not one per rule (a gate keeps
-    /// tens of thousands of origins' rules; scattered `String`s cost a cache miss each).
-    packed: Packed,
     crawl_delay: Option<f64>,
+}
+
+/// A rule's head in [`AgentRules`]' buffer: a flags byte ([`ALLOW`], [`LITERAL`]) and the
+/// pattern's length (little-endian `u32`; a rule is part of a line of at most [`MAX_BYTES`]).
+const RULE_HEAD: usize = 5;
+/// `Allow` (else `Disallow`).
+const ALLOW: u8 = 1;
+/// No `*` and no final `$`: the rule matches the paths it is a prefix of.
+const LITERAL: u8 = 2;
+
+/// One rule read from [`AgentRules`]' buffer.
+struct Rule<'a> {
+    allow: bool,
+    literal: bool,
+    pattern: &'a [u8],
+}
+
+/// The rules of a buffer section, in order.
+fn rules(mut b: &[u8]) -> impl Iterator<Item = Rule<'_>> {
+    std::iter::from_fn(move || {
+        let (head, rest) = b.split_at_checked(RULE_HEAD)?;
+        let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        let (pattern, rest) = rest.split_at(len);
+        b = rest;
+        Some(Rule {
+            allow: head[0] & ALLOW != 0,
+            literal: head[0] & LITERAL != 0,
+            pattern,
+        })
+    })
+}
+
+/// What the parser hands over while [`AgentRules::compile_bytes`] reads a file.
+#[derive(Default)]
+struct Builder {
+    token: String,
+    specific: bool,
+    /// The agent's groups' rules and the `*` groups', encoded as in [`AgentRules`].
+    own: Vec<u8>,
+    global: Vec<u8>,
     /// The first `Crawl-delay` of a group naming the agent, and of a `*` group.
     own_delay: Option<f64>,
     global_delay: Option<f64>,
-    /// Set while parsing: the current group names the agent / is `*` / a rule was seen.
+    /// The current group names the agent / is `*` / a rule was seen.
     seen_specific: bool,
     seen_global: bool,
     seen_separator: bool,
@@ -187,21 +226,20 @@ impl AgentRules {
         let cut = &bytes[..bytes.len().min(MAX_BYTES)];
         let text = String::from_utf8_lossy(cut);
         let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        let mut r = AgentRules {
+        let mut b = Builder {
             token: product_token(agent).to_string(),
-            ..AgentRules::default()
+            ..Builder::default()
         };
-        parse_robotstxt(body, &mut r);
-        r.crawl_delay = r.own_delay.or(r.global_delay);
-        let mut rules = std::mem::take(&mut r.own);
-        let own = rules.len();
-        rules.append(&mut r.global);
-        r.packed = Packed {
-            bytes: std::mem::take(&mut r.bytes).into_boxed_slice(),
-            rules: rules.into_boxed_slice(),
-            own,
-        };
-        r
+        parse_robotstxt(body, &mut b);
+        let own_end = b.own.len() as u32;
+        let mut buf = b.own;
+        buf.extend_from_slice(&b.global);
+        AgentRules {
+            buf: buf.into_boxed_slice(),
+            own_end,
+            specific: b.specific,
+            crawl_delay: b.own_delay.or(b.global_delay),
+        }
     }
 
     /// The `Crawl-delay` of the group that applies, in seconds.
@@ -215,13 +253,12 @@ impl AgentRules {
         if path == "/robots.txt" {
             return true;
         }
-        let k = &self.packed;
-        let best = |rules: &[(u32, u32, bool)]| {
+        let path = path.as_bytes();
+        let best = |section: &[u8]| {
             let (mut allow, mut disallow) = (-1i64, -1i64);
-            for &(start, len, is_allow) in rules {
-                let pattern = &k.bytes[start as usize..(start + len) as usize];
-                let p = match_priority(path.as_bytes(), pattern, is_allow);
-                if is_allow {
+            for r in rules(section) {
+                let p = match_priority(path, &r);
+                if r.allow {
                     allow = allow.max(p);
                 } else {
                     disallow = disallow.max(p);
@@ -229,51 +266,53 @@ impl AgentRules {
             }
             (allow, disallow)
         };
-        let (a, d) = best(&k.rules[..k.own]);
+        let (own, global) = self.buf.split_at(self.own_end as usize);
+        let (a, d) = best(own);
         if a > 0 || d > 0 {
             return d <= a;
         }
         if self.specific {
             return true;
         }
-        let (a, d) = best(&k.rules[k.own..]);
+        let (a, d) = best(global);
         !(a > 0 || d > 0) || d <= a
     }
+}
 
+impl Builder {
     fn push(&mut self, allow: bool, value: &str) {
         if !(self.seen_specific || self.seen_global) {
             return;
         }
         self.seen_separator = true;
-        // A rule is part of a line of at most MAX_BYTES: the offsets fit.
-        let rule = (self.bytes.len() as u32, value.len() as u32, allow);
-        self.bytes.extend_from_slice(value.as_bytes());
-        if self.seen_specific {
-            self.own.push(rule);
+        let v = value.as_bytes();
+        let literal = !v.contains(&b'*') && !v.ends_with(b"$");
+        let flags = if allow { ALLOW } else { 0 } | if literal { LITERAL } else { 0 };
+        let to = if self.seen_specific {
+            &mut self.own
         } else {
-            self.global.push(rule);
-        }
+            &mut self.global
+        };
+        to.push(flags);
+        to.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        to.extend_from_slice(v);
     }
-}
-
-/// [`AgentRules`]' rules in two allocations: `(start, len, allow)` spans into `bytes`, the
-/// agent's own rules first (`..own`), then the `*` groups'.
-#[derive(Debug, Clone, Default)]
-struct Packed {
-    bytes: Box<[u8]>,
-    rules: Box<[(u32, u32, bool)]>,
-    own: usize,
 }
 
 /// The path, params and query of `url` (what rules match against): borrowed from a URL with a
 /// path, as a canonical one has; the reference parser's function otherwise.
 fn path_params_query(url: &str) -> std::borrow::Cow<'_, str> {
-    if let Some(i) = url.find("://") {
+    if let Some(i) = crate::url::lex::scheme_sep(url) {
         let rest = &url[i + 3..];
-        if let Some(p) = rest.find(['/', '?', ';', '#']) {
-            if rest.as_bytes()[p] == b'/' {
+        let b = rest.as_bytes();
+        if let Some(p) = b
+            .iter()
+            .position(|c| matches!(c, b'/' | b'?' | b';' | b'#'))
+        {
+            if b[p] == b'/' {
                 let tail = &rest[p..];
-                return tail[..tail.find('#').unwrap_or(tail.len())].into();
+                let end = memchr::memchr(b'#', tail.as_bytes()).unwrap_or(tail.len());
+                return tail[..end].into();
             }
         }
     }
@@ -283,11 +322,17 @@ fn path_params_query(url: &str) -> std::borrow::Cow<'_, str> {
 /// The reference matcher's priority of `pattern` for `path`: its length when it matches, else
 /// -1. An `Allow` whose last segment starts with `index.htm` also matches its directory
 /// (`/a/index.html` allows `/a/`), as Google's matcher does.
-fn match_priority(path: &[u8], pattern: &[u8], allow: bool) -> i64 {
-    if pattern_matches(path, pattern) {
+fn match_priority(path: &[u8], rule: &Rule) -> i64 {
+    let pattern = rule.pattern;
+    let hit = if rule.literal {
+        path.starts_with(pattern)
+    } else {
+        pattern_matches(path, pattern)
+    };
+    if hit {
         return pattern.len() as i64;
     }
-    if allow {
+    if rule.allow {
         if let Some(slash) = pattern.iter().rposition(|&c| c == b'/') {
             if pattern[slash..].starts_with(b"/index.htm") {
                 let mut dir = pattern[..=slash].to_vec();
@@ -367,7 +412,7 @@ impl RobotsMatchStrategy for Glob {
     }
 }
 
-impl RobotsParseHandler for AgentRules {
+impl RobotsParseHandler for Builder {
     fn handle_robots_start(&mut self) {}
     fn handle_robots_end(&mut self) {}
     fn handle_user_agent(&mut self, _: u32, user_agent: &str) {

@@ -174,3 +174,177 @@ fn a_host_budget_holds_across_two_gates() {
     assert_eq!(big_now, 30, "a raised budget lets exactly 10 more in");
     assert!(published.values().all(|&n| n == 1), "no repeats");
 }
+
+/// The budget under faults: two gates share a budget of 40 per host while one of them is
+/// SIGKILLed again and again, Redis is paused (`CLIENT PAUSE` 2 s) and every client connection
+/// is cut (`CLIENT KILL TYPE normal`) mid-run. Phase 1: every URL is published or audited
+/// `host_budget` (lost = 0; repeats and the budget's overshoot counted and printed — a failed
+/// budget exchange publishes, by design). Phase 2, the check that no rejected URL kept a place
+/// in the filter (which would lose it for good): a new group with the budget raised to 10,000
+/// reads the same input, and every URL not published in phase 1 is published now.
+/// `CRAWLSIEVE_FAULT_SEEDS=N` runs N seeds (default 1).
+#[test]
+fn no_url_lost_for_a_budget_when_gates_are_killed_and_redis_stalls() {
+    let seeds: u64 = common::env_or("CRAWLSIEVE_FAULT_SEEDS", 1);
+    for seed in 0..seeds {
+        budget_faults(seed);
+    }
+}
+
+fn budget_faults(seed: u64) {
+    let kafka = Tansu::start();
+    let b = kafka.brokers();
+    let redis = OwnRedis::start(&[]);
+    create_topics(
+        &b,
+        &[
+            ("urls", 4),
+            ("fetch", 1),
+            ("audit", 1),
+            ("urls.dead-letter", 1),
+        ],
+    );
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ (seed.wrapping_mul(0xD134_2543_DE82_EF95) | 1);
+    let mut rnd = move |lo: u64, hi: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        lo + x % (hi - lo)
+    };
+    const HOSTS: u64 = 6;
+    const BUDGET: usize = 40;
+    let urls: Vec<String> = (0..1500)
+        .map(|i| format!("https://shop-{}.example.com/item/{i}", rnd(0, HOSTS)))
+        .collect();
+    // Each URL once, a tenth of them again later (a repeat is a duplicate, not a new URL).
+    let mut input = urls.clone();
+    input.extend(urls.iter().step_by(10).cloned());
+    let sets = |group: &str, budget: usize| -> Vec<String> {
+        vec![
+            format!("kafka.brokers={b}"),
+            format!("kafka.group_id={group}"),
+            "kafka.audit_topic=audit".into(),
+            "kafka.batch_linger_ms=10".into(),
+            "kafka.batch_size=50".into(),
+            "kafka.consumer.\"session.timeout.ms\"=6000".into(),
+            "kafka.consumer.\"heartbeat.interval.ms\"=500".into(),
+            format!("redis.url={}", redis.url()),
+            "redis.namespace=budget".into(),
+            "redis.fp_rate=1e-9".into(),
+            "redis.timeout=1s".into(),
+            "redis.claim_ttl=3s".into(),
+            format!("redis.max_new_urls_per_host={budget}"),
+        ]
+    };
+    let one = sets("budget-faults", BUDGET);
+    let mut a = start_gate(&one);
+    let mut g = start_gate(&one);
+    let mut kills = 0;
+    for (i, chunk) in input.chunks(300).enumerate() {
+        produce(&b, "urls", 4, &url_events(chunk));
+        std::thread::sleep(Duration::from_millis(rnd(200, 1200)));
+        if i % 2 == 0 {
+            let _ = g.kill();
+            let _ = g.wait();
+            kills += 1;
+            std::thread::sleep(Duration::from_millis(rnd(0, 800)));
+            g = start_gate(&one);
+        }
+        match i {
+            1 => {
+                let _: () = redis::cmd("CLIENT")
+                    .arg("PAUSE")
+                    .arg(2000)
+                    .arg("ALL")
+                    .query(&mut redis.con())
+                    .unwrap();
+            }
+            3 => {
+                let _: redis::Value = redis::cmd("CLIENT")
+                    .arg("KILL")
+                    .arg("TYPE")
+                    .arg("normal")
+                    .arg("SKIPME")
+                    .arg("yes")
+                    .query(&mut redis.con())
+                    .unwrap();
+            }
+            _ => {}
+        }
+    }
+    // Phase 1 ends when every URL is published or audited `host_budget`.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let (published, audit) = loop {
+        let (p, au) = outcome(&b);
+        let judged = urls
+            .iter()
+            .all(|u| p.contains_key(u) || au.get(u).is_some_and(|r| r.contains("host_budget")));
+        if judged || std::time::Instant::now() > deadline {
+            break (p, au);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    for c in [&mut a, &mut g] {
+        stop_gate(c);
+    }
+    let lost: Vec<&String> = urls
+        .iter()
+        .filter(|u| {
+            !published.contains_key(*u) && !audit.get(*u).is_some_and(|r| r.contains("host_budget"))
+        })
+        .collect();
+    let repeats: usize = published.values().map(|n| n - 1).sum();
+    let mut per_host: HashMap<String, usize> = HashMap::new();
+    for u in published.keys() {
+        *per_host
+            .entry(u.split('/').nth(2).unwrap().to_string())
+            .or_default() += 1;
+    }
+    let mut over: Vec<(String, usize)> = per_host.into_iter().collect();
+    over.sort();
+    println!(
+        "budget faults seed {seed}: {} URLs ({} messages), {HOSTS} hosts, budget {BUDGET}, {kills} SIGKILLs, Redis paused 2 s and connections cut: lost {}, repeats {repeats}, published per host {over:?}",
+        urls.len(),
+        input.len(),
+        lost.len()
+    );
+    assert!(
+        lost.is_empty(),
+        "lost in phase 1: {:?}",
+        &lost[..lost.len().min(5)]
+    );
+
+    // Phase 2: what was rejected holds no place in the filter.
+    let before: HashMap<String, usize> = published.clone();
+    let mut c = start_gate(&sets("budget-faults-2", 10_000));
+    let want: Vec<&String> = urls.iter().filter(|u| !before.contains_key(*u)).collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let published = loop {
+        let (p, _) = outcome(&b);
+        if want.iter().all(|u| p.contains_key(*u)) || std::time::Instant::now() > deadline {
+            break p;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    stop_gate(&mut c);
+    let lost: Vec<&&String> = want
+        .iter()
+        .filter(|u| !published.contains_key(**u))
+        .collect();
+    // Published in phase 1 and again in phase 2 (a repeat, not a loss).
+    let again = before
+        .iter()
+        .filter(|(u, n)| published.get(*u).copied().unwrap_or(0) > **n)
+        .count();
+    println!(
+        "budget faults seed {seed}, phase 2 (budget 10,000, new group): {} rejected before, lost {} (kept a filter place), published again {again}",
+        want.len(),
+        lost.len()
+    );
+    assert!(
+        lost.is_empty(),
+        "rejected host_budget but never published with a raised budget: {:?}",
+        &lost[..lost.len().min(5)]
+    );
+}

@@ -171,10 +171,11 @@ pub enum Judged {
     Ask,
 }
 
-/// An origin's rules as a worker keeps them.
+/// An origin's rules as a worker keeps them (inline: judging a URL reads the cache entry and
+/// the rules' one buffer, nothing between).
 #[derive(Debug, Clone)]
 enum Known {
-    Rules(Arc<AgentRules>),
+    Rules(AgentRules),
     AllowAll,
     Unavailable,
     Refused,
@@ -341,10 +342,10 @@ impl RobotsGate {
         // A newer record wins (a stale one read from Redis never replaces a fresh fetch).
         if e.known.is_none() || r.expires_ms >= e.expires_ms {
             e.known = Some(match r.kind {
-                Kind::Rules => Known::Rules(Arc::new(AgentRules::compile_bytes(
+                Kind::Rules => Known::Rules(AgentRules::compile_bytes(
                     r.body.as_bytes(),
                     &self.cfg.agent,
-                ))),
+                )),
                 Kind::None => Known::AllowAll,
                 Kind::Unavailable => Known::Unavailable,
                 Kind::Refused => Known::Refused,

@@ -170,37 +170,62 @@ pub(crate) fn scheme_of(b: &[u8]) -> Option<&[u8]> {
     Some(&b[..i])
 }
 
+/// Where the first `://` of `url` starts (`str::find("://")` without building a substring
+/// searcher: these run several times on every URL).
+#[inline]
+pub fn scheme_sep(url: &str) -> Option<usize> {
+    let b = url.as_bytes();
+    let mut from = 0;
+    while let Some(i) = find_byte(b':', &b[from..]) {
+        let at = from + i;
+        if b[at + 1..].starts_with(b"//") {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// The end of the authority in `rest` (what follows `://`): its first `/`, `?` or `#`.
+#[inline]
+fn authority_len(rest: &str) -> usize {
+    rest.bytes()
+        .position(|c| matches!(c, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len())
+}
+
 /// Where the path of an absolute URL starts (after `scheme://authority`); 0 when there is no
 /// `://`.
 pub fn authority_end(url: &str) -> usize {
-    let Some(i) = url.find("://") else {
+    let Some(i) = scheme_sep(url) else {
         return 0;
     };
-    let rest = &url[i + 3..];
-    i + 3 + rest.find(['/', '?', '#']).unwrap_or(rest.len())
+    i + 3 + authority_len(&url[i + 3..])
 }
 
 /// The authority of an absolute URL (`scheme://authority/...`) without its userinfo: the host
 /// and, when it has one, the port. `""` when there is no `://`.
 pub fn host_port(url: &str) -> &str {
-    let Some(i) = url.find("://") else {
+    let Some(i) = scheme_sep(url) else {
         return "";
     };
     let rest = &url[i + 3..];
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let auth = &rest[..end];
-    auth.rsplit_once('@').map_or(auth, |(_, h)| h)
+    let auth = &rest[..authority_len(rest)];
+    match auth.bytes().rposition(|c| c == b'@') {
+        Some(at) => &auth[at + 1..],
+        None => auth,
+    }
 }
 
 /// The origin of an absolute URL, `scheme://host[:port]` (no userinfo): the unit the render
 /// stage clusters pages by. `""` when there is no `://`.
 pub fn origin(url: &str) -> std::borrow::Cow<'_, str> {
-    let Some(i) = url.find("://") else {
+    let Some(i) = scheme_sep(url) else {
         return "".into();
     };
     let rest = &url[i + 3..];
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    if rest[..end].contains('@') {
+    let end = authority_len(rest);
+    if rest.as_bytes()[..end].contains(&b'@') {
         format!("{}://{}", &url[..i], host_port(url)).into()
     } else {
         url[..i + 3 + end].into()
@@ -270,6 +295,24 @@ impl<'a> UrlParts<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scheme_sep_finds_what_str_find_finds() {
+        for u in [
+            "https://h.example/a",
+            "a:b://c",
+            "::://",
+            ":/",
+            "x:/y://z",
+            "",
+            "no scheme",
+            "http:/",
+            "mailto:x@y",
+            "ü:/://",
+        ] {
+            assert_eq!(scheme_sep(u), u.find("://"), "{u:?}");
+        }
+    }
 
     #[test]
     fn host_and_origin_agree_and_drop_userinfo() {

@@ -36,7 +36,7 @@ fn push_pattern(canonical: &str, out: &mut String) {
     };
     let before_q = before_q.split_once('#').map_or(before_q, |(a, _)| a);
     // Keep `scheme://authority` literally.
-    let path_start = match before_q.find("://") {
+    let path_start = match super::lex::scheme_sep(before_q) {
         Some(p) => before_q[p + 3..]
             .find('/')
             .map_or(before_q.len(), |q| p + 3 + q),
