@@ -5,6 +5,9 @@
 //!   on a 20-line file like a shop's.
 //! * `robots/judge_per_url` — what every URL then pays: `AgentRules::allowed` on canonical URLs
 //!   of 1,000 paths (a prefix rule, wildcards, a `$`).
+//! * `robots/judge_per_url_66k_origins` — the same with a worker's cache as a long crawl fills
+//!   it: 66,264 origins (the gate bench's stream), each with its own compiled rules, looked up
+//!   by the origin's 128-bit hash in a random order of URLs — the cache misses a gate pays.
 //! * `robots/reference_per_url` — the reference matcher (`Robots::check`: the file parsed again
 //!   and matched quadratically for every URL), for comparison.
 //!
@@ -54,6 +57,41 @@ fn bench(c: &mut Criterion) {
     g.bench_function("judge_per_url", |b| {
         b.iter(|| urls.iter().filter(|u| rules.allowed(black_box(u))).count())
     });
+    // 66,264 origins, each its own rules (the body varied by a line), URLs across them.
+    let n = 66_264;
+    let mut cache: rustc_hash::FxHashMap<u128, AgentRules> = Default::default();
+    let origins: Vec<String> = (0..n).map(|i| format!("https://shop-{i}.example")).collect();
+    for (i, o) in origins.iter().enumerate() {
+        let body = format!("{BODY}\nUser-agent: crawlsieve\nDisallow: /only-{i}/\n");
+        cache.insert(
+            xxhash_rust::xxh3::xxh3_128(o.as_bytes()),
+            AgentRules::compile_bytes(body.as_bytes(), "crawlsieve"),
+        );
+    }
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let spread: Vec<String> = (0..100_000)
+        .map(|k| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = &urls[k % urls.len()];
+            format!("{}{}", origins[(x % n as u64) as usize], &u["https://shop.example".len()..])
+        })
+        .collect();
+    g.throughput(Throughput::Elements(spread.len() as u64));
+    g.bench_function("judge_per_url_66k_origins", |b| {
+        b.iter(|| {
+            spread
+                .iter()
+                .filter(|u| {
+                    let origin = crawlsieve::url::lex::origin(u);
+                    let key = xxhash_rust::xxh3::xxh3_128(origin.as_bytes());
+                    cache.get(&key).is_some_and(|r| r.allowed(black_box(u)))
+                })
+                .count()
+        })
+    });
+    g.throughput(Throughput::Elements(urls.len() as u64));
     let reference = Robots::new(BODY.as_bytes());
     g.bench_function("reference_per_url", |b| {
         b.iter(|| {
