@@ -323,7 +323,7 @@ fn main() {
         Vec::new()
     };
     let total = warm_events.len() + vals.len();
-    let window = warm.then(|| Window {
+    let window = warm.then_some(Window {
         lo: (warm_events.len() as f64 + 0.10 * vals.len() as f64),
         hi: (warm_events.len() as f64 + 0.95 * vals.len() as f64),
     });

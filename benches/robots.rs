@@ -60,7 +60,9 @@ fn bench(c: &mut Criterion) {
     // 66,264 origins, each its own rules (the body varied by a line), URLs across them.
     let n = 66_264;
     let mut cache: rustc_hash::FxHashMap<u128, AgentRules> = Default::default();
-    let origins: Vec<String> = (0..n).map(|i| format!("https://shop-{i}.example")).collect();
+    let origins: Vec<String> = (0..n)
+        .map(|i| format!("https://shop-{i}.example"))
+        .collect();
     for (i, o) in origins.iter().enumerate() {
         let body = format!("{BODY}\nUser-agent: crawlsieve\nDisallow: /only-{i}/\n");
         cache.insert(
@@ -75,7 +77,11 @@ fn bench(c: &mut Criterion) {
             x ^= x >> 7;
             x ^= x << 17;
             let u = &urls[k % urls.len()];
-            format!("{}{}", origins[(x % n as u64) as usize], &u["https://shop.example".len()..])
+            format!(
+                "{}{}",
+                origins[(x % n as u64) as usize],
+                &u["https://shop.example".len()..]
+            )
         })
         .collect();
     g.throughput(Throughput::Elements(spread.len() as u64));

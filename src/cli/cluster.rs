@@ -25,7 +25,8 @@ pub struct ClusterArgs {
     /// redirects are followed inside the archive. Repeatable.
     #[arg(long, value_name = "WARC")]
     pub warc: Vec<PathBuf>,
-    /// Output file: `.json` (default: JSON on stdout) or `.csv`.
+    /// Output file: `.json` (default: JSON on stdout), `.csv`, or `.html` (a self-contained
+    /// page: clusters as rows of thumbnails, filterable by host and class).
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
     /// Use the seed's thresholds and scales exactly (content ≥ 0.97 at scale 16, visual ≥ 0.99
@@ -71,6 +72,10 @@ struct InPage {
     /// Perceptual hash of a screenshot, as 16 hex digits.
     #[serde(default)]
     phash: Option<String>,
+    /// A thumbnail for the HTML report: a base64 `data:image/jpeg` or `data:image/png` URI
+    /// (anything else is ignored).
+    #[serde(default)]
+    thumbnail: Option<String>,
     #[serde(default)]
     error: String,
 }
@@ -144,6 +149,8 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     }
     let mut pages = Vec::new();
     let mut errors: Vec<String> = Vec::new();
+    // The HTML report's thumbnails, by page (given in the input; WARC records have none).
+    let mut thumbs: Vec<Option<String>> = Vec::new();
     let mut unreadable = 0;
     // A page whose HTML is over the parser's bounds is a row with an error, not a stopped run.
     fn add(
@@ -170,6 +177,7 @@ pub fn run(a: ClusterArgs) -> Result<()> {
                 page.0.redirect_chain = chain;
             }
             add(page, String::new(), &mut pages, &mut errors);
+            thumbs.push(None);
         }
         // A damaged record: a row with its error when its URI is known, else a count.
         for e in &warc.errors {
@@ -220,6 +228,13 @@ pub fn run(a: ClusterArgs) -> Result<()> {
                         .as_ref()
                         .and_then(|h| u64::from_str_radix(h, 16).ok());
                     add(page, p.error, &mut pages, &mut errors);
+                    thumbs.push(p.thumbnail.filter(|t| {
+                        let ok = super::report_html::is_data_image(t);
+                        if !ok {
+                            eprintln!("crawlsieve cluster: {name}:{n}: thumbnail ignored: not a base64 data:image/jpeg or data:image/png URI");
+                        }
+                        ok
+                    }));
                 }
                 Err(e) => {
                     unreadable += 1;
@@ -251,6 +266,7 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     report(
         &pages,
         errors,
+        &thumbs,
         unreadable,
         &t,
         a.output.as_deref(),
@@ -262,6 +278,7 @@ pub fn run(a: ClusterArgs) -> Result<()> {
 pub(crate) fn report(
     pages: &[Page],
     errors: Vec<String>,
+    thumbs: &[Option<String>],
     unreadable: usize,
     t: &Thresholds,
     output: Option<&std::path::Path>,
@@ -345,7 +362,10 @@ pub(crate) fn report(
         urls,
         clusters,
     };
-    let csv = output.is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")));
+    let ext =
+        |x: &str| output.is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case(x)));
+    let csv = ext("csv");
+    let html = ext("html") || ext("htm");
     let mut out: Box<dyn Write> = match output {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
@@ -354,6 +374,8 @@ pub(crate) fn report(
     };
     if csv {
         write_csv(&report, &mut out)?;
+    } else if html {
+        out.write_all(html_report(&report, thumbs, command).as_bytes())?;
     } else {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
@@ -364,6 +386,72 @@ pub(crate) fn report(
         report.meta.total_urls, report.meta.eligible_html_urls, report.meta.total_clusters
     );
     Ok(())
+}
+
+/// The report as one self-contained HTML page ([`super::report_html`]): clusters in the JSON
+/// report's order, each with its canonical page first; pages in no cluster after them.
+fn html_report(r: &Report, thumbs: &[Option<String>], command: &str) -> String {
+    use super::report_html::{render, Group, Member};
+    let class = |rule: &Option<Rule>| {
+        rule.as_ref()
+            .and_then(|x| serde_json::to_value(x).ok())
+            .and_then(|v| v.as_str().map(String::from))
+    };
+    fn member<'a>(
+        u: &'a OutUrl,
+        thumbs: &'a [Option<String>],
+        class: &dyn Fn(&Option<Rule>) -> Option<String>,
+    ) -> Member<'a> {
+        Member {
+            id: u.id,
+            url: &u.url,
+            final_url: if u.final_url.is_empty() {
+                &u.url
+            } else {
+                &u.final_url
+            },
+            status: u.status_code,
+            title: &u.title,
+            class: class(&u.rule),
+            distance: if u.is_canonical {
+                0.0
+            } else {
+                1.0 - u.similarity_to_canonical
+            },
+            error: &u.error,
+            thumb: thumbs.get(u.id - 1).and_then(|t| t.as_deref()),
+        }
+    }
+    let groups: Vec<Group> = r
+        .clusters
+        .iter()
+        .map(|c| {
+            let mut members: Vec<&OutUrl> =
+                c.member_ids.iter().map(|&id| &r.urls[id - 1]).collect();
+            members.sort_by_key(|u| !u.is_canonical);
+            Group {
+                id: &c.cluster_id,
+                class: class(&c.rule),
+                members: members
+                    .into_iter()
+                    .map(|u| member(u, thumbs, &class))
+                    .collect(),
+            }
+        })
+        .collect();
+    let unclustered: Vec<Member> = r
+        .urls
+        .iter()
+        .filter(|u| u.cluster_id.is_empty())
+        .map(|u| member(u, thumbs, &class))
+        .collect();
+    render(
+        command,
+        &r.meta.generated_at,
+        r.urls.len(),
+        &groups,
+        &unclustered,
+    )
 }
 
 /// The seed's CSV columns (plus `rule`), with a real CSV writer: titles contain commas.

@@ -18,6 +18,7 @@ mod dedup;
 mod gate;
 mod redis;
 mod render;
+pub mod report_html;
 mod robots;
 mod serve;
 mod similar;

@@ -23,7 +23,7 @@ pub struct SimilarArgs {
     /// URLs: a file (one per line; blank lines and `#` comments skipped) or a comma list.
     #[arg(short = 'l', long = "list", value_name = "FILE|URLS")]
     pub list: String,
-    /// Output: `.json` or `.csv`.
+    /// Output: `.json`, `.csv`, or `.html` (a self-contained report with thumbnails).
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
     /// Pages rendered at once (browser tabs).
@@ -119,6 +119,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         policy: Policy {
             allow: a.allow.clone(),
         },
+        thumbnails: true,
         ..RenderConfig::default()
     };
     let rendered = rt.block_on(async {
@@ -139,7 +140,9 @@ pub fn run(a: SimilarArgs) -> Result<()> {
 
     let mut pages = Vec::with_capacity(rendered.len());
     let mut errors = Vec::with_capacity(rendered.len());
+    let mut thumbs = Vec::with_capacity(rendered.len());
     for r in rendered {
+        thumbs.push(r.thumbnail);
         let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
         p.redirect_chain = r.redirect_chain;
         p.features.phash = r.phash;
@@ -156,7 +159,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         t.structure = s;
     }
     rt.shutdown_timeout(Duration::from_secs(5));
-    super::cluster::report(&pages, errors, 0, &t, Some(&a.output), "similar")
+    super::cluster::report(&pages, errors, &thumbs, 0, &t, Some(&a.output), "similar")
 }
 
 /// Render every URL of `list`, `batch` at a time, with a progress bar on a terminal.

@@ -63,6 +63,9 @@ pub struct RenderConfig {
     pub max_subresources: usize,
     /// URL policy.
     pub policy: safety::Policy,
+    /// Keep each screenshot as a report thumbnail ([`Rendered::thumbnail`]; `similar` does,
+    /// the render stage does not).
+    pub thumbnails: bool,
 }
 
 impl Default for RenderConfig {
@@ -77,6 +80,7 @@ impl Default for RenderConfig {
             max_html_bytes: 10 << 20,
             max_subresources: 500,
             policy: safety::Policy::default(),
+            thumbnails: false,
         }
     }
 }
@@ -102,6 +106,9 @@ pub struct Rendered {
     pub phash: Option<u64>,
     /// Median-DCT hash of the same screenshot.
     pub phash_dct: Option<u64>,
+    /// The screenshot as a report thumbnail (a `data:image/jpeg` URI,
+    /// [`crate::cli::report_html::thumbnail`]).
+    pub thumbnail: Option<String>,
     /// Requests the policy blocked (subresources, redirect hops), at most 20.
     pub blocked: Vec<String>,
     /// Empty on success.
@@ -657,6 +664,9 @@ impl Renderer {
         let (g, d) = hashes(&png)?;
         out.phash = Some(g);
         out.phash_dct = Some(d);
+        if self.cfg.thumbnails {
+            out.thumbnail = crate::cli::report_html::thumbnail(&png).ok();
+        }
         Ok(())
     }
 }

@@ -1,0 +1,297 @@
+//! `similar`/`cluster -o report.html`: the cluster report as one self-contained HTML file a
+//! person can look at — clusters as rows of thumbnails, the canonical page first, each member's
+//! URL, status, rule class and distance to the canonical; filterable by host and class and
+//! sortable without a server.
+//!
+//! Self-contained means opening it makes no request: styles and the script are inline,
+//! thumbnails are `data:` URIs (small JPEGs, [`thumbnail`]), and a Content-Security-Policy
+//! (`default-src 'none'`, images from `data:` only) makes the browser refuse anything else, so
+//! a URL or title taken from a crawled page can never make the report fetch it. Every text from
+//! a page is HTML-escaped; links to the pages are plain `<a href>`s (followed only when clicked,
+//! and only `http(s)` URLs become links).
+
+use std::fmt::Write as _;
+
+/// The longest side of a thumbnail, in pixels (the quarter-scale screenshot, halved again).
+pub const THUMB_WIDTH: u32 = 160;
+
+/// A report thumbnail from a screenshot (PNG): scaled to [`THUMB_WIDTH`] wide and re-encoded as
+/// a JPEG (quality 55: about 3–5 KB, so 500 pages stay far under 5 MB), as a `data:` URI.
+pub fn thumbnail(png: &[u8]) -> anyhow::Result<String> {
+    use anyhow::Context as _;
+    let img = image::load_from_memory(png).context("decoding the screenshot")?;
+    let small = img.resize(
+        THUMB_WIDTH,
+        THUMB_WIDTH,
+        image::imageops::FilterType::Triangle,
+    );
+    let mut jpeg = Vec::new();
+    let enc = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 55);
+    small
+        .to_rgb8()
+        .write_with_encoder(enc)
+        .context("encoding the thumbnail")?;
+    Ok(format!("data:image/jpeg;base64,{}", base64(&jpeg)))
+}
+
+/// Whether `s` is a thumbnail this report may embed: a base64 `data:` URI of a PNG or JPEG and
+/// nothing else (a thumbnail given in `cluster`'s input is untrusted).
+pub fn is_data_image(s: &str) -> bool {
+    let body = s
+        .strip_prefix("data:image/jpeg;base64,")
+        .or_else(|| s.strip_prefix("data:image/png;base64,"));
+    body.is_some_and(|b| {
+        !b.is_empty()
+            && b.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='))
+    })
+}
+
+/// Standard base64 with padding.
+fn base64(data: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for c in data.chunks(3) {
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
+        out.push(T[(n >> 18) as usize & 63] as char);
+        out.push(T[(n >> 12) as usize & 63] as char);
+        out.push(if c.len() > 1 {
+            T[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        out.push(if c.len() > 2 {
+            T[n as usize & 63] as char
+        } else {
+            '='
+        });
+    }
+    out
+}
+
+/// `s` escaped for HTML text and attribute values.
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            _ => o.push(c),
+        }
+    }
+    o
+}
+
+/// One page as the report shows it.
+pub struct Member<'a> {
+    /// The report's id of the page (1-based, as in the JSON report).
+    pub id: usize,
+    pub url: &'a str,
+    pub final_url: &'a str,
+    pub status: u16,
+    pub title: &'a str,
+    /// The rule class (`E1` …), if a rule clustered it.
+    pub class: Option<String>,
+    /// 1 − similarity to the cluster's canonical page (0 for the canonical).
+    pub distance: f64,
+    pub error: &'a str,
+    /// A `data:` URI ([`thumbnail`]); none: a placeholder.
+    pub thumb: Option<&'a str>,
+}
+
+/// One cluster: its id, class, members (the canonical first).
+pub struct Group<'a> {
+    pub id: &'a str,
+    pub class: Option<String>,
+    pub members: Vec<Member<'a>>,
+}
+
+/// The host of a URL, for the host filter.
+fn host(url: &str) -> &str {
+    crate::url::lex::host_port(url)
+}
+
+/// The whole report. `unclustered`: the pages in no cluster (errors, non-HTML, singletons).
+pub fn render(
+    command: &str,
+    generated_at: &str,
+    total_pages: usize,
+    groups: &[Group],
+    unclustered: &[Member],
+) -> String {
+    let mut hosts: Vec<&str> = groups
+        .iter()
+        .flat_map(|g| g.members.iter())
+        .chain(unclustered)
+        .map(|m| host(m.final_url))
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let mut classes: Vec<String> = groups
+        .iter()
+        .map(|g| g.class.clone().unwrap_or_else(|| "similar".into()))
+        .collect();
+    classes.sort_unstable();
+    classes.dedup();
+
+    let mut h = String::with_capacity(64 * 1024);
+    h.push_str("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
+    h.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n");
+    let _ = write!(
+        h,
+        "<title>crawlsieve {} report</title>\n<style>{CSS}</style></head><body>\n",
+        esc(command)
+    );
+    let _ = writeln!(
+        h,
+        "<header><h1>crawlsieve {}</h1><p id=\"summary\">{} pages, <b id=\"cluster-count\">{}</b> clusters, {} pages in no cluster; generated {}</p>",
+        esc(command),
+        total_pages,
+        groups.len(),
+        unclustered.len(),
+        esc(generated_at)
+    );
+    h.push_str("<label>Host <select id=\"host\"><option value=\"\">all hosts</option>");
+    for x in &hosts {
+        let _ = write!(h, "<option>{}</option>", esc(x));
+    }
+    h.push_str(
+        "</select></label> <label>Class <select id=\"cls\"><option value=\"\">all classes</option>",
+    );
+    for c in &classes {
+        let _ = write!(h, "<option>{}</option>", esc(c));
+    }
+    h.push_str("</select></label> <label>Sort <select id=\"sort\"><option value=\"size\">largest first</option><option value=\"host\">by host</option><option value=\"class\">by class</option><option value=\"order\">report order</option></select></label> <span id=\"shown\"></span></header>\n<main id=\"clusters\">\n");
+    for (i, g) in groups.iter().enumerate() {
+        let class = g.class.clone().unwrap_or_else(|| "similar".into());
+        let canon_host = g.members.first().map_or("", |m| host(m.final_url));
+        let hosts_of: Vec<&str> = g.members.iter().map(|m| host(m.final_url)).collect();
+        let _ = write!(
+            h,
+            "<section class=\"cluster\" data-order=\"{i}\" data-size=\"{}\" data-class=\"{}\" data-host=\"{}\" data-hosts=\"{}\"><h2>{} <span class=\"cls\">{}</span> <span class=\"n\">{} pages</span></h2><div class=\"row\">",
+            g.members.len(),
+            esc(&class),
+            esc(canon_host),
+            esc(&format!(" {} ", hosts_of.join(" "))),
+            esc(g.id),
+            esc(&class),
+            g.members.len()
+        );
+        for (k, m) in g.members.iter().enumerate() {
+            member(&mut h, m, k == 0);
+        }
+        h.push_str("</div></section>\n");
+    }
+    h.push_str("</main>\n");
+    if !unclustered.is_empty() {
+        h.push_str(
+            "<details id=\"unclustered\"><summary>Pages in no cluster</summary><div class=\"row\">",
+        );
+        for m in unclustered {
+            member(&mut h, m, false);
+        }
+        h.push_str("</div></details>\n");
+    }
+    let _ = write!(h, "<script>{SCRIPT}</script>\n</body></html>\n");
+    h
+}
+
+fn member(h: &mut String, m: &Member, canonical: bool) {
+    let _ = write!(
+        h,
+        "<figure class=\"member{}\" data-id=\"{}\">",
+        if canonical { " canonical" } else { "" },
+        m.id
+    );
+    match m.thumb.filter(|t| is_data_image(t)) {
+        Some(t) => {
+            let _ = write!(h, "<img class=\"thumb\" alt=\"\" src=\"{t}\">");
+        }
+        None => h.push_str("<div class=\"thumb none\">no screenshot</div>"),
+    }
+    let link = if m.final_url.starts_with("http://") || m.final_url.starts_with("https://") {
+        format!(
+            "<a href=\"{0}\" rel=\"noreferrer noopener\" target=\"_blank\">{0}</a>",
+            esc(m.final_url)
+        )
+    } else {
+        esc(m.final_url)
+    };
+    let asked = if m.url != m.final_url && !m.url.is_empty() {
+        format!("<br><span class=\"meta\">asked {}</span>", esc(m.url))
+    } else {
+        String::new()
+    };
+    let _ = write!(
+        h,
+        "<figcaption>{link}{asked}<br><span class=\"meta\">{}{} · {} · distance {:.3}</span>{}{}</figcaption></figure>",
+        if canonical { "canonical · " } else { "" },
+        if m.status == 0 { "no status".to_string() } else { format!("HTTP {}", m.status) },
+        esc(m.class.as_deref().unwrap_or("similar")),
+        m.distance,
+        if m.title.is_empty() { String::new() } else { format!("<br><span class=\"title\">{}</span>", esc(m.title)) },
+        if m.error.is_empty() { String::new() } else { format!("<br><span class=\"error\">{}</span>", esc(m.error)) },
+    );
+}
+
+const CSS: &str = "body{font:14px system-ui,sans-serif;margin:0 1em;color:#222}header{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #ccc}h1{font-size:1.2em;margin:.2em 0}.cluster{border-bottom:1px solid #eee;padding:.4em 0}.cluster h2{font-size:1em;margin:.2em 0}.cls{background:#eef;padding:0 .4em;border-radius:3px}.n{color:#666;font-weight:normal}.row{display:flex;gap:.6em;overflow-x:auto;padding-bottom:.3em}.member{margin:0;width:170px;flex:none}.member.canonical .thumb{outline:3px solid #2a7}.thumb{width:160px;height:100px;object-fit:cover;object-position:top;border:1px solid #ccc;display:block}.thumb.none{display:flex;align-items:center;justify-content:center;color:#999;background:#f6f6f6}figcaption{font-size:11px;word-break:break-all}.meta{color:#555}.error{color:#b00}.title{color:#333}[hidden]{display:none!important}";
+
+const SCRIPT: &str = "(function(){var host=document.getElementById('host'),cls=document.getElementById('cls'),sort=document.getElementById('sort'),main=document.getElementById('clusters'),shown=document.getElementById('shown');function apply(){var hv=host.value,cv=cls.value,n=0;var cs=Array.prototype.slice.call(main.querySelectorAll('.cluster'));cs.forEach(function(c){var ok=(!hv||c.dataset.hosts.indexOf(' '+hv+' ')>=0)&&(!cv||c.dataset.class===cv);c.hidden=!ok;if(ok)n++;});var k=sort.value;cs.sort(function(a,b){if(k==='size')return b.dataset.size-a.dataset.size||a.dataset.order-b.dataset.order;if(k==='host')return a.dataset.host.localeCompare(b.dataset.host)||a.dataset.order-b.dataset.order;if(k==='class')return a.dataset.class.localeCompare(b.dataset.class)||a.dataset.order-b.dataset.order;return a.dataset.order-b.dataset.order;});cs.forEach(function(c){main.appendChild(c);});shown.textContent=n+' shown';}host.onchange=cls.onchange=sort.onchange=apply;apply();})();";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_the_rfc_vectors() {
+        for (i, o) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(i.as_bytes()), o);
+        }
+    }
+
+    #[test]
+    fn only_data_images_are_embedded_and_page_text_is_escaped() {
+        assert!(is_data_image("data:image/jpeg;base64,/9j/4AAQ=="));
+        assert!(!is_data_image("https://evil.example/x.png"));
+        assert!(!is_data_image("data:image/svg+xml;base64,PHN2Zz4="));
+        assert!(!is_data_image("data:image/png;base64,AA\" onerror=\"x"));
+        let m = Member {
+            id: 1,
+            url: "https://h.example/<x>",
+            final_url: "https://h.example/\"><script>alert(1)</script>",
+            status: 200,
+            title: "<b>t</b>",
+            class: None,
+            distance: 0.0,
+            error: "",
+            thumb: Some("https://evil.example/t.png"),
+        };
+        let g = [Group {
+            id: "c1",
+            class: Some("E3".into()),
+            members: vec![m],
+        }];
+        let html = render("cluster", "now", 1, &g, &[]);
+        assert!(!html.contains("<script>alert"), "{html}");
+        assert!(
+            !html.contains("evil.example"),
+            "an untrusted thumbnail is not embedded"
+        );
+        assert!(html.contains("no screenshot"));
+        assert!(html.contains("&lt;b&gt;t&lt;/b&gt;"));
+        assert!(html.contains("default-src 'none'"));
+    }
+}

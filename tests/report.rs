@@ -1,0 +1,309 @@
+//! Issue 26: the HTML report (`cluster`/`similar -o report.html`), opened in a real browser.
+//! Debian's Chromium (installed by scripts/test.sh) loads the file headless with every request
+//! it might make sent to a loopback recorder (`--proxy-server`, no bypass): the report shows
+//! every cluster of the JSON report made from the same input, with the thumbnails given, and
+//! the recorder is never reached.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crawlsieve::cli::report_html::thumbnail;
+
+mod common;
+
+/// A screenshot-like PNG: a white page with dark "text" lines and a coloured banner.
+fn page_png(seed: u32, banner: [u8; 3]) -> Vec<u8> {
+    let (w, h) = (320u32, 200u32);
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    let img = image::RgbImage::from_fn(w, h, |px, py| {
+        if py < 30 {
+            return image::Rgb(banner);
+        }
+        let line = (py - 30) / 12;
+        let in_text = (py - 30) % 12 < 7 && px > 10 && px < 300 - (line * 37 % 90);
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        if in_text && x % 3 != 0 {
+            image::Rgb([30, 30, 30])
+        } else {
+            image::Rgb([255, 255, 255])
+        }
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// Pages as `cluster` reads them: near-duplicate product pages, error pages, distinct articles.
+fn pages(n_products: usize, thumbs: bool) -> Vec<serde_json::Value> {
+    let mut v = Vec::new();
+    let product = |i: usize| {
+        format!("<html><head><title>Product {i}</title></head><body><nav><a href=/>Home</a><a href=/shop>Shop</a></nav><main><h1>Blue kettle model {i}</h1><p>A kettle that boils water quickly and quietly. Stainless steel, 1.7 litres, automatic shut-off, boil-dry protection and a washable filter.</p><p>Price 29 euros. Delivery in two days.</p></main><footer>Shop footer text</footer></body></html>")
+    };
+    let article = |i: usize| {
+        let words = [
+            "river",
+            "mountain",
+            "library",
+            "orchestra",
+            "volcano",
+            "harbour",
+        ];
+        let w = words[i % words.len()];
+        format!("<html><head><title>{w}</title></head><body><article><h1>The {w} {i}</h1>{}</article></body></html>", format!("<p>{w} {i} is described here at length with its own words and history.</p>").repeat(8 + i))
+    };
+    for i in 0..n_products {
+        v.push(serde_json::json!({
+            "url": format!("https://shop.example/item/{i}"),
+            "status": 200, "content_type": "text/html", "html": product(i),
+            "thumbnail": thumbs.then(|| thumbnail(&page_png(i as u32, [200, 20, 20])).unwrap()),
+        }));
+    }
+    for i in 0..3 {
+        v.push(serde_json::json!({
+            "url": format!("https://docs.example/missing/{i}"),
+            "status": 404, "content_type": "text/html",
+            "html": "<html><head><title>Not found</title></head><body><h1>404 Not Found</h1><p>The page does not exist.</p></body></html>",
+            "thumbnail": thumbs.then(|| thumbnail(&page_png(100 + i, [20, 20, 200])).unwrap()),
+        }));
+    }
+    for i in 0..4 {
+        v.push(serde_json::json!({
+            "url": format!("https://blog.example/post/{i}"),
+            "status": 200, "content_type": "text/html", "html": article(i),
+            "thumbnail": thumbs.then(|| thumbnail(&page_png(200 + i as u32, [20, 160, 20])).unwrap()),
+        }));
+    }
+    // One hostile page: its title and URL must stay text, its thumbnail a remote URL (ignored).
+    v.push(serde_json::json!({
+        "url": "https://evil.example/\"><img src=https://evil.example/x.png>",
+        "status": 200, "content_type": "text/html",
+        "html": "<html><head><title><script>fetch('https://evil.example/t')</script></title></head><body><p>x</p></body></html>",
+        "thumbnail": "https://evil.example/thumb.png",
+    }));
+    v
+}
+
+fn cluster(input: &Path, out: &Path) {
+    let o = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .arg("cluster")
+        .arg(input)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A loopback server that counts connections (any request Chromium makes goes through it).
+fn recorder() -> (u16, Arc<AtomicUsize>, Arc<std::sync::Mutex<Vec<String>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (h, sn) = (hits.clone(), seen.clone());
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            h.fetch_add(1, Ordering::SeqCst);
+            let mut s = s;
+            let mut buf = [0u8; 1024];
+            let n = s.read(&mut buf).unwrap_or(0);
+            let first = String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            sn.lock().unwrap().push(first);
+        }
+    });
+    (port, hits, seen)
+}
+
+fn chromium(args: &[String], file: &Path, proxy: u16, profile: &Path) -> std::process::Output {
+    let bin = std::env::var("CRAWLSIEVE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--virtual-time-budget=3000",
+            "--proxy-bypass-list=<-loopback>",
+        ])
+        .arg(format!("--proxy-server=http://127.0.0.1:{proxy}"))
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(format!("file://{}", file.display()))
+        .output()
+        .expect("run chromium (scripts/test.sh installs it)")
+}
+
+#[test]
+fn the_html_report_shows_every_cluster_with_its_thumbnails_and_requests_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("pages.jsonl");
+    let lines: Vec<String> = pages(6, true).iter().map(|v| v.to_string()).collect();
+    std::fs::write(&input, lines.join("\n")).unwrap();
+    let (json, html) = (dir.path().join("r.json"), dir.path().join("r.html"));
+    cluster(&input, &json);
+    cluster(&input, &html);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let clusters = report["clusters"].as_array().unwrap();
+    assert!(clusters.len() >= 2, "the input makes clusters: {report}");
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        !text.contains("evil.example/x.png\""),
+        "page text stays text"
+    );
+
+    let (port, hits, seen) = recorder();
+    let profile = tempfile::tempdir().unwrap();
+    let o = chromium(&["--dump-dom".into()], &html, port, profile.path());
+    let dom = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        dom.contains("id=\"clusters\""),
+        "Chromium loaded the report: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Every cluster of the JSON report, with its members, the canonical first.
+    let sections = dom.matches("<section class=\"cluster\"").count();
+    assert_eq!(sections, clusters.len(), "clusters shown");
+    for c in clusters {
+        let id = c["cluster_id"].as_str().unwrap();
+        assert!(
+            dom.contains(&format!("{id} <span class=\"cls\">")),
+            "{id} shown"
+        );
+    }
+    // The script ran (it writes how many clusters the filters show).
+    assert!(
+        dom.contains(&format!(">{} shown<", clusters.len())),
+        "filter script ran"
+    );
+    // A thumbnail for every page given one (all but the hostile page), none from elsewhere.
+    let pages_n = report["urls"].as_array().unwrap().len();
+    assert_eq!(dom.matches("<img class=\"thumb\"").count(), pages_n - 1);
+    assert_eq!(
+        dom.matches("src=\"data:image/jpeg;base64,").count(),
+        pages_n - 1
+    );
+    assert!(!dom.contains("evil.example/thumb.png"));
+
+    // A screenshot: the thumbnails are drawn (the product pages' red banners are on screen).
+    let shot = dir.path().join("shot.png");
+    let profile = tempfile::tempdir().unwrap();
+    let o = chromium(
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1280,1200".into(),
+        ],
+        &html,
+        port,
+        profile.path(),
+    );
+    assert!(
+        shot.exists(),
+        "screenshot taken: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let img = image::open(&shot).unwrap().to_rgb8();
+    let red = img
+        .pixels()
+        .filter(|p| p[0] > 150 && p[1] < 80 && p[2] < 80)
+        .count();
+    assert!(red > 2_000, "red thumbnail banners visible: {red} pixels");
+    let _ = hits;
+    let from_report = report_requests(&seen.lock().unwrap());
+    assert!(
+        from_report.is_empty(),
+        "the report made requests: {from_report:?}"
+    );
+
+    // The harness catches a page's request: the same browser run on a control file that loads
+    // one image from a host records it.
+    let control = dir.path().join("control.html");
+    std::fs::write(
+        &control,
+        "<!doctype html><img src=\"http://report-probe.example/x.png\">",
+    )
+    .unwrap();
+    let (port, _, seen) = recorder();
+    let profile = tempfile::tempdir().unwrap();
+    chromium(&["--dump-dom".into()], &control, port, profile.path());
+    let caught = report_requests(&seen.lock().unwrap());
+    assert!(
+        caught.iter().any(|r| r.contains("report-probe.example")),
+        "the recorder sees a page's requests: {caught:?}"
+    );
+}
+
+/// The requests recorded that did not come from Chromium itself: its own services (time,
+/// component updates, accounts, on Google's hosts) contact the proxy whatever the page is.
+fn report_requests(seen: &[String]) -> Vec<String> {
+    seen.iter()
+        .filter(|r| {
+            let target = r.split(' ').nth(1).unwrap_or("");
+            let host = target
+                .trim_start_matches("http://")
+                .trim_start_matches("https://")
+                .split(['/', ':'])
+                .next()
+                .unwrap_or("");
+            !["google.com", "googleapis.com", "gstatic.com", "gvt1.com"]
+                .iter()
+                .any(|d| host == *d || host.ends_with(&format!(".{d}")))
+        })
+        .cloned()
+        .collect()
+}
+
+/// 500 pages with thumbnails stay under 5 MB.
+#[test]
+fn a_report_of_500_pages_stays_under_5_mb() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("pages.jsonl");
+    let lines: Vec<String> = pages(500 - 8, true).iter().map(|v| v.to_string()).collect();
+    std::fs::write(&input, lines.join("\n")).unwrap();
+    let html = dir.path().join("r.html");
+    cluster(&input, &html);
+    let size = std::fs::metadata(&html).unwrap().len();
+    println!("report of 500 pages: {size} bytes");
+    assert!(size < 5 << 20, "{size} bytes");
+}
+
+/// `similar -o report.html`: the pages rendered in Chromium, their screenshots embedded as
+/// thumbnails (one per page rendered; a refused page gets the placeholder).
+#[test]
+fn similar_writes_an_html_report_with_the_screenshots() {
+    let base = common::site::serve();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report.html");
+    let list = format!("{base}/a1,{base}/a2,{base}/login,http://10.0.0.9/");
+    let o = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args(["similar", "-l", &list, "-o"])
+        .arg(&out)
+        .args(["-t", "2", "--page-timeout", "15s", "--allow", "127.0.0.1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        html.matches("src=\"data:image/jpeg;base64,").count(),
+        3,
+        "three pages rendered"
+    );
+    assert_eq!(html.matches("no screenshot").count(), 1, "the refused one");
+    assert!(
+        html.contains("<section class=\"cluster\""),
+        "a1 and a2 cluster"
+    );
+}
