@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use crate::page::similarity::Thresholds;
+use crate::page::soft404;
 use crate::page::Page;
 use crate::render::safety::Policy;
 use crate::render::{RenderConfig, Rendered, Renderer};
@@ -54,6 +55,10 @@ pub struct SimilarArgs {
     /// also takes effect. Content and visual keep their own thresholds (docs/page-clustering.md).
     #[arg(long = "sim-threshold", value_parser = super::cluster::unit_interval)]
     pub sim_threshold: Option<f64>,
+    /// Do not probe each host (and first path segment) with a URL that cannot exist: no page is
+    /// then classified `soft_404` (docs/render.md, "Soft 404s").
+    #[arg(long = "no-soft-404-probe")]
+    pub no_soft_404_probe: bool,
 }
 
 /// The seed's single-dash long flags, rewritten to clap's double dash.
@@ -122,10 +127,19 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         thumbnails: true,
         ..RenderConfig::default()
     };
-    let rendered = rt.block_on(async {
+    let (rendered, templates) = rt.block_on(async {
         let r = Arc::new(Renderer::new(cfg).await?);
         // Ctrl-C or SIGTERM: close the browser and remove its profile before exiting.
-        let work = render_all(&r, &list, a.batch_size);
+        let probe = !a.no_soft_404_probe;
+        let work = async {
+            let pages = render_all(&r, &list, a.batch_size).await?;
+            let templates = if probe {
+                soft_404_templates(&r, &pages, a.batch_size).await?
+            } else {
+                Default::default()
+            };
+            anyhow::Ok((pages, templates))
+        };
         let out = tokio::select! {
             out = work => out,
             _ = stop_signal() => {
@@ -144,6 +158,10 @@ pub fn run(a: SimilarArgs) -> Result<()> {
     for r in rendered {
         thumbs.push(r.thumbnail);
         let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
+        p.features.soft_404 = r.error.is_empty()
+            && templates
+                .get(&soft404::scope_key(&r.url))
+                .is_some_and(|t| t.matches(&r.url, &r.final_url, r.status, &r.html));
         p.redirect_chain = r.redirect_chain;
         p.features.phash = r.phash;
         p.features.timings = r.timings;
@@ -187,6 +205,44 @@ async fn render_all(r: &Arc<Renderer>, list: &[String], batch: usize) -> Result<
         }
     }
     bar.finish_and_clear();
+    Ok(out)
+}
+
+/// Each scope's "not found" template ([`soft404`]): one probe per origin and first path segment
+/// of the pages rendered without error, derived from the first page of that scope.
+async fn soft_404_templates(
+    r: &Arc<Renderer>,
+    pages: &[Rendered],
+    batch: usize,
+) -> Result<std::collections::HashMap<String, soft404::Template>> {
+    let mut scopes: Vec<(String, String)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for p in pages.iter().filter(|p| p.error.is_empty()) {
+        let key = soft404::scope_key(&p.url);
+        if seen.insert(key.clone()) {
+            // A token no site names a page with: 12 hex digits of a hash of the scope and now.
+            let token = format!(
+                "cs{:012x}",
+                xxhash_rust::xxh3::xxh3_64(
+                    format!("{key}{:?}", std::time::SystemTime::now()).as_bytes()
+                ) & 0xffff_ffff_ffff
+            );
+            if let Some(u) = soft404::probe_url(&p.url, &token) {
+                scopes.push((key, u));
+            }
+        }
+    }
+    let probes: Vec<String> = scopes.iter().map(|(_, u)| u.clone()).collect();
+    let answers = render_all(r, &probes, batch).await?;
+    let mut out = std::collections::HashMap::new();
+    for ((key, u), a) in scopes.into_iter().zip(answers) {
+        if !a.error.is_empty() {
+            continue;
+        }
+        if let Some(t) = soft404::Template::from_probe(&u, &a.final_url, a.status, &a.html) {
+            out.insert(key, t);
+        }
+    }
     Ok(out)
 }
 

@@ -167,9 +167,12 @@ pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
     for (i, p) in pages.iter().enumerate() {
         let o = origin(&p.final_url);
         match page_rule(p.status, p.is_html(), &p.features) {
-            Some(Rule::E1) => {
-                groups.entry(format!("err5xx-{o}")).or_default().push(i);
-                out[i].rule = Some(Rule::E1);
+            Some(r @ (Rule::E1 | Rule::Soft404)) => {
+                groups
+                    .entry(format!("{}-{o}", r.prefix()))
+                    .or_default()
+                    .push(i);
+                out[i].rule = Some(r);
             }
             Some(r) => {
                 let id = format!(

@@ -88,6 +88,10 @@ pub struct Features {
     pub phash: Option<u64>,
     /// Timings, when rendered.
     pub timings: Option<Timings>,
+    /// The page is its host's "not found" answer ([`super::soft404`]; set by the caller that
+    /// probed the host, never from the HTML alone).
+    #[serde(default)]
+    pub soft_404: bool,
 }
 
 struct Frame {

@@ -20,6 +20,7 @@ pub mod online;
 pub mod patterns;
 pub mod rules;
 pub mod similarity;
+pub mod soft404;
 pub mod warc;
 
 pub use features::{Features, Timings};

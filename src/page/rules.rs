@@ -202,6 +202,10 @@ pub enum Rule {
     R1,
     /// Same URL after path normalization.
     U1,
+    /// The host's "not found" answer to a URL that does not exist, served with a 2xx status
+    /// (a soft 404: the host's probe, [`super::soft404`]); one cluster per origin.
+    #[serde(rename = "soft_404")]
+    Soft404,
 }
 
 impl Rule {
@@ -216,6 +220,7 @@ impl Rule {
             Rule::T1 => "thin",
             Rule::R1 => "redir",
             Rule::U1 => "urlcanon",
+            Rule::Soft404 => "soft404",
         }
     }
 }
@@ -237,6 +242,9 @@ pub fn page_rule(status: u16, is_html: bool, f: &super::Features) -> Option<Rule
     let login_form = f.password_field && few_words;
     if matches!(status, 404) || (matches!(status, 401 | 403) && !login_form) {
         return Some(Rule::E3);
+    }
+    if f.soft_404 && (200..300).contains(&status) {
+        return Some(Rule::Soft404);
     }
     if (200..300).contains(&status) && f.hits.error && few_words {
         return Some(Rule::E3);
