@@ -306,4 +306,7 @@ fn similar_writes_an_html_report_with_the_screenshots() {
         html.contains("<section class=\"cluster\""),
         "a1 and a2 cluster"
     );
+    // The soft-404 probe of the site's one scope, in its own section.
+    assert!(html.contains("<section id=\"soft404\">"), "probes listed");
+    assert!(html.contains("/cs"), "the probe URL is shown");
 }

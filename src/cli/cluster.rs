@@ -263,10 +263,14 @@ pub fn run(a: ClusterArgs) -> Result<()> {
             )?;
         }
     }
+    let extras = Extras {
+        thumbs: &thumbs,
+        probes: &[],
+    };
     report(
         &pages,
         errors,
-        &thumbs,
+        &extras,
         unreadable,
         &t,
         a.output.as_deref(),
@@ -275,10 +279,18 @@ pub fn run(a: ClusterArgs) -> Result<()> {
 }
 
 /// Cluster `pages` and write the seed's report (JSON, or CSV by the output's extension).
+/// What the HTML report shows beside the clusters.
+pub(crate) struct Extras<'a> {
+    /// A thumbnail per page (`data:` URIs), where there is one.
+    pub thumbs: &'a [Option<String>],
+    /// Soft-404 probes: (scope, probe URL, what it answered).
+    pub probes: &'a [(String, String, String)],
+}
+
 pub(crate) fn report(
     pages: &[Page],
     errors: Vec<String>,
-    thumbs: &[Option<String>],
+    extras: &Extras,
     unreadable: usize,
     t: &Thresholds,
     output: Option<&std::path::Path>,
@@ -375,7 +387,7 @@ pub(crate) fn report(
     if csv {
         write_csv(&report, &mut out)?;
     } else if html {
-        out.write_all(html_report(&report, thumbs, command).as_bytes())?;
+        out.write_all(html_report(&report, extras, command).as_bytes())?;
     } else {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
@@ -390,7 +402,8 @@ pub(crate) fn report(
 
 /// The report as one self-contained HTML page ([`super::report_html`]): clusters in the JSON
 /// report's order, each with its canonical page first; pages in no cluster after them.
-fn html_report(r: &Report, thumbs: &[Option<String>], command: &str) -> String {
+fn html_report(r: &Report, extras: &Extras, command: &str) -> String {
+    let thumbs = extras.thumbs;
     use super::report_html::{render, Group, Member};
     let class = |rule: &Option<Rule>| {
         rule.as_ref()
@@ -451,6 +464,7 @@ fn html_report(r: &Report, thumbs: &[Option<String>], command: &str) -> String {
         r.urls.len(),
         &groups,
         &unclustered,
+        extras.probes,
     )
 }
 

@@ -123,6 +123,7 @@ pub fn render(
     total_pages: usize,
     groups: &[Group],
     unclustered: &[Member],
+    probes: &[(String, String, String)],
 ) -> String {
     let mut hosts: Vec<&str> = groups
         .iter()
@@ -188,6 +189,19 @@ pub fn render(
         h.push_str("</div></section>\n");
     }
     h.push_str("</main>\n");
+    if !probes.is_empty() {
+        h.push_str("<section id=\"soft404\"><h2>Soft-404 probes</h2><p>One URL that cannot exist per host and first path segment; pages matching a soft-404 answer are class <code>soft_404</code>.</p><table><tr><th>scope</th><th>probe</th><th>answer</th></tr>");
+        for (scope, probe, answer) in probes {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(scope),
+                esc(probe),
+                esc(answer)
+            );
+        }
+        h.push_str("</table></section>\n");
+    }
     if !unclustered.is_empty() {
         h.push_str(
             "<details id=\"unclustered\"><summary>Pages in no cluster</summary><div class=\"row\">",
@@ -239,7 +253,7 @@ fn member(h: &mut String, m: &Member, canonical: bool) {
     );
 }
 
-const CSS: &str = "body{font:14px system-ui,sans-serif;margin:0 1em;color:#222}header{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #ccc}h1{font-size:1.2em;margin:.2em 0}.cluster{border-bottom:1px solid #eee;padding:.4em 0}.cluster h2{font-size:1em;margin:.2em 0}.cls{background:#eef;padding:0 .4em;border-radius:3px}.n{color:#666;font-weight:normal}.row{display:flex;gap:.6em;overflow-x:auto;padding-bottom:.3em}.member{margin:0;width:170px;flex:none}.member.canonical .thumb{outline:3px solid #2a7}.thumb{width:160px;height:100px;object-fit:cover;object-position:top;border:1px solid #ccc;display:block}.thumb.none{display:flex;align-items:center;justify-content:center;color:#999;background:#f6f6f6}figcaption{font-size:11px;word-break:break-all}.meta{color:#555}.error{color:#b00}.title{color:#333}[hidden]{display:none!important}";
+const CSS: &str = "body{font:14px system-ui,sans-serif;margin:0 1em;color:#222}header{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #ccc}h1{font-size:1.2em;margin:.2em 0}.cluster{border-bottom:1px solid #eee;padding:.4em 0}.cluster h2{font-size:1em;margin:.2em 0}.cls{background:#eef;padding:0 .4em;border-radius:3px}.n{color:#666;font-weight:normal}.row{display:flex;gap:.6em;overflow-x:auto;padding-bottom:.3em}.member{margin:0;width:170px;flex:none}.member.canonical .thumb{outline:3px solid #2a7}.thumb{width:160px;height:100px;object-fit:cover;object-position:top;border:1px solid #ccc;display:block}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;word-break:break-all}.thumb.none{display:flex;align-items:center;justify-content:center;color:#999;background:#f6f6f6}figcaption{font-size:11px;word-break:break-all}.meta{color:#555}.error{color:#b00}.title{color:#333}[hidden]{display:none!important}";
 
 const SCRIPT: &str = "(function(){var host=document.getElementById('host'),cls=document.getElementById('cls'),sort=document.getElementById('sort'),main=document.getElementById('clusters'),shown=document.getElementById('shown');function apply(){var hv=host.value,cv=cls.value,n=0;var cs=Array.prototype.slice.call(main.querySelectorAll('.cluster'));cs.forEach(function(c){var ok=(!hv||c.dataset.hosts.indexOf(' '+hv+' ')>=0)&&(!cv||c.dataset.class===cv);c.hidden=!ok;if(ok)n++;});var k=sort.value;cs.sort(function(a,b){if(k==='size')return b.dataset.size-a.dataset.size||a.dataset.order-b.dataset.order;if(k==='host')return a.dataset.host.localeCompare(b.dataset.host)||a.dataset.order-b.dataset.order;if(k==='class')return a.dataset.class.localeCompare(b.dataset.class)||a.dataset.order-b.dataset.order;return a.dataset.order-b.dataset.order;});cs.forEach(function(c){main.appendChild(c);});shown.textContent=n+' shown';}host.onchange=cls.onchange=sort.onchange=apply;apply();})();";
 
@@ -284,7 +298,7 @@ mod tests {
             class: Some("E3".into()),
             members: vec![m],
         }];
-        let html = render("cluster", "now", 1, &g, &[]);
+        let html = render("cluster", "now", 1, &g, &[], &[]);
         assert!(!html.contains("<script>alert"), "{html}");
         assert!(
             !html.contains("evil.example"),

@@ -127,7 +127,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         thumbnails: true,
         ..RenderConfig::default()
     };
-    let (rendered, templates) = rt.block_on(async {
+    let (rendered, (templates, probes)) = rt.block_on(async {
         let r = Arc::new(Renderer::new(cfg).await?);
         // Ctrl-C or SIGTERM: close the browser and remove its profile before exiting.
         let probe = !a.no_soft_404_probe;
@@ -136,7 +136,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
             let templates = if probe {
                 soft_404_templates(&r, &pages, a.batch_size).await?
             } else {
-                Default::default()
+                (Default::default(), Vec::new())
             };
             anyhow::Ok((pages, templates))
         };
@@ -177,7 +177,11 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         t.structure = s;
     }
     rt.shutdown_timeout(Duration::from_secs(5));
-    super::cluster::report(&pages, errors, &thumbs, 0, &t, Some(&a.output), "similar")
+    let extras = super::cluster::Extras {
+        thumbs: &thumbs,
+        probes: &probes,
+    };
+    super::cluster::report(&pages, errors, &extras, 0, &t, Some(&a.output), "similar")
 }
 
 /// Render every URL of `list`, `batch` at a time, with a progress bar on a terminal.
@@ -208,13 +212,16 @@ async fn render_all(r: &Arc<Renderer>, list: &[String], batch: usize) -> Result<
     Ok(out)
 }
 
+/// What the probes found: each scope's template, and (scope, probe URL, what it answered) for
+/// the report.
+type Probed = (
+    std::collections::HashMap<String, soft404::Template>,
+    Vec<(String, String, String)>,
+);
+
 /// Each scope's "not found" template ([`soft404`]): one probe per origin and first path segment
 /// of the pages rendered without error, derived from the first page of that scope.
-async fn soft_404_templates(
-    r: &Arc<Renderer>,
-    pages: &[Rendered],
-    batch: usize,
-) -> Result<std::collections::HashMap<String, soft404::Template>> {
+async fn soft_404_templates(r: &Arc<Renderer>, pages: &[Rendered], batch: usize) -> Result<Probed> {
     let mut scopes: Vec<(String, String)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for p in pages.iter().filter(|p| p.error.is_empty()) {
@@ -235,15 +242,35 @@ async fn soft_404_templates(
     let probes: Vec<String> = scopes.iter().map(|(_, u)| u.clone()).collect();
     let answers = render_all(r, &probes, batch).await?;
     let mut out = std::collections::HashMap::new();
+    let mut seen = Vec::new();
     for ((key, u), a) in scopes.into_iter().zip(answers) {
-        if !a.error.is_empty() {
-            continue;
-        }
-        if let Some(t) = soft404::Template::from_probe(&u, &a.final_url, a.status, &a.html) {
-            out.insert(key, t);
-        }
+        let answer = if !a.error.is_empty() {
+            format!("not judged: {}", a.error)
+        } else {
+            match soft404::Template::from_probe(&u, &a.final_url, a.status, &a.html) {
+                None => format!("HTTP {}: unknown URLs answered honestly", a.status),
+                Some(t) => {
+                    let said = match &t {
+                        soft404::Template::Redirect(to) => {
+                            format!(
+                                "HTTP {}: unknown URLs redirected to {to} (soft 404)",
+                                a.status
+                            )
+                        }
+                        soft404::Template::Page(w) => format!(
+                            "HTTP {}: unknown URLs get a page of {} words (soft 404)",
+                            a.status,
+                            w.len()
+                        ),
+                    };
+                    out.insert(key.clone(), t);
+                    said
+                }
+            }
+        };
+        seen.push((key, u, answer));
     }
-    Ok(out)
+    Ok((out, seen))
 }
 
 /// SIGINT or SIGTERM.
