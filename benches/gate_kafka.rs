@@ -16,7 +16,9 @@
 //! the stream after them — 10% to 95% of it, from the gate's `messages_consumed_total` and
 //! `process_cpu_seconds_total` sampled every 50 ms: events/s and CPU µs per event, medians of
 //! the rounds — so the robots run is measured with every origin's rules already in each
-//! worker's memory: the steady state of a crawl whose gates have met its hosts).
+//! worker's memory: the steady state of a crawl whose gates have met its hosts; with
+//! `BENCH_WORKERS=1` — the warm-up events are spread over the partitions, so with more workers
+//! each meets only its partitions' share of the origins before the window).
 //!
 //! Rates are over each run's active span (first message → last finished batch), so group joins
 //! and the idle wait before exit are not counted.

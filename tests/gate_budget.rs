@@ -314,11 +314,25 @@ fn budget_faults(seed: u64) {
         "lost in phase 1: {:?}",
         &lost[..lost.len().min(5)]
     );
+    // The budget held, give or take what a failure lets through (a killed gate's adopted batch,
+    // a failed exchange publishing its batch): never near the ~250 URLs per host of no budget.
+    // (Fewer than the budget is possible: a correction that failed leaves the count high.)
+    for (host, n) in &over {
+        assert!(
+            *n <= BUDGET + 3 * 50,
+            "{host}: {n} published, budget {BUDGET}"
+        );
+    }
 
     // Phase 2: what was rejected holds no place in the filter.
     let before: HashMap<String, usize> = published.clone();
     let mut c = start_gate(&sets("budget-faults-2", 10_000));
     let want: Vec<&String> = urls.iter().filter(|u| !before.contains_key(*u)).collect();
+    assert!(
+        want.len() >= urls.len() - HOSTS as usize * (BUDGET + 3 * 50),
+        "most URLs were over budget: {}",
+        want.len()
+    );
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
     let published = loop {
         let (p, _) = outcome(&b);

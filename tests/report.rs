@@ -160,10 +160,10 @@ fn the_html_report_shows_every_cluster_with_its_thumbnails_and_requests_nothing(
     let clusters = report["clusters"].as_array().unwrap();
     assert!(clusters.len() >= 2, "the input makes clusters: {report}");
     let text = std::fs::read_to_string(&html).unwrap();
-    assert!(
-        !text.contains("evil.example/x.png\""),
-        "page text stays text"
-    );
+    // Page text stays text: the hostile URL's tag and the title's script are escaped.
+    assert!(!text.contains("<img src=https://evil"), "URL escaped");
+    assert!(!text.contains("<script>fetch"), "title escaped");
+    assert!(text.contains("&lt;img src=https://evil.example/x.png&gt;"));
 
     let (port, hits, seen) = recorder();
     let profile = tempfile::tempdir().unwrap();

@@ -93,6 +93,9 @@ fn soft_404_precision_and_recall_on_the_labelled_loopback_set() {
     let mut labelled: Vec<(String, Behaviour, bool)> = Vec::new();
     for b in behaviours {
         let base = serve(b);
+        // The home page listed without its slash too (it lands on `/`, as unknown URLs do on
+        // the redirecting site: found by review, a raw string comparison called it a soft 404).
+        labelled.push((base.clone(), b, false));
         for p in [
             "/",
             "/docs/intro.html",
@@ -177,9 +180,16 @@ fn soft_404_precision_and_recall_on_the_labelled_loopback_set() {
     assert!(precision >= 0.99, "precision {precision}: {per:#?}");
     assert!(recall >= 0.95, "recall {recall}: {per:#?}");
     // The honest site's unknown URLs stay what their status says.
-    for (row, (_, b, _)) in rows.iter().zip(&labelled) {
-        if *b == Behaviour::Honest404 && row["status_code"] == 404 {
-            assert_eq!(row["rule"].as_str(), Some("E3"));
-        }
-    }
+    let honest: Vec<&serde_json::Value> = rows
+        .iter()
+        .zip(&labelled)
+        .filter(|(r, l)| l.1 == Behaviour::Honest404 && r["status_code"] == 404)
+        .map(|(r, _)| r)
+        .collect();
+    assert_eq!(
+        honest.len(),
+        5,
+        "the honest site answers its unknown URLs 404"
+    );
+    assert!(honest.iter().all(|r| r["rule"].as_str() == Some("E3")));
 }

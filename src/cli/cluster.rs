@@ -183,12 +183,15 @@ pub fn run(a: ClusterArgs) -> Result<()> {
         for e in &warc.errors {
             eprintln!("crawlsieve cluster: {}: {e}", w.display());
             match &e.uri {
-                Some(u) => add(
-                    (Page::new(u, u, 0, "", ""), None),
-                    format!("unreadable WARC record {}: {}", e.record, e.why),
-                    &mut pages,
-                    &mut errors,
-                ),
+                Some(u) => {
+                    add(
+                        (Page::new(u, u, 0, "", ""), None),
+                        format!("unreadable WARC record {}: {}", e.record, e.why),
+                        &mut pages,
+                        &mut errors,
+                    );
+                    thumbs.push(None);
+                }
                 None => unreadable += 1,
             }
         }
@@ -263,6 +266,7 @@ pub fn run(a: ClusterArgs) -> Result<()> {
             )?;
         }
     }
+    debug_assert_eq!(thumbs.len(), pages.len(), "a thumbnail slot per page");
     let extras = Extras {
         thumbs: &thumbs,
         probes: &[],

@@ -155,13 +155,11 @@ pub fn run(a: SimilarArgs) -> Result<()> {
     let mut pages = Vec::with_capacity(rendered.len());
     let mut errors = Vec::with_capacity(rendered.len());
     let mut thumbs = Vec::with_capacity(rendered.len());
-    for r in rendered {
+    let soft = soft_404s(&rendered, &templates);
+    for (r, soft) in rendered.into_iter().zip(soft) {
         thumbs.push(r.thumbnail);
         let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
-        p.features.soft_404 = r.error.is_empty()
-            && templates
-                .get(&soft404::scope_key(&r.url))
-                .is_some_and(|t| t.matches(&r.url, &r.final_url, r.status, &r.html));
+        p.features.soft_404 = soft;
         p.redirect_chain = r.redirect_chain;
         p.features.phash = r.phash;
         p.features.timings = r.timings;
@@ -210,6 +208,39 @@ async fn render_all(r: &Arc<Renderer>, list: &[String], batch: usize) -> Result<
     }
     bar.finish_and_clear();
     Ok(out)
+}
+
+/// Which rendered pages are soft 404s: each scope's pages judged together by its template
+/// ([`soft404::judge_scope`]); a page with an error never is.
+fn soft_404s(
+    rendered: &[Rendered],
+    templates: &std::collections::HashMap<String, soft404::Template>,
+) -> Vec<bool> {
+    let mut out = vec![false; rendered.len()];
+    let mut by: std::collections::HashMap<String, Vec<usize>> = Default::default();
+    for (i, r) in rendered.iter().enumerate() {
+        if r.error.is_empty() {
+            by.entry(soft404::scope_key(&r.url)).or_default().push(i);
+        }
+    }
+    for (scope, idx) in by {
+        let Some(t) = templates.get(&scope) else {
+            continue;
+        };
+        let pages: Vec<soft404::Rendered> = idx
+            .iter()
+            .map(|&i| soft404::Rendered {
+                url: &rendered[i].url,
+                final_url: &rendered[i].final_url,
+                status: rendered[i].status,
+                html: &rendered[i].html,
+            })
+            .collect();
+        for (&i, soft) in idx.iter().zip(soft404::judge_scope(t, &pages)) {
+            out[i] = soft;
+        }
+    }
+    out
 }
 
 /// What the probes found: each scope's template, and (scope, probe URL, what it answered) for

@@ -65,15 +65,31 @@ pub fn scope_key(url: &str) -> String {
 /// A host's "not found" answer, from its probe.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Template {
-    /// Unknown URLs are redirected to this final URL.
+    /// Unknown URLs are redirected to this final URL (canonical form).
     Redirect(String),
     /// Unknown URLs get a 200 page with these visible words (the probe's path words removed).
     Page(HashSet<String>),
 }
 
-/// The visible words of `html` (text outside `script`, `style`, `noscript`, `template`),
-/// lowercased, without those of `url`'s path and query.
-fn words(html: &str, url: &str) -> HashSet<String> {
+/// Jaccard similarity at or above which a page is word for word the template (the probe's
+/// answer to another unknown URL): such pages do not count when the scope's chrome is measured.
+pub const IDENTICAL_WORDS: f64 = 0.98;
+
+/// The fewest visible words a 200 template needs: an empty or near-empty answer (a blank 200,
+/// a page that only echoes its path) says nothing a real page could be told apart by.
+pub const MIN_TEMPLATE_WORDS: usize = 10;
+
+/// A URL's canonical form for comparisons (`https://h.example` and `https://h.example/` are one
+/// page), the URL itself when it does not canonicalize.
+fn canon(url: &str) -> String {
+    crate::url::Canonicalizer::default()
+        .canonicalize(url, None)
+        .map_or_else(|_| url.to_string(), |c| c.url)
+}
+
+/// The visible words of `html` (text outside `script`, `style`, `noscript`, `template`, and
+/// the title), lowercased, without those of `url`'s path and query.
+pub fn words(html: &str, url: &str) -> HashSet<String> {
     let doc = scraper::Html::parse_document(html);
     let mut out = HashSet::new();
     for node in doc.tree.root().descendants() {
@@ -95,7 +111,6 @@ fn words(html: &str, url: &str) -> HashSet<String> {
             out.insert(w.to_lowercase());
         });
     }
-    // Title words count too (a template's title is part of it).
     if let Some(title) = doc
         .select(&scraper::Selector::parse("title").expect("a valid selector"))
         .next()
@@ -113,39 +128,139 @@ fn words(html: &str, url: &str) -> HashSet<String> {
 }
 
 fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
-    if a.is_empty() && b.is_empty() {
-        return 1.0;
-    }
     let inter = a.intersection(b).count();
-    inter as f64 / (a.len() + b.len() - inter) as f64
+    let union = a.len() + b.len() - inter;
+    if union == 0 {
+        return 0.0; // nothing to compare is never "the same"
+    }
+    inter as f64 / union as f64
+}
+
+/// Whether `url` is the root of its scope (`/`, or `/<first segment>[/]`): the page a fallback
+/// route or a redirect of unknown URLs usually shows, never judged a soft 404 itself.
+fn is_scope_root(url: &str) -> bool {
+    let end = crate::url::lex::authority_end(url);
+    let path = url[end..].split(['?', '#']).next().unwrap_or("");
+    let p = path.trim_matches('/');
+    p.is_empty() || !p.contains('/') && scope_key(url).ends_with(&format!("/{p}"))
 }
 
 impl Template {
     /// What the probe of `probe` answered: `final_url`, `status`, rendered `html`. `None`: no
-    /// template (an honest 4xx/5xx, or nothing received).
+    /// template (an honest 4xx/5xx, or an answer too empty to compare with).
     pub fn from_probe(probe: &str, final_url: &str, status: u16, html: &str) -> Option<Template> {
         if !(200..300).contains(&status) {
             return None;
         }
-        if !final_url.is_empty() && final_url != probe {
-            return Some(Template::Redirect(final_url.to_string()));
+        // The browser may change the URL trivially (a trailing slash, an https upgrade, an
+        // escape, a hash route): a landing URL still naming the probe's token is not a redirect.
+        let token = probe.rsplit('/').next().unwrap_or("");
+        let token = token.split('.').next().unwrap_or(token);
+        let moved = !final_url.is_empty()
+            && canon(final_url) != canon(probe)
+            && (token.len() < 8 || !final_url.contains(token));
+        if moved {
+            return Some(Template::Redirect(canon(final_url)));
         }
-        Some(Template::Page(words(html, probe)))
+        let w = words(
+            html,
+            if final_url.is_empty() {
+                probe
+            } else {
+                final_url
+            },
+        );
+        (w.len() >= MIN_TEMPLATE_WORDS).then_some(Template::Page(w))
     }
+}
 
-    /// Whether the page asked at `url` (ending at `final_url` with `status` and `html`) is this
-    /// host's "not found" answer.
-    pub fn matches(&self, url: &str, final_url: &str, status: u16, html: &str) -> bool {
-        if !(200..300).contains(&status) {
-            return false;
-        }
-        match self {
-            Template::Redirect(to) => final_url == to && url != to,
-            Template::Page(w) => {
-                // A page that redirected elsewhere is judged at its final URL's words.
-                let at = if final_url.is_empty() { url } else { final_url };
-                jaccard(w, &words(html, at)) >= SAME_WORDS
+/// One page of a scope, as rendered.
+#[derive(Debug, Clone, Copy)]
+pub struct Rendered<'a> {
+    /// The URL asked for.
+    pub url: &'a str,
+    /// The URL shown at the end (empty: `url`).
+    pub final_url: &'a str,
+    pub status: u16,
+    pub html: &'a str,
+}
+
+/// Which pages of one scope are its soft 404s, given the scope's template. Only 2xx pages, and
+/// never the scope's root. A redirect template: pages asked elsewhere that end on its landing
+/// URL. A page template: pages whose visible words, once the scope's shared chrome is set aside,
+/// are the template's (Jaccard ≥ [`SAME_WORDS`]); the chrome is the words found on at least half
+/// of the scope's pages that are not word for word the template (Jaccard <
+/// [`IDENTICAL_WORDS`]; at least two of them), so a site whose
+/// navigation and footer outweigh a short page's text does not make that page look like its
+/// "not found" answer. A page with no words of its own is never a soft 404.
+pub fn judge_scope(t: &Template, pages: &[Rendered]) -> Vec<bool> {
+    let ok = |p: &Rendered| (200..300).contains(&p.status) && !is_scope_root(p.url);
+    match t {
+        Template::Redirect(to) => pages
+            .iter()
+            .map(|p| {
+                let fin = if p.final_url.is_empty() {
+                    p.url
+                } else {
+                    p.final_url
+                };
+                ok(p) && canon(fin) == *to && canon(p.url) != *to
+            })
+            .collect(),
+        Template::Page(tw) => {
+            let ws: Vec<Option<HashSet<String>>> = pages
+                .iter()
+                .map(|p| {
+                    (200..300).contains(&p.status).then(|| {
+                        words(
+                            p.html,
+                            if p.final_url.is_empty() {
+                                p.url
+                            } else {
+                                p.final_url
+                            },
+                        )
+                    })
+                })
+                .collect();
+            // "Plainly not the template": not word for word the same. (A page the raw match
+            // would call the template can be a real page under heavy chrome: it counts here.)
+            let others: Vec<&HashSet<String>> = ws
+                .iter()
+                .flatten()
+                .filter(|w| jaccard(tw, w) < IDENTICAL_WORDS)
+                .collect();
+            let mut chrome: HashSet<String> = HashSet::new();
+            if others.len() >= 2 {
+                let mut count: std::collections::HashMap<&str, usize> = Default::default();
+                for w in &others {
+                    for x in w.iter() {
+                        *count.entry(x.as_str()).or_default() += 1;
+                    }
+                }
+                chrome = count
+                    .into_iter()
+                    .filter(|(_, n)| 2 * n >= others.len())
+                    .map(|(x, _)| x.to_string())
+                    .collect();
             }
+            let own = |w: &HashSet<String>| -> HashSet<String> {
+                w.difference(&chrome).cloned().collect()
+            };
+            let tdist = own(tw);
+            if tdist.len() < 3 {
+                // The template is the site's chrome and little else: nothing tells it apart.
+                return vec![false; pages.len()];
+            }
+            pages
+                .iter()
+                .zip(&ws)
+                .map(|(p, w)| {
+                    let Some(w) = w else { return false };
+                    let pdist = own(w);
+                    ok(p) && !pdist.is_empty() && jaccard(&tdist, &pdist) >= SAME_WORDS
+                })
+                .collect()
         }
     }
 }
@@ -184,10 +299,19 @@ mod tests {
         assert_eq!(scope_key("https://h.example/"), "https://h.example");
     }
 
+    fn r<'a>(url: &'a str, final_url: &'a str, status: u16, html: &'a str) -> Rendered<'a> {
+        Rendered {
+            url,
+            final_url,
+            status,
+            html,
+        }
+    }
+
     #[test]
     fn templates_echoing_the_path_match_and_real_pages_do_not() {
         let page = |p: &str| {
-            format!("<html><head><title>Oops</title></head><body><nav>Home Docs Blog</nav><h1>Sorry, {p} was not found</h1><p>Try the search.</p></body></html>")
+            format!("<html><head><title>Oops</title></head><body><nav>Home Docs Blog</nav><h1>Sorry, {p} was not found</h1><p>Try the search box above or go back to the start page.</p></body></html>")
         };
         let t = Template::from_probe(
             "https://h.example/docs/zq81kd02mxa7",
@@ -196,22 +320,94 @@ mod tests {
             &page("zq81kd02mxa7"),
         )
         .unwrap();
-        assert!(t.matches(
-            "https://h.example/docs/installing-things",
-            "",
-            200,
-            &page("installing things")
-        ));
+        let echo = page("installing things");
         let real = "<html><head><title>Search</title></head><body><nav>Home Docs Blog</nav><form><input name=q><button>Search</button></form><p>Enter words to search the documentation.</p></body></html>";
-        assert!(!t.matches("https://h.example/docs/search", "", 200, real));
-        assert!(!t.matches("https://h.example/docs/x", "", 404, &page("x")));
+        let missing = page("x");
+        let v = judge_scope(
+            &t,
+            &[
+                r("https://h.example/docs/installing-things", "", 200, &echo),
+                r("https://h.example/docs/search", "", 200, real),
+                r("https://h.example/docs/x", "", 404, &missing),
+            ],
+        );
+        assert_eq!(v, [true, false, false]);
         assert_eq!(
             Template::from_probe("https://h.example/a/tok", "", 404, "gone"),
             None
         );
-        let r =
-            Template::from_probe("https://h.example/a/tok", "https://h.example/", 200, "").unwrap();
-        assert!(r.matches("https://h.example/a/old", "https://h.example/", 200, ""));
-        assert!(!r.matches("https://h.example/", "https://h.example/", 200, ""));
+    }
+
+    /// Found by review: the redirect template compared raw strings, so a home page listed as
+    /// `https://h.example` (landing on `https://h.example/`) was a soft 404; a landing page of
+    /// its own scope never is; the probe's own URL changed trivially is not a redirect.
+    #[test]
+    fn redirect_templates_compare_canonical_urls_and_spare_the_landing_page() {
+        let t = Template::from_probe(
+            "https://h.example/a/cs0123456789ab",
+            "https://h.example/",
+            200,
+            "",
+        )
+        .unwrap();
+        let v = judge_scope(
+            &t,
+            &[
+                r("https://h.example/a/old", "https://h.example/", 200, ""),
+                r("https://h.example", "https://h.example/", 200, ""),
+                r("https://H.example:443/", "https://h.example/", 200, ""),
+                r("https://h.example/en/", "https://h.example/", 200, ""),
+            ],
+        );
+        assert_eq!(v, [true, false, false, false]);
+        // A trailing slash or an upgrade of the probe's own URL: not a redirect.
+        let same = Template::from_probe(
+            "http://h.example/a/cs0123456789ab",
+            "https://h.example/a/cs0123456789ab/",
+            200,
+            "<p>one two three four five six seven eight nine ten eleven</p>",
+        );
+        assert!(matches!(same, Some(Template::Page(_))), "{same:?}");
+    }
+
+    /// Found by review: an empty or near-empty template matched every page with no words; a
+    /// short page on a site with heavy chrome looked like the template; a fallback route that
+    /// serves the home page for unknown URLs made the home page a soft 404.
+    #[test]
+    fn empty_templates_heavy_chrome_and_fallback_routes_make_no_false_positives() {
+        assert_eq!(
+            Template::from_probe("https://h.example/x/tok", "", 200, "<p>tok</p>"),
+            None
+        );
+        let chrome: String = (0..300).map(|i| format!("navword{i} ")).collect();
+        let page = |main: &str| {
+            format!("<html><body><nav>{chrome}</nav><main>{main}</main></body></html>")
+        };
+        let nf = page("page not found sorry nothing here please check the address again");
+        let t = Template::from_probe("https://h.example/blog/tok0123456789", "", 200, &nf).unwrap();
+        let short = page("hello world a short note");
+        let long1 = page("a long article about rivers and their mountains and valleys");
+        let long2 = page("release notes for version two with a faster parser");
+        let v = judge_scope(
+            &t,
+            &[
+                r("https://h.example/blog/hello", "", 200, &short),
+                r("https://h.example/blog/rivers", "", 200, &long1),
+                r("https://h.example/blog/release", "", 200, &long2),
+                r("https://h.example/blog/gone", "", 200, &nf),
+            ],
+        );
+        assert_eq!(v, [false, false, false, true]);
+        // Unknown URLs get the home view: the home page itself is not a soft 404.
+        let home = page("welcome to the example site with guides and news for everyone");
+        let t = Template::from_probe("https://h.example/tok0123456789", "", 200, &home).unwrap();
+        let v = judge_scope(
+            &t,
+            &[
+                r("https://h.example/", "", 200, &home),
+                r("https://h.example/old-link", "", 200, &home),
+            ],
+        );
+        assert_eq!(v, [false, true]);
     }
 }
