@@ -5,7 +5,8 @@
 //!
 //! Self-contained means opening it makes no request: styles and the script are inline,
 //! thumbnails are `data:` URIs (small JPEGs, [`thumbnail`]), and a Content-Security-Policy
-//! (`default-src 'none'`, images from `data:` only) makes the browser refuse anything else, so
+//! (`default-src 'none'`, images from `data:` only, the one inline script allowed by its
+//! SHA-256) makes the browser refuse anything else, so
 //! a URL or title taken from a crawled page can never make the report fetch it. Every text from
 //! a page is HTML-escaped; links to the pages are plain `<a href>`s (followed only when clicked,
 //! and only `http(s)` URLs become links).
@@ -142,7 +143,16 @@ pub fn render(
 
     let mut h = String::with_capacity(64 * 1024);
     h.push_str("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
-    h.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n");
+    // The one script runs by its hash: escaping is not the only barrier against a page's text
+    // becoming code.
+    let script_hash = {
+        use sha2::Digest as _;
+        base64(&sha2::Sha256::digest(SCRIPT.as_bytes()))
+    };
+    let _ = writeln!(
+        h,
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'\">"
+    );
     let _ = write!(
         h,
         "<title>crawlsieve {} report</title>\n<style>{CSS}</style></head><body>\n",
@@ -307,5 +317,8 @@ mod tests {
         assert!(html.contains("no screenshot"));
         assert!(html.contains("&lt;b&gt;t&lt;/b&gt;"));
         assert!(html.contains("default-src 'none'"));
+        assert!(
+            html.contains("script-src 'sha256-") && !html.contains("script-src 'unsafe-inline'")
+        );
     }
 }
