@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crawlsieve::cli::report_html::thumbnail;
+use crawlsieve::render::thumb::thumbnail;
 
 mod common;
 

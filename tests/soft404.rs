@@ -193,3 +193,168 @@ fn soft_404_precision_and_recall_on_the_labelled_loopback_set() {
     );
     assert!(honest.iter().all(|r| r["rule"].as_str() == Some("E3")));
 }
+
+/// A hold-out site of `tests/data/soft404-holdout/<name>` (its README): real pages from Debian
+/// documentation packages under `pages/`, unknown URLs answered as `behaviour.json` says.
+fn serve_holdout(dir: std::path::PathBuf) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://127.0.0.1:{}", l.local_addr().unwrap().port());
+    let behaviour: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("behaviour.json")).unwrap()).unwrap();
+    let dir = std::sync::Arc::new(dir);
+    let behaviour = std::sync::Arc::new(behaviour);
+    std::thread::spawn(move || {
+        for (n, stream) in (1u64..).zip(l.incoming().flatten()) {
+            let (dir, b) = (dir.clone(), behaviour.clone());
+            std::thread::spawn(move || {
+                let Some(raw) = request_path(&stream) else {
+                    return;
+                };
+                let path = raw.split(['?', '#']).next().unwrap_or("/").to_string();
+                let rel = path.trim_start_matches('/');
+                let file = if rel.is_empty() || rel.ends_with('/') {
+                    dir.join("pages").join(rel).join("index.html")
+                } else {
+                    dir.join("pages").join(rel)
+                };
+                let ctype = match file.extension().and_then(|e| e.to_str()) {
+                    Some("css") => "text/css",
+                    Some("js") => "application/javascript",
+                    Some("png") => "image/png",
+                    Some("svg") => "image/svg+xml",
+                    _ => "text/html; charset=utf-8",
+                };
+                let reply = |status: &str, ctype: &str, body: &[u8]| {
+                    let mut v = format!(
+                        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .into_bytes();
+                    v.extend_from_slice(body);
+                    v
+                };
+                let real = !rel.contains("..") && file.is_file();
+                let resp = if real {
+                    reply("200 OK", ctype, &std::fs::read(&file).unwrap())
+                } else {
+                    let kind = b["kind"].as_str().unwrap_or("");
+                    let body = b["body_file"]
+                        .as_str()
+                        .map(|f| std::fs::read_to_string(dir.join(f)).unwrap())
+                        .unwrap_or_default();
+                    let esc = raw
+                        .replace('&', "&amp;")
+                        .replace('<', "&lt;")
+                        .replace('>', "&gt;")
+                        .replace('"', "&quot;");
+                    let body = body
+                        .replace("{{PATH}}", &esc)
+                        .replace(
+                            "{{REQUEST_ID}}",
+                            &format!("{:016x}", n.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                        )
+                        .replace(
+                            "{{TIME}}",
+                            &format!("2026-11-26T18:{:02}:{:02}Z", n % 60, (n * 7) % 60),
+                        );
+                    match kind {
+                        "honest_404" => reply("404 Not Found", "text/html; charset=utf-8", body.as_bytes()),
+                        "redirect" => format!(
+                            "HTTP/1.1 302 Found\r\nLocation: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                            b["location"].as_str().unwrap_or("/")
+                        )
+                        .into_bytes(),
+                        _ => reply("200 OK", "text/html; charset=utf-8", body.as_bytes()),
+                    }
+                };
+                let mut w = stream;
+                let _ = std::io::Write::write_all(&mut w, &resp);
+            });
+        }
+    });
+    base
+}
+
+/// The hold-out set (`tests/data/soft404-holdout/`, labelled by hand before any verdict was
+/// seen, from Debian packages used nowhere else; measurement only, never tuned on): 8 sites, 68
+/// real pages, 33 soft 404s, 11 honest 404s. The issue's targets: precision ≥ 0.99, recall ≥
+/// 0.95. Run with `cargo test --test soft404 -- --ignored --nocapture` (it renders ~120 pages).
+#[test]
+#[ignore = "a measurement (~2 min of Chromium): run by hand, figures in docs/render.md"]
+fn soft_404_on_the_hold_out_set() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/soft404-holdout");
+    let mut sites: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("labels.tsv").is_file())
+        .collect();
+    sites.sort();
+    let mut labelled: Vec<(String, String, String)> = Vec::new(); // url, site, label
+    for s in &sites {
+        let base = serve_holdout(s.clone());
+        let name = s.file_name().unwrap().to_string_lossy().to_string();
+        for line in std::fs::read_to_string(s.join("labels.tsv"))
+            .unwrap()
+            .lines()
+        {
+            let mut f = line.split('\t');
+            let (Some(path), Some(label)) = (f.next(), f.next()) else {
+                continue;
+            };
+            if !path.starts_with('/') {
+                continue; // a header
+            }
+            labelled.push((format!("{base}{path}"), name.clone(), label.to_string()));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("urls.txt");
+    let urls: Vec<&str> = labelled.iter().map(|l| l.0.as_str()).collect();
+    std::fs::write(&list, urls.join("\n")).unwrap();
+    let out = dir.path().join("r.json");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args(["similar", "-l"])
+        .arg(&list)
+        .arg("-o")
+        .arg(&out)
+        .args(["-t", "2", "--page-timeout", "20s", "--allow", "127.0.0.1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let rows = report["urls"].as_array().unwrap();
+    assert_eq!(rows.len(), labelled.len());
+    let (mut tp, mut fp, mut fneg) = (0, 0, 0);
+    let mut wrong = Vec::new();
+    for (row, (url, site, label)) in rows.iter().zip(&labelled) {
+        let said = row["rule"].as_str() == Some("soft_404");
+        let truth = label == "soft404";
+        match (said, truth) {
+            (true, true) => tp += 1,
+            (true, false) => {
+                fp += 1;
+                wrong.push(format!("false positive [{site}] {url} ({label})"));
+            }
+            (false, true) => {
+                fneg += 1;
+                wrong.push(format!(
+                    "missed [{site}] {url} (said {:?}, status {})",
+                    row["rule"], row["status_code"]
+                ));
+            }
+            _ => {}
+        }
+    }
+    let precision = tp as f64 / (tp + fp).max(1) as f64;
+    let recall = tp as f64 / (tp + fneg).max(1) as f64;
+    println!(
+        "soft 404 on the hold-out set: {} URLs, tp {tp}, fp {fp}, fn {fneg}: precision {precision:.3}, recall {recall:.3}\n{}",
+        labelled.len(),
+        wrong.join("\n")
+    );
+    assert!(
+        precision >= 0.99 && recall >= 0.95,
+        "below the issue's targets"
+    );
+}

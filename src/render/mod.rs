@@ -22,6 +22,7 @@ pub mod egress;
 pub mod metrics;
 pub mod safety;
 pub mod stage;
+pub mod thumb;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -107,7 +108,7 @@ pub struct Rendered {
     /// Median-DCT hash of the same screenshot.
     pub phash_dct: Option<u64>,
     /// The screenshot as a report thumbnail (a `data:image/jpeg` URI,
-    /// [`crate::cli::report_html::thumbnail`]).
+    /// [`thumb::thumbnail`]).
     pub thumbnail: Option<String>,
     /// Requests the policy blocked (subresources, redirect hops), at most 20.
     pub blocked: Vec<String>,
@@ -665,7 +666,7 @@ impl Renderer {
         out.phash = Some(g);
         out.phash_dct = Some(d);
         if self.cfg.thumbnails {
-            out.thumbnail = crate::cli::report_html::thumbnail(&png).ok();
+            out.thumbnail = thumb::thumbnail(&png).ok();
         }
         Ok(())
     }
