@@ -409,11 +409,7 @@ pub(crate) fn report(
 fn html_report(r: &Report, extras: &Extras, command: &str) -> String {
     let thumbs = extras.thumbs;
     use super::report_html::{render, Group, Member};
-    let class = |rule: &Option<Rule>| {
-        rule.as_ref()
-            .and_then(|x| serde_json::to_value(x).ok())
-            .and_then(|v| v.as_str().map(String::from))
-    };
+    let class = |rule: &Option<Rule>| rule.map(|r| r.code().to_string());
     fn member<'a>(
         u: &'a OutUrl,
         thumbs: &'a [Option<String>],

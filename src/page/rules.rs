@@ -209,6 +209,22 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// The class's code as reports, events and schemas spell it (its serde name): `E1` …
+    /// `U1`, `soft_404`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Rule::E1 => "E1",
+            Rule::E3 => "E3",
+            Rule::L1 => "L1",
+            Rule::W1 => "W1",
+            Rule::M1 => "M1",
+            Rule::T1 => "T1",
+            Rule::R1 => "R1",
+            Rule::U1 => "U1",
+            Rule::Soft404 => "soft_404",
+        }
+    }
+
     /// The seed's cluster-id prefix.
     pub fn prefix(self) -> &'static str {
         match self {
@@ -270,6 +286,14 @@ pub fn page_rule(status: u16, is_html: bool, f: &super::Features) -> Option<Rule
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codes_are_the_serde_names() {
+        use Rule::*;
+        for r in [E1, E3, L1, W1, M1, T1, R1, U1, Soft404] {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.code(), "{r:?}");
+        }
+    }
     use crate::page::features::extract;
 
     fn rule(status: u16, title: &str, body: &str) -> Option<Rule> {

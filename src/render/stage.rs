@@ -327,7 +327,7 @@ impl Stage for RenderStage {
                 cluster_id: a.cluster_id,
                 canonical_url: a.canonical_url,
                 is_canonical: a.is_canonical,
-                rule: a.rule.map(|r| format!("{r:?}")),
+                rule: a.rule.map(|r| r.code().to_string()),
                 similarity: a.sim,
                 features: FeatureSummary {
                     title: f.title.clone(),
