@@ -26,16 +26,21 @@ use std::collections::HashSet;
 /// Jaccard similarity of visible-word sets at or above which a page is the template.
 pub const SAME_WORDS: f64 = 0.9;
 
+/// `scheme://authority` and the path (no query or fragment) of an absolute URL; an empty
+/// origin when there is no `://`.
+fn origin_and_path(url: &str) -> (&str, &str) {
+    let (origin, rest) = url.split_at(crate::url::lex::authority_end(url));
+    (origin, rest.split(['?', '#']).next().unwrap_or(""))
+}
+
 /// The probe URL for `sample` (a page URL of the host): its path with the last segment replaced
 /// by `token` (random, at least 12 characters from the caller) and the same extension; no query.
 /// `None` for a URL without `scheme://host`.
 pub fn probe_url(sample: &str, token: &str) -> Option<String> {
-    let end = crate::url::lex::authority_end(sample);
-    if end == 0 {
+    let (origin, path) = origin_and_path(sample);
+    if origin.is_empty() {
         return None;
     }
-    let (origin, rest) = sample.split_at(end);
-    let path = rest.split(['?', '#']).next().unwrap_or("");
     let (dir, last) = match path.rfind('/') {
         Some(i) => (&path[..=i], &path[i + 1..]),
         None => ("/", ""),
@@ -50,9 +55,7 @@ pub fn probe_url(sample: &str, token: &str) -> Option<String> {
 /// The key a host's template is kept under: origin and first path segment of `url`
 /// (`https://h.example/shop`), the origin alone for a page at the root.
 pub fn scope_key(url: &str) -> String {
-    let end = crate::url::lex::authority_end(url);
-    let (origin, rest) = url.split_at(end);
-    let path = rest.split(['?', '#']).next().unwrap_or("");
+    let (origin, path) = origin_and_path(url);
     let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
     // A first segment that is the page itself (`/about.html`, no directory) is not a section.
     if first.is_empty() || !path.trim_start_matches('/').contains('/') {
@@ -139,10 +142,11 @@ fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
 /// Whether `url` is the root of its scope (`/`, or `/<first segment>[/]`): the page a fallback
 /// route or a redirect of unknown URLs usually shows, never judged a soft 404 itself.
 fn is_scope_root(url: &str) -> bool {
-    let end = crate::url::lex::authority_end(url);
-    let path = url[end..].split(['?', '#']).next().unwrap_or("");
+    let (_, path) = origin_and_path(url);
     let p = path.trim_matches('/');
-    p.is_empty() || !p.contains('/') && scope_key(url).ends_with(&format!("/{p}"))
+    // `/seg/` is the root of the scope `/seg` ([`scope_key`]); `/seg` without its slash is a
+    // page of the origin's scope.
+    p.is_empty() || path.ends_with('/') && !p.contains('/')
 }
 
 impl Template {
@@ -297,6 +301,17 @@ mod tests {
             "https://h.example"
         );
         assert_eq!(scope_key("https://h.example/"), "https://h.example");
+        for (u, root) in [
+            ("https://h.example", true),
+            ("https://h.example/", true),
+            ("https://h.example/shop/", true),
+            ("https://h.example/shop//", true),
+            ("https://h.example/shop", false),
+            ("https://h.example/shop/item", false),
+            ("https://h.example/?q=1", true),
+        ] {
+            assert_eq!(is_scope_root(u), root, "{u}");
+        }
     }
 
     fn r<'a>(url: &'a str, final_url: &'a str, status: u16, html: &'a str) -> Rendered<'a> {
