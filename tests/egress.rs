@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,32 +19,10 @@ use crawlsieve::render::{RenderConfig, Renderer};
 
 mod common;
 
-use common::site::request_path;
+use common::site::{request_path, response};
 
 /// Chromium instances are heavy on two cores: one test at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// A server counting the connections it accepts (and answering each with a small page).
-fn recorder() -> (u16, Arc<AtomicU64>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let hits = Arc::new(AtomicU64::new(0));
-    let h = hits.clone();
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            h.fetch_add(1, Ordering::SeqCst);
-            std::thread::spawn(move || {
-                let mut s = s;
-                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                let _ = request_path(&s);
-                let _ = s.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-                );
-            });
-        }
-    });
-    (port, hits)
-}
 
 /// The allowed site: the vector pages, with `{B}` standing for the forbidden port and `{A}` for
 /// the site's own.
@@ -132,13 +110,7 @@ fn site(b: u16) -> u16 {
                     None => ("404 Not Found", ("text/plain", String::new())),
                 };
                 let mut w = s;
-                let _ = w.write_all(
-                    format!(
-                        "HTTP/1.1 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    )
-                    .as_bytes(),
-                );
+                let _ = w.write_all(&response(status, ct, body.as_bytes()));
             });
         }
     });
@@ -175,7 +147,8 @@ fn render_all(paths: &[&str], forbidden_allowed: bool) -> Vec<(String, u64)> {
         let mut out = Vec::new();
         for path in paths {
             // A fresh forbidden server and site per vector: hits are this vector's alone.
-            let (b, hits) = recorder();
+            let rec = common::site::recorder();
+            let (b, hits) = (rec.port, rec.hits);
             let a = site(b);
             let mut allow = vec![format!("127.0.0.1:{a}"), format!("localhost:{a}")];
             if forbidden_allowed {

@@ -4,12 +4,8 @@
 //! every cluster of the JSON report made from the same input, with the thumbnails given, and
 //! the recorder is never reached.
 
-use std::io::Read;
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
 use crawlsieve::render::thumb::thumbnail;
 
@@ -100,41 +96,18 @@ fn cluster(input: &Path, out: &Path) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-/// A loopback server that counts connections (any request Chromium makes goes through it).
-fn recorder() -> (u16, Arc<AtomicUsize>, Arc<std::sync::Mutex<Vec<String>>>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let hits = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (h, sn) = (hits.clone(), seen.clone());
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            h.fetch_add(1, Ordering::SeqCst);
-            let mut s = s;
-            let mut buf = [0u8; 1024];
-            let n = s.read(&mut buf).unwrap_or(0);
-            let first = String::from_utf8_lossy(&buf[..n])
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_string();
-            sn.lock().unwrap().push(first);
-        }
-    });
-    (port, hits, seen)
-}
-
 fn chromium(args: &[String], file: &Path, proxy: u16, profile: &Path) -> std::process::Output {
     let bin = std::env::var("CRAWLSIEVE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     Command::new(bin)
+        // The renderer's own switches, and headless without a sandbox (a test machine).
+        .args(
+            crawlsieve::render::CHROMIUM_SWITCHES
+                .iter()
+                .map(|s| format!("--{s}")),
+        )
         .args([
             "--headless",
             "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
             "--disable-default-apps",
             "--virtual-time-budget=3000",
             "--proxy-bypass-list=<-loopback>",
@@ -165,7 +138,8 @@ fn the_html_report_shows_every_cluster_with_its_thumbnails_and_requests_nothing(
     assert!(!text.contains("<script>fetch"), "title escaped");
     assert!(text.contains("&lt;img src=https://evil.example/x.png&gt;"));
 
-    let (port, hits, seen) = recorder();
+    let rec = common::site::recorder();
+    let port = rec.port;
     let profile = tempfile::tempdir().unwrap();
     let o = chromium(&["--dump-dom".into()], &html, port, profile.path());
     let dom = String::from_utf8_lossy(&o.stdout).to_string();
@@ -221,8 +195,7 @@ fn the_html_report_shows_every_cluster_with_its_thumbnails_and_requests_nothing(
         .filter(|p| p[0] > 150 && p[1] < 80 && p[2] < 80)
         .count();
     assert!(red > 2_000, "red thumbnail banners visible: {red} pixels");
-    let _ = hits;
-    let from_report = report_requests(&seen.lock().unwrap());
+    let from_report = report_requests(&rec.requests.lock().unwrap());
     assert!(
         from_report.is_empty(),
         "the report made requests: {from_report:?}"
@@ -236,10 +209,10 @@ fn the_html_report_shows_every_cluster_with_its_thumbnails_and_requests_nothing(
         "<!doctype html><img src=\"http://report-probe.example/x.png\">",
     )
     .unwrap();
-    let (port, _, seen) = recorder();
+    let rec = common::site::recorder();
     let profile = tempfile::tempdir().unwrap();
-    chromium(&["--dump-dom".into()], &control, port, profile.path());
-    let caught = report_requests(&seen.lock().unwrap());
+    chromium(&["--dump-dom".into()], &control, rec.port, profile.path());
+    let caught = report_requests(&rec.requests.lock().unwrap());
     assert!(
         caught.iter().any(|r| r.contains("report-probe.example")),
         "the recorder sees a page's requests: {caught:?}"

@@ -11,7 +11,7 @@ mod common;
 
 use std::net::TcpListener;
 
-use common::site::{request_path, ARTICLE};
+use common::site::{redirect, request_path, response, ARTICLE};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Behaviour {
@@ -53,19 +53,14 @@ fn serve(b: Behaviour) -> String {
                 };
                 let mut w = stream;
                 let html = |status: &str, body: String| {
-                    format!(
-                        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    )
+                    response(status, "text/html; charset=utf-8", body.as_bytes())
                 };
                 let not_found = template("Page not found", "<h1>Page not found</h1><p>Sorry, the page you were looking for could not be found. It may have moved, or the link may be wrong.</p>");
                 let resp = match (real_page(&path), b) {
                     (Some(p), _) => html("200 OK", p),
                     (None, Behaviour::Honest404) => html("404 Not Found", not_found),
                     (None, Behaviour::Styled200) => html("200 OK", not_found),
-                    (None, Behaviour::RedirectHome) => {
-                        "HTTP/1.1 302 Found\r\nLocation: /\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_string()
-                    }
+                    (None, Behaviour::RedirectHome) => redirect("/"),
                     (None, Behaviour::Echo200) => html(
                         "200 OK",
                         template(
@@ -74,7 +69,7 @@ fn serve(b: Behaviour) -> String {
                         ),
                     ),
                 };
-                let _ = std::io::Write::write_all(&mut w, resp.as_bytes());
+                let _ = std::io::Write::write_all(&mut w, &resp);
             });
         }
     });
@@ -224,18 +219,9 @@ fn serve_holdout(dir: std::path::PathBuf) -> String {
                     Some("svg") => "image/svg+xml",
                     _ => "text/html; charset=utf-8",
                 };
-                let reply = |status: &str, ctype: &str, body: &[u8]| {
-                    let mut v = format!(
-                        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                        body.len()
-                    )
-                    .into_bytes();
-                    v.extend_from_slice(body);
-                    v
-                };
                 let real = !rel.contains("..") && file.is_file();
                 let resp = if real {
-                    reply("200 OK", ctype, &std::fs::read(&file).unwrap())
+                    response("200 OK", ctype, &std::fs::read(&file).unwrap())
                 } else {
                     let kind = b["kind"].as_str().unwrap_or("");
                     let body = b["body_file"]
@@ -258,13 +244,11 @@ fn serve_holdout(dir: std::path::PathBuf) -> String {
                             &format!("2026-11-26T18:{:02}:{:02}Z", n % 60, (n * 7) % 60),
                         );
                     match kind {
-                        "honest_404" => reply("404 Not Found", "text/html; charset=utf-8", body.as_bytes()),
-                        "redirect" => format!(
-                            "HTTP/1.1 302 Found\r\nLocation: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                            b["location"].as_str().unwrap_or("/")
-                        )
-                        .into_bytes(),
-                        _ => reply("200 OK", "text/html; charset=utf-8", body.as_bytes()),
+                        "honest_404" => {
+                            response("404 Not Found", "text/html; charset=utf-8", body.as_bytes())
+                        }
+                        "redirect" => redirect(b["location"].as_str().unwrap_or("/")),
+                        _ => response("200 OK", "text/html; charset=utf-8", body.as_bytes()),
                     }
                 };
                 let mut w = stream;

@@ -29,15 +29,74 @@ pub fn site(title: &str, body: &str, ad: &str) -> String {
 
 /// The path of the HTTP request on `stream`, its header read through; `None` if none came.
 pub fn request_path(stream: &std::net::TcpStream) -> Option<String> {
+    let line = request_line(stream)?;
+    Some(line.split_whitespace().nth(1).unwrap_or("/").to_string())
+}
+
+/// A complete HTTP/1.1 response (`Connection: close`) with `body`.
+pub fn response(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut v = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    v.extend_from_slice(body);
+    v
+}
+
+/// A `302 Found` to `location`.
+pub fn redirect(location: &str) -> Vec<u8> {
+    format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .into_bytes()
+}
+
+/// A loopback server that records whoever reaches it: connections as they are accepted, and
+/// the first line of each request (`GET http://host/path HTTP/1.1`, `CONNECT host:443 …` when
+/// it is a browser's proxy); each is answered with a small page.
+pub struct Recorder {
+    pub port: u16,
+    pub hits: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pub requests: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// Start a [`Recorder`].
+pub fn recorder() -> Recorder {
+    use std::sync::atomic::Ordering;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let r = Recorder {
+        port,
+        hits: Default::default(),
+        requests: Default::default(),
+    };
+    let (hits, requests) = (r.hits.clone(), r.requests.clone());
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            hits.fetch_add(1, Ordering::SeqCst);
+            let requests = requests.clone();
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                if let Some(line) = request_line(&s) {
+                    requests.lock().unwrap().push(line);
+                }
+                let mut w = s;
+                let _ = w.write_all(&response("200 OK", "text/html", b"ok"));
+            });
+        }
+    });
+    r
+}
+
+/// The first line of the HTTP request on `stream`, its header read through.
+fn request_line(stream: &std::net::TcpStream) -> Option<String> {
     let mut r = BufReader::new(stream.try_clone().ok()?);
     let mut line = String::new();
     r.read_line(&mut line).ok()?;
-    let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
     let mut h = String::new();
     while r.read_line(&mut h).is_ok_and(|n| n > 2) {
         h.clear();
     }
-    Some(path)
+    Some(line.trim_end().to_string())
 }
 
 /// A loopback server with the test's pages; returns its base URL.
@@ -52,10 +111,7 @@ pub fn serve() -> String {
                 };
                 let mut w = stream;
                 let page = |status: &str, body: String| {
-                    format!(
-                        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    )
+                    response(status, "text/html; charset=utf-8", body.as_bytes())
                 };
                 let resp = match path.as_str() {
                     "/a1" => page("200 OK", site("Budget approved", ARTICLE, "Buy shoes today")),
@@ -105,9 +161,9 @@ pub fn serve() -> String {
                             "ad",
                         ),
                     ),
-                    "/r-private" => "HTTP/1.1 302 Found\r\nLocation: http://10.0.0.1/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
-                    "/r1" => "HTTP/1.1 302 Found\r\nLocation: /r2\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
-                    "/r2" => "HTTP/1.1 302 Found\r\nLocation: /a1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
+                    "/r-private" => redirect("http://10.0.0.1/"),
+                    "/r1" => redirect("/r2"),
+                    "/r2" => redirect("/a1"),
                     "/hang" => {
                         // Headers and a little body, then nothing: the load never finishes.
                         let _ = w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n<html><body><p>partial");
@@ -116,7 +172,7 @@ pub fn serve() -> String {
                     }
                     _ => page("404 Not Found", "<h1>Not found</h1>".into()),
                 };
-                let _ = w.write_all(resp.as_bytes());
+                let _ = w.write_all(&resp);
             });
         }
     });
