@@ -409,12 +409,7 @@ pub(crate) fn report(
 fn html_report(r: &Report, extras: &Extras, command: &str) -> String {
     let thumbs = extras.thumbs;
     use super::report_html::{render, Group, Member};
-    let class = |rule: &Option<Rule>| rule.map(|r| r.code().to_string());
-    fn member<'a>(
-        u: &'a OutUrl,
-        thumbs: &'a [Option<String>],
-        class: &dyn Fn(&Option<Rule>) -> Option<String>,
-    ) -> Member<'a> {
+    fn member<'a>(u: &'a OutUrl, thumbs: &'a [Option<String>]) -> Member<'a> {
         Member {
             id: u.id,
             url: &u.url,
@@ -425,7 +420,7 @@ fn html_report(r: &Report, extras: &Extras, command: &str) -> String {
             },
             status: u.status_code,
             title: &u.title,
-            class: class(&u.rule),
+            class: u.rule.map(Rule::code),
             distance: if u.is_canonical {
                 0.0
             } else {
@@ -444,11 +439,8 @@ fn html_report(r: &Report, extras: &Extras, command: &str) -> String {
             members.sort_by_key(|u| !u.is_canonical);
             Group {
                 id: &c.cluster_id,
-                class: class(&c.rule),
-                members: members
-                    .into_iter()
-                    .map(|u| member(u, thumbs, &class))
-                    .collect(),
+                class: c.rule.map(Rule::code),
+                members: members.into_iter().map(|u| member(u, thumbs)).collect(),
             }
         })
         .collect();
@@ -456,7 +448,7 @@ fn html_report(r: &Report, extras: &Extras, command: &str) -> String {
         .urls
         .iter()
         .filter(|u| u.cluster_id.is_empty())
-        .map(|u| member(u, thumbs, &class))
+        .map(|u| member(u, thumbs))
         .collect();
     render(
         command,

@@ -53,7 +53,7 @@ pub struct Member<'a> {
     pub status: u16,
     pub title: &'a str,
     /// The rule class (`E1` …), if a rule clustered it.
-    pub class: Option<String>,
+    pub class: Option<&'static str>,
     /// 1 − similarity to the cluster's canonical page (0 for the canonical).
     pub distance: f64,
     pub error: &'a str,
@@ -64,7 +64,7 @@ pub struct Member<'a> {
 /// One cluster: its id, class, members (the canonical first).
 pub struct Group<'a> {
     pub id: &'a str,
-    pub class: Option<String>,
+    pub class: Option<&'static str>,
     pub members: Vec<Member<'a>>,
 }
 
@@ -90,9 +90,9 @@ pub fn render(
         .collect();
     hosts.sort_unstable();
     hosts.dedup();
-    let mut classes: Vec<String> = groups
+    let mut classes: Vec<&str> = groups
         .iter()
-        .map(|g| g.class.clone().unwrap_or_else(|| "similar".into()))
+        .map(|g| g.class.unwrap_or("similar"))
         .collect();
     classes.sort_unstable();
     classes.dedup();
@@ -135,18 +135,18 @@ pub fn render(
     }
     h.push_str("</select></label> <label>Sort <select id=\"sort\"><option value=\"size\">largest first</option><option value=\"host\">by host</option><option value=\"class\">by class</option><option value=\"order\">report order</option></select></label> <span id=\"shown\"></span></header>\n<main id=\"clusters\">\n");
     for (i, g) in groups.iter().enumerate() {
-        let class = g.class.clone().unwrap_or_else(|| "similar".into());
+        let class = g.class.unwrap_or("similar");
         let canon_host = g.members.first().map_or("", |m| host(m.final_url));
         let hosts_of: Vec<&str> = g.members.iter().map(|m| host(m.final_url)).collect();
         let _ = write!(
             h,
             "<section class=\"cluster\" data-order=\"{i}\" data-size=\"{}\" data-class=\"{}\" data-host=\"{}\" data-hosts=\"{}\"><h2>{} <span class=\"cls\">{}</span> <span class=\"n\">{} pages</span></h2><div class=\"row\">",
             g.members.len(),
-            esc(&class),
+            esc(class),
             esc(canon_host),
             esc(&format!(" {} ", hosts_of.join(" "))),
             esc(g.id),
-            esc(&class),
+            esc(class),
             g.members.len()
         );
         for (k, m) in g.members.iter().enumerate() {
@@ -212,7 +212,7 @@ fn member(h: &mut String, m: &Member, canonical: bool) {
         "<figcaption>{link}{asked}<br><span class=\"meta\">{}{} · {} · distance {:.3}</span>{}{}</figcaption></figure>",
         if canonical { "canonical · " } else { "" },
         if m.status == 0 { "no status".to_string() } else { format!("HTTP {}", m.status) },
-        esc(m.class.as_deref().unwrap_or("similar")),
+        esc(m.class.unwrap_or("similar")),
         m.distance,
         if m.title.is_empty() { String::new() } else { format!("<br><span class=\"title\">{}</span>", esc(m.title)) },
         if m.error.is_empty() { String::new() } else { format!("<br><span class=\"error\">{}</span>", esc(m.error)) },
@@ -246,7 +246,7 @@ mod tests {
         };
         let g = [Group {
             id: "c1",
-            class: Some("E3".into()),
+            class: Some("E3"),
             members: vec![m],
         }];
         let html = render("cluster", "now", 1, &g, &[], &[]);
