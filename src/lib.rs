@@ -51,6 +51,7 @@ pub mod input;
 pub mod net;
 pub mod observe;
 pub mod page;
+pub mod params;
 pub mod patterns;
 pub mod redis_filter;
 pub mod render;

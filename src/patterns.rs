@@ -52,6 +52,10 @@ pub struct PatternConfig {
     pub url_pattern_dom_threshold: f64,
     /// How long the gate trusts a cached verdict (seconds).
     pub cache_ttl: u64,
+    /// Learned parameter rules ([`crate::params`]): the render stage learns which query
+    /// parameters change nothing on a host and publishes them; the gate and the API drop those
+    /// parameters in canonicalization. Off: nothing learned, nothing applied.
+    pub learned_params: bool,
 }
 
 impl Default for PatternConfig {
@@ -61,6 +65,7 @@ impl Default for PatternConfig {
             url_pattern_dom_sample_count: 3,
             url_pattern_dom_threshold: 0.85,
             cache_ttl: 30,
+            learned_params: true,
         }
     }
 }

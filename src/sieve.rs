@@ -75,6 +75,9 @@ pub struct Sieve {
     /// `robots_disallowed`, before the filter. (The gate fetches and shares its own:
     /// [`crate::gate`].)
     pub robots: Option<crate::robots::RobotsDir>,
+    /// Learned parameter rules ([`crate::url::learned`]): parameters dropped from their host's
+    /// canonical URLs (the gate and the API keep each namespace's copy from Redis).
+    pub learned: Option<std::sync::Arc<crate::url::LearnedRules>>,
     buf: String,
     key: String,
 }
@@ -92,6 +95,7 @@ impl Sieve {
             address: Default::default(),
             traps: Default::default(),
             robots: None,
+            learned: None,
             buf: String::with_capacity(256),
             key: String::new(),
         }
@@ -156,6 +160,9 @@ impl Sieve {
             self.canon
                 .canonicalize_into(&s, base, &mut self.buf)
                 .map_err(|e| canon_reason(&e))?;
+        }
+        if let Some(l) = &self.learned {
+            l.apply(&mut self.buf);
         }
         // The limit is for what the fetcher gets: escaping can lengthen a candidate (`\\` →
         // `%5C`), and a canonical URL must pass the validator it came through.

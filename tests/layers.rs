@@ -47,7 +47,14 @@ fn nothing_below_the_command_line_imports_it() {
 /// below; a new top-level module must be placed here (the test fails until it is).
 const LAYERS: &[&[&str]] = &[
     &["url", "bloom", "page", "input", "decision", "robots", "net"],
-    &["sieve", "scope", "redis_filter", "events", "patterns"],
+    &[
+        "sieve",
+        "scope",
+        "redis_filter",
+        "events",
+        "patterns",
+        "params",
+    ],
     &["config"],
     &["observe"],
     &["stage"],

@@ -20,6 +20,7 @@ mod redis;
 mod render;
 pub mod report_html;
 mod robots;
+mod rules;
 mod serve;
 mod similar;
 
@@ -79,6 +80,9 @@ pub enum Command {
     /// Judge URLs against a robots.txt file (RFC 9309): one JSON object per URL with
     /// `allowed` and the rule that decided.
     Robots(robots::RobotsArgs),
+    /// Learned parameter rules of a namespace (the render stage learns, the gate applies):
+    /// list, export, revoke.
+    Rules(rules::RulesArgs),
 }
 
 /// Input files and the line cap.
@@ -399,6 +403,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Gate(a) => gate::gate(a),
         Command::Cluster(a) => cluster::run(a),
         Command::Robots(a) => robots::run(a),
+        Command::Rules(a) => rules::run(a),
         Command::Similar(a) => similar::run(a),
         Command::Render(a) => render::render(a),
         Command::Serve(a) => serve::serve(a),

@@ -116,6 +116,9 @@ pub struct GateCore {
     scopes: Vec<Option<Arc<crate::scope::Scope>>>,
     /// `[scope]`, restored after a namespace with a scope of its own.
     default_scope: Option<Arc<crate::scope::Scope>>,
+    /// The learned parameter rules of each namespace in `names` ([`crate::params`]; read
+    /// again at most once a second, applied by the sieve).
+    learned: Vec<crate::params::RulesCache>,
     /// robots.txt (`[robots]` on).
     robots: Option<super::robots::RobotsGate>,
     /// Candidates of the batch waiting for their origin's robots.txt record (read from Redis
@@ -173,6 +176,7 @@ impl GateCore {
             metrics,
             scopes: Vec::new(),
             default_scope,
+            learned: Vec::new(),
         }
     }
 
@@ -186,6 +190,34 @@ impl GateCore {
         };
         if !same {
             self.sieve.scope = s.clone();
+        }
+        let l = self.learned[ns].rules();
+        let same = match &self.sieve.learned {
+            Some(a) => Arc::ptr_eq(a, l),
+            None => l.is_empty(),
+        };
+        if !same {
+            self.sieve.learned = (!l.is_empty()).then(|| l.clone());
+        }
+    }
+
+    /// Read the learned parameter rules of every namespace again where due
+    /// ([`crate::params::RulesCache::refresh`]). A failure keeps the rules read before: the
+    /// filter's own exchange reports Redis trouble.
+    pub(super) fn refresh_learned(&mut self) {
+        if !self.cfg.patterns.learned_params {
+            return;
+        }
+        let GateCore {
+            learned,
+            names,
+            patterns_conn,
+            ..
+        } = self;
+        for (cache, ns) in learned.iter_mut().zip(names.iter()) {
+            if let Err(e) = patterns_conn.with(|c| cache.refresh(c, ns)) {
+                tracing::debug!(namespace = ns, error = %e, "learned parameter rules not read; the ones read before stay");
+            }
         }
     }
 
@@ -226,6 +258,13 @@ impl GateCore {
         );
         self.names.push(ns.to_string());
         self.adopted_at.push(None);
+        let mut rules = crate::params::RulesCache::new(std::time::Duration::from_secs(1));
+        if self.cfg.patterns.learned_params {
+            if let Err(e) = self.patterns_conn.with(|c| rules.refresh(c, ns)) {
+                tracing::debug!(namespace = ns, error = %e, "learned parameter rules not read yet");
+            }
+        }
+        self.learned.push(rules);
         // The namespace's own `[scopes.NAME]`, else `[scope]`; compiled once per process.
         self.scopes.push(match self.cfg.scopes.get(ns) {
             Some(spec) => crate::scope::for_component(spec),
@@ -715,6 +754,7 @@ impl GateCore {
         now: &str,
         tickets: &mut Vec<(usize, Ticket, Vec<usize>)>,
     ) -> Result<(), RedisFilterError> {
+        self.refresh_learned();
         let mut sent: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut start = 0;
         while start < batch.len() {

@@ -106,6 +106,7 @@ impl GateCore {
         check_only: bool,
         idem: Option<&Idem>,
     ) -> Result<Result<(Vec<Direct>, bool), DirectError>, RedisFilterError> {
+        self.refresh_learned();
         let ns = match self.namespace(ns)? {
             Ok(i) => {
                 self.use_scope_of(i);
@@ -172,6 +173,7 @@ impl GateCore {
         source: Option<&str>,
         urls: &[String],
     ) -> Result<Result<Forgotten, DirectError>, RedisFilterError> {
+        self.refresh_learned();
         let ns = match self.namespace(ns)? {
             Ok(i) => {
                 self.use_scope_of(i);

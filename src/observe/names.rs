@@ -203,6 +203,11 @@ pub const PATTERN_VERDICTS: Name = n(
     "pattern_verdicts_total",
     "URL-pattern verdicts written back to the gate, by verdict.",
 );
+/// Learned parameter rules written back.
+pub const PARAM_RULES: Name = n(
+    "param_rules_total",
+    "Learned parameter rules written back to the gate, by outcome (learned, revoked, refused).",
+);
 
 // The HTTP filter API.
 /// Requests, by status.

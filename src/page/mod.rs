@@ -17,6 +17,7 @@
 pub mod cluster;
 pub mod features;
 pub mod online;
+pub mod params;
 pub mod patterns;
 pub mod rules;
 pub mod similarity;

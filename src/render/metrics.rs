@@ -27,6 +27,8 @@ pub struct RenderMetrics {
     pub chromium_up: IntGauge,
     /// URL-pattern verdicts written back to the gate, by verdict (`similar`, `different`).
     pub verdicts: IntCounterVec,
+    /// Learned parameter rules, by outcome (`learned`, `revoked`, `refused`: revoked before).
+    pub param_rules: IntCounterVec,
 }
 
 impl RenderMetrics {
@@ -46,6 +48,7 @@ impl RenderMetrics {
             chromium_restarts: m.counter(names::CHROMIUM_RESTARTS),
             chromium_up: m.gauge(names::CHROMIUM_UP),
             verdicts: m.counter_vec(names::PATTERN_VERDICTS, "verdict"),
+            param_rules: m.counter_vec(names::PARAM_RULES, "outcome"),
         }
     }
 

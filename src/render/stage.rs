@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::events::{now_rfc3339, DeadLetterCode, DecodeError, FetchEvent};
 use crate::page::online::OnlineClusterer;
+use crate::page::params::{Change, Learner};
 use crate::page::patterns::{Sampler, Verdict};
 use crate::page::similarity::{Similarity, Thresholds};
 use crate::page::Page;
@@ -37,6 +38,8 @@ pub struct RenderPending {
     verdicts: Vec<(String, String, u32, f64)>,
     /// Hosts whose cluster checkpoint is to be written.
     touched: BTreeSet<String>,
+    /// (namespace, rule learned or revoked) in the batch ([`crate::params`]).
+    learned: Vec<(String, Change)>,
 }
 
 /// A page's cluster assignment, for the results topic.
@@ -102,6 +105,8 @@ pub struct RenderStage {
     scope: Option<Arc<crate::scope::Scope>>,
     /// `[scopes.NAME]`: a namespace's own scope, replacing `[scope]` for its events.
     scopes: std::collections::BTreeMap<String, Option<Arc<crate::scope::Scope>>>,
+    /// Learned parameter rules, per namespace (`patterns.learned_params`; `None`: off).
+    learners: Option<std::collections::HashMap<String, Learner>>,
 }
 
 fn state_key(host: &str) -> String {
@@ -160,6 +165,7 @@ impl RenderStage {
                 .iter()
                 .map(|(ns, spec)| (ns.clone(), crate::scope::for_component(spec)))
                 .collect(),
+            learners: cfg.patterns.learned_params.then(Default::default),
         })
     }
 
@@ -319,6 +325,20 @@ impl Stage for RenderStage {
                     }
                 }
             }
+            // Learned parameters: only pages that are themselves (2xx, not a rule page: an
+            // error, login or WAF page looks the same whatever the URL), as requested.
+            if let Some(learners) = &mut self.learners {
+                if r.error.is_empty()
+                    && (200..300).contains(&r.status)
+                    && a.rule.is_none()
+                    && p.final_url == ev.url
+                {
+                    let l = learners.entry(ev.namespace.clone()).or_default();
+                    for c in l.observe(&ev.url, &p.features) {
+                        out.pending.learned.push((ev.namespace.clone(), c));
+                    }
+                }
+            }
             let f = &p.features;
             let event = AssignmentEvent {
                 url: ev.url.clone(),
@@ -372,6 +392,45 @@ impl Stage for RenderStage {
                     "different"
                 };
                 m.verdicts.with_label_values(&[v]).inc();
+            }
+        }
+        while let Some((ns, change)) = p.learned.first().cloned() {
+            let outcome = match &change {
+                Change::Learned(l) => {
+                    match self.redis.with(|c| crate::params::publish(c, &ns, l))? {
+                        crate::params::Published::Written => {
+                            tracing::info!(
+                                namespace = ns,
+                                host = l.host,
+                                param = l.param,
+                                values = l.values,
+                                paths = l.paths,
+                                "learned parameter rule published"
+                            );
+                            "learned"
+                        }
+                        crate::params::Published::AlreadyInForce => "learned",
+                        crate::params::Published::Revoked => "refused",
+                    }
+                }
+                Change::Revoked { host, param, a, b } => {
+                    let why = format!("counter-example: {a} | {b}");
+                    self.redis
+                        .with(|c| crate::params::revoke(c, &ns, host, param, &why))?;
+                    tracing::warn!(
+                        namespace = ns,
+                        host,
+                        param,
+                        a,
+                        b,
+                        "learned parameter rule revoked: a counter-example"
+                    );
+                    "revoked"
+                }
+            };
+            p.learned.remove(0);
+            if let Some(m) = &self.metrics {
+                m.param_rules.with_label_values(&[outcome]).inc();
             }
         }
         while let Some(host) = p.touched.first().cloned() {

@@ -701,6 +701,9 @@ impl<S: Stage + Send + 'static> Worker<S> {
             if !self.stage_and_send()? {
                 break;
             }
+            // Idle means waiting for messages: a batch that took longer than `idle_exit` to
+            // stage (the render stage's pages) is not idleness.
+            self.last_message = Instant::now();
         }
         Ok(())
     }

@@ -8,6 +8,7 @@
 pub mod address;
 pub mod canon;
 pub mod context;
+pub mod learned;
 pub mod lex;
 pub mod pattern;
 pub mod reason;
@@ -17,6 +18,7 @@ pub mod validate;
 pub use address::AddressPolicy;
 pub use canon::{CanonConfig, CanonError, Canonical, Canonicalizer, Merge};
 pub use context::Context;
+pub use learned::LearnedRules;
 pub use pattern::{pattern, pattern_with_method};
 pub use reason::Reason;
 pub use trap::TrapConfig;

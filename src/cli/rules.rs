@@ -1,0 +1,93 @@
+//! `crawlsieve rules …`: the learned parameter rules of a namespace ([`crate::params`]) —
+//! list them, export them, revoke one.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+
+use crate::redis_filter::{Conn, RedisConfig};
+
+/// `crawlsieve rules` arguments.
+#[derive(Debug, Args)]
+pub struct RulesArgs {
+    /// Redis URL (comma-separated seeds for a cluster).
+    #[arg(long, env = "CRAWLSIEVE_REDIS", value_name = "URL", global = true)]
+    pub redis: Option<String>,
+    /// Use the cluster protocol even with one seed URL.
+    #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", global = true)]
+    pub redis_cluster: bool,
+    /// Namespace whose rules these are.
+    #[arg(
+        long,
+        env = "CRAWLSIEVE_NAMESPACE",
+        default_value = "default",
+        global = true
+    )]
+    pub namespace: String,
+    #[command(subcommand)]
+    pub command: RulesCommand,
+}
+
+/// `crawlsieve rules …` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// The rules in force, one JSON object per line (host, param, evidence); with
+    /// `--revoked`, the revocations instead.
+    List {
+        /// List the revoked rules (and why) instead of the rules in force.
+        #[arg(long)]
+        revoked: bool,
+    },
+    /// Everything as one JSON document: `{"namespace", "rules": [...], "revoked": [...]}`.
+    Export,
+    /// Revoke a rule: the gates stop dropping PARAM from HOST's URLs within a second, and the
+    /// render stage never publishes it again (unless `--clear`).
+    Revoke {
+        /// The host (`host[:port]`, as `rules list` shows it).
+        host: String,
+        /// The parameter name.
+        param: String,
+        /// Remove an earlier revocation instead, so the rule may be learned again.
+        #[arg(long)]
+        clear: bool,
+    },
+}
+
+pub(super) fn run(a: RulesArgs) -> Result<()> {
+    let Some(url) = a.redis.as_deref() else {
+        bail!("--redis URL (or CRAWLSIEVE_REDIS) is required, e.g. --redis redis://127.0.0.1:6379");
+    };
+    let mut cfg = RedisConfig::new(url);
+    cfg.cluster |= a.redis_cluster;
+    let mut conn = Conn::connect(&cfg).with_context(|| format!("connecting to Redis at {url}"))?;
+    let ns = &a.namespace;
+    match a.command {
+        RulesCommand::List { revoked } => {
+            let (rules, revs) = crate::params::list(&mut conn, ns)?;
+            if revoked {
+                for r in revs {
+                    println!("{}", serde_json::to_string(&r)?);
+                }
+            } else {
+                for r in rules {
+                    println!("{}", serde_json::to_string(&r)?);
+                }
+            }
+        }
+        RulesCommand::Export => {
+            let (rules, revs) = crate::params::list(&mut conn, ns)?;
+            let doc = serde_json::json!({"namespace": ns, "rules": rules, "revoked": revs});
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        }
+        RulesCommand::Revoke { host, param, clear } => {
+            let out = if clear {
+                let had = crate::params::clear_revocation(&mut conn, ns, &host, &param)?;
+                serde_json::json!({"host": host, "param": param, "revocation_cleared": had})
+            } else {
+                let had = crate::params::revoke(&mut conn, ns, &host, &param, "operator")?;
+                serde_json::json!({"host": host, "param": param, "revoked": true, "was_in_force": had})
+            };
+            println!("{}", serde_json::to_string(&out)?);
+        }
+    }
+    Ok(())
+}

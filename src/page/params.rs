@@ -1,0 +1,340 @@
+//! Learning which query parameters do not change a page (issue 26; after DustBuster,
+//! Bar-Yossef et al., WWW 2007, restricted to evidence the render stage has seen).
+//!
+//! Every rendered page is noted under each of its query parameters: the *group* of a page
+//! for parameter `P` is its host, its path and its query without `P`. Two pages of one group
+//! that differ only in `P`'s value are a comparison:
+//! * the **same page** — main-text MinHash Jaccard ≥ [`LearnConfig::same_text`] *and*
+//!   structure similarity ≥ [`LearnConfig::same_structure`] — is evidence that `P` changes
+//!   nothing on that host;
+//! * anything else is a **counter-example**: `P` is never learned for that host, and a rule
+//!   already learned is revoked ([`Change::Revoked`]).
+//!
+//! A rule is learned once a (host, `P`) has evidence from ≥ [`LearnConfig::min_values`] distinct
+//! values over ≥ [`LearnConfig::min_paths`] distinct paths and no counter-example. Pages whose
+//! text cannot be compared (no main text: no MinHash) are no evidence either way. The
+//! thresholds err towards keeping pages apart: a rule merges URLs before anything is fetched,
+//! so one wrong rule loses pages, while a rule not learned costs only repeated fetches.
+//!
+//! The learner keeps the first page of each group as its reference, so memory grows with the
+//! groups met; it forgets everything (and learns again) past [`LearnConfig::max_groups`].
+//! Pure and deterministic; the render stage feeds it and publishes what it decides
+//! ([`crate::params`]).
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::features::{jaccard_estimate, Features};
+use super::similarity::structure;
+
+/// When a parameter counts as changing nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LearnConfig {
+    /// Distinct values of the parameter seen serving the same page.
+    pub min_values: usize,
+    /// Distinct paths those values were seen on.
+    pub min_paths: usize,
+    /// Main-text MinHash Jaccard estimate at which two pages have the same text.
+    pub same_text: f64,
+    /// Structure similarity ([`super::similarity::structure`]) at which two pages have the
+    /// same DOM shape.
+    pub same_structure: f64,
+    /// Groups (host, path, other parameters) remembered before the learner starts over.
+    pub max_groups: usize,
+}
+
+impl Default for LearnConfig {
+    fn default() -> Self {
+        LearnConfig {
+            min_values: 5,
+            min_paths: 3,
+            same_text: 0.95,
+            same_structure: 0.95,
+            max_groups: 200_000,
+        }
+    }
+}
+
+/// A rule learned: on `host`, parameter `param` does not change the page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Learned {
+    pub host: String,
+    pub param: String,
+    /// Distinct values seen serving the same page.
+    pub values: usize,
+    /// Distinct paths they were seen on.
+    pub paths: usize,
+    /// Comparisons that found the same page.
+    pub samples: usize,
+    /// One URL of the evidence.
+    pub example: String,
+}
+
+/// What a page taught.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A rule has enough evidence (reported once).
+    Learned(Learned),
+    /// A rule reported learned met a counter-example: `a` and `b` differ only in `param`
+    /// and are different pages.
+    Revoked {
+        host: String,
+        param: String,
+        a: String,
+        b: String,
+    },
+}
+
+/// The first page seen of a group.
+struct Reference {
+    url: String,
+    value: String,
+    minhash: Vec<u32>,
+    features: Features,
+}
+
+#[derive(Default)]
+struct Evidence {
+    values: FxHashSet<u64>,
+    paths: FxHashSet<u64>,
+    samples: usize,
+    refuted: bool,
+    learned: bool,
+    example: String,
+}
+
+/// The learner (see the module docs).
+#[derive(Default)]
+pub struct Learner {
+    cfg: LearnConfig,
+    groups: FxHashMap<u128, Reference>,
+    evidence: FxHashMap<(String, String), Evidence>,
+}
+
+fn h64(s: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(s.as_bytes())
+}
+
+impl Learner {
+    /// A learner deciding by `cfg`.
+    pub fn new(cfg: LearnConfig) -> Self {
+        Learner {
+            cfg,
+            ..Default::default()
+        }
+    }
+
+    /// Note page `url` (canonical, absolute; the URL that was rendered, after redirects the
+    /// page's own) with its features; what it decided.
+    pub fn observe(&mut self, url: &str, f: &Features) -> Vec<Change> {
+        let mut out = Vec::new();
+        let host = crate::url::lex::host_port(url).to_ascii_lowercase();
+        let end = url.find('#').unwrap_or(url.len());
+        let Some(q) = url[..end].find('?') else {
+            return out;
+        };
+        if host.is_empty() || f.minhash.is_empty() {
+            return out;
+        }
+        let path = &url[..q];
+        let pairs: Vec<(&str, &str)> = url[q + 1..end]
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split_once('=').unwrap_or((p, "")))
+            .collect();
+        if self.groups.len() >= self.cfg.max_groups {
+            self.groups.clear();
+        }
+        for (i, &(name, value)) in pairs.iter().enumerate() {
+            // Twice the same name: which value counts is the server's business; no evidence.
+            if pairs.iter().filter(|(n, _)| *n == name).count() > 1 {
+                continue;
+            }
+            let mut g = xxhash_rust::xxh3::Xxh3::new();
+            g.update(name.as_bytes());
+            g.update(b"\0");
+            g.update(path.as_bytes());
+            for (j, (n, v)) in pairs.iter().enumerate() {
+                if j != i {
+                    g.update(b"\0");
+                    g.update(n.as_bytes());
+                    g.update(b"=");
+                    g.update(v.as_bytes());
+                }
+            }
+            let key = g.digest128();
+            let Some(r) = self.groups.get(&key) else {
+                self.groups.insert(
+                    key,
+                    Reference {
+                        url: url.to_string(),
+                        value: value.to_string(),
+                        minhash: f.minhash.clone(),
+                        features: f.clone(),
+                    },
+                );
+                continue;
+            };
+            if r.value == value {
+                continue;
+            }
+            let same = jaccard_estimate(&r.minhash, &f.minhash)
+                .is_some_and(|j| j >= self.cfg.same_text)
+                && structure(&r.features, f) >= self.cfg.same_structure;
+            let ev = self
+                .evidence
+                .entry((host.clone(), name.to_string()))
+                .or_default();
+            if !same {
+                if ev.learned && !ev.refuted {
+                    out.push(Change::Revoked {
+                        host: host.clone(),
+                        param: name.to_string(),
+                        a: r.url.clone(),
+                        b: url.to_string(),
+                    });
+                }
+                ev.refuted = true;
+                continue;
+            }
+            if ev.refuted {
+                continue;
+            }
+            ev.values.insert(h64(&r.value));
+            ev.values.insert(h64(value));
+            ev.paths.insert(h64(path));
+            ev.samples += 1;
+            if ev.example.is_empty() {
+                ev.example = url.to_string();
+            }
+            if !ev.learned
+                && ev.values.len() >= self.cfg.min_values
+                && ev.paths.len() >= self.cfg.min_paths
+            {
+                ev.learned = true;
+                out.push(Change::Learned(Learned {
+                    host: host.clone(),
+                    param: name.to_string(),
+                    values: ev.values.len(),
+                    paths: ev.paths.len(),
+                    samples: ev.samples,
+                    example: ev.example.clone(),
+                }));
+            }
+        }
+        out
+    }
+
+    /// Forget that (host, param) was learned or refuted (an operator revoked it and wants it
+    /// judged again from new evidence).
+    pub fn forget(&mut self, host: &str, param: &str) {
+        self.evidence
+            .remove(&(host.to_ascii_lowercase(), param.to_string()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::features::extract;
+
+    fn page(items: &[&str]) -> Features {
+        let lis: String = items
+            .iter()
+            .map(|i| format!("<li><a href=/item/{i}>Item {i}: a product with a long description of the {i} kind</a></li>"))
+            .collect();
+        extract(&format!(
+            "<html><head><title>Shop</title></head><body><nav><a href=/>Home</a></nav><main><h1>Catalogue</h1><ul>{lis}</ul></main></body></html>"
+        ))
+    }
+
+    /// Session ids on three paths, five values each: learned once, never for `page`.
+    #[test]
+    fn a_session_id_is_learned_and_a_page_number_never() {
+        let mut l = Learner::default();
+        let mut learned = Vec::new();
+        for path in ["a", "b", "c"] {
+            let items: Vec<String> = (0..12).map(|i| format!("{path}{i}")).collect();
+            let items: Vec<&str> = items.iter().map(String::as_str).collect();
+            for sid in 0..5 {
+                let url = format!("http://shop.example/{path}?sid={sid:08x}");
+                learned.extend(l.observe(&url, &page(&items)));
+            }
+            for n in 1..=6 {
+                let items: Vec<String> = (0..12).map(|i| format!("{path}{n}x{i}")).collect();
+                let items: Vec<&str> = items.iter().map(String::as_str).collect();
+                let url = format!("http://shop.example/{path}?page={n}");
+                learned.extend(l.observe(&url, &page(&items)));
+            }
+        }
+        assert_eq!(learned.len(), 1, "{learned:?}");
+        let Change::Learned(r) = &learned[0] else {
+            panic!("{learned:?}")
+        };
+        assert_eq!((r.host.as_str(), r.param.as_str()), ("shop.example", "sid"));
+        assert!(r.values >= 5 && r.paths >= 3, "{r:?}");
+    }
+
+    #[test]
+    fn too_little_evidence_learns_nothing() {
+        let mut l = Learner::default();
+        let p = page(&["x", "y", "z"]);
+        // Five values, but on two paths only.
+        let mut out = Vec::new();
+        for path in ["a", "b"] {
+            for sid in 0..10 {
+                out.extend(l.observe(&format!("http://h.example/{path}?sid={sid}"), &p));
+            }
+        }
+        assert!(out.is_empty(), "{out:?}");
+        // Pages without main text are no evidence.
+        let empty = extract("<html><body></body></html>");
+        for path in ["c", "d", "e"] {
+            for sid in 0..10 {
+                out.extend(l.observe(&format!("http://h.example/{path}?sid={sid}"), &empty));
+            }
+        }
+        assert!(out.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn a_counter_example_revokes_a_learned_rule_and_it_is_not_learned_again() {
+        let mut l = Learner::default();
+        let same = page(&["p", "q", "r", "s"]);
+        let mut out = Vec::new();
+        for path in ["a", "b", "c"] {
+            for v in 0..5 {
+                out.extend(l.observe(&format!("http://h.example/{path}?lang={v}"), &same));
+            }
+        }
+        assert!(matches!(out.as_slice(), [Change::Learned(_)]), "{out:?}");
+        let other = page(&["completely", "different", "catalogue", "entries"]);
+        let out = l.observe("http://h.example/a?lang=de", &other);
+        assert!(
+            matches!(&out[..], [Change::Revoked { param, .. }] if param == "lang"),
+            "{out:?}"
+        );
+        let mut out = Vec::new();
+        for path in ["d", "e", "f"] {
+            for v in 0..5 {
+                out.extend(l.observe(&format!("http://h.example/{path}?lang={v}"), &same));
+            }
+        }
+        assert!(out.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn other_parameters_keep_groups_apart() {
+        // `sid` varies with `cat`: pages of different categories are never compared.
+        let mut l = Learner::default();
+        let mut out = Vec::new();
+        for cat in 0..6 {
+            let items: Vec<String> = (0..8).map(|i| format!("c{cat}i{i}")).collect();
+            let items: Vec<&str> = items.iter().map(String::as_str).collect();
+            out.extend(l.observe(
+                &format!("http://h.example/list?cat={cat}&sid={cat}"),
+                &page(&items),
+            ));
+        }
+        assert!(out.is_empty(), "{out:?}");
+    }
+}
