@@ -939,3 +939,51 @@ fn forget_lets_urls_through_exactly_once_more() {
     let r = bloom.filter(&json!({"namespace": "fg-bloom", "urls": urls}));
     assert_eq!(r["duplicates"], 3, "{r}");
 }
+
+/// Learned parameter rules (issue 26) apply to the API as to the gate: a rule published in
+/// Redis drops its parameter for its host (within a second), a revocation lets it through.
+#[test]
+fn learned_parameter_rules_apply_to_requests() {
+    use crawlsieve::page::params::Learned;
+    let own = common::OwnRedis::start(&[]);
+    let s = Server::start(&own.url(), &[]);
+    let mut conn = crawlsieve::redis_filter::Conn::connect(
+        &crawlsieve::redis_filter::RedisConfig::new(&own.url()),
+    )
+    .unwrap();
+    let n = ns("learned");
+    let urls = |tag: &str| {
+        json!({"namespace": n, "urls": [
+            format!("https://shop.example/doc?sid={tag}1"),
+            format!("https://shop.example/doc?sid={tag}2"),
+            format!("https://other.example/doc?sid={tag}1"),
+        ]})
+    };
+    let r = s.filter(&urls("a"));
+    assert_eq!(r["new"].as_array().unwrap().len(), 3, "no rule yet: {r}");
+    let learned = Learned {
+        host: "shop.example".into(),
+        param: "sid".into(),
+        values: 5,
+        paths: 3,
+        samples: 4,
+        example: "https://shop.example/doc?sid=a1".into(),
+    };
+    crawlsieve::params::publish(&mut conn, &n, &learned).unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    let r = s.filter(&urls("b"));
+    // `sid` dropped for shop.example only: one new URL there, its variant a duplicate.
+    assert_eq!(
+        r["new"],
+        json!([
+            "https://shop.example/doc",
+            "https://other.example/doc?sid=b1"
+        ]),
+        "{r}"
+    );
+    assert_eq!(r["duplicates"], 1, "{r}");
+    crawlsieve::params::revoke(&mut conn, &n, "shop.example", "sid", "operator").unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    let r = s.filter(&urls("c"));
+    assert_eq!(r["new"].as_array().unwrap().len(), 3, "revoked: {r}");
+}

@@ -192,6 +192,7 @@ fn a_session_id_is_learned_and_dropped_by_the_gate_a_page_number_never() {
         })
         .collect();
     assert_eq!(pairs, [(host.clone(), "sid".to_string())], "{out}");
+    let schema = common::schema_validator("param-rule");
     assert!(rules[0]["values"].as_u64().unwrap() >= 5, "{out}");
     assert!(rules[0]["paths"].as_u64().unwrap() >= 3, "{out}");
     // `lang` was learned after three paths, then `/t/x?lang=de` revoked it by itself.
@@ -208,6 +209,11 @@ fn a_session_id_is_learned_and_dropped_by_the_gate_a_page_number_never() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    for v in rules.iter().chain(&revoked) {
+        if let Err(e) = schema.validate(v) {
+            panic!("schemas/param-rule.v1.json: {e}: {v}");
+        }
+    }
     assert_eq!(revoked.len(), 1, "{out}");
     assert_eq!(revoked[0]["param"], "lang", "{out}");
     assert!(
