@@ -22,6 +22,11 @@ pub struct RenderSection {
     pub allow: Vec<String>,
     /// Content canonicals remembered per host.
     pub max_canonicals: usize,
+    /// Probe each scope (origin and first path segment) with a URL that cannot exist and class
+    /// pages that match its "not found" answer `soft_404` ([`crate::render::soft404`]).
+    pub soft_404_probe: bool,
+    /// How long a scope's probe is kept in Redis before it is probed again.
+    pub soft_404_ttl: Dur,
 }
 
 impl Default for RenderSection {
@@ -32,6 +37,8 @@ impl Default for RenderSection {
             page_timeout: Dur(Duration::from_secs(20)),
             allow: Vec::new(),
             max_canonicals: 10_000,
+            soft_404_probe: true,
+            soft_404_ttl: Dur(Duration::from_secs(6 * 3600)),
         }
     }
 }

@@ -203,6 +203,16 @@ pub const PATTERN_VERDICTS: Name = n(
     "pattern_verdicts_total",
     "URL-pattern verdicts written back to the gate, by verdict.",
 );
+/// Soft-404 probes rendered.
+pub const SOFT_404_PROBES: Name = n(
+    "soft_404_probes_total",
+    "Soft-404 probes rendered, by answer (honest, redirect, page, failed).",
+);
+/// Pages classed soft_404.
+pub const SOFT_404_PAGES: Name = n(
+    "soft_404_pages_total",
+    "Pages classed soft_404: they match their scope's answer to a URL that cannot exist.",
+);
 /// Learned parameter rules written back.
 pub const PARAM_RULES: Name = n(
     "param_rules_total",

@@ -65,8 +65,10 @@ pub fn scope_key(url: &str) -> String {
     }
 }
 
-/// A host's "not found" answer, from its probe.
-#[derive(Debug, Clone, PartialEq)]
+/// A host's "not found" answer, from its probe. Serialized (the render stage shares templates
+/// through Redis) as `{"redirect": URL}` or `{"page": [WORD, ...]}`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Template {
     /// Unknown URLs are redirected to this final URL (canonical form).
     Redirect(String),
@@ -181,6 +183,7 @@ impl Template {
 /// One page of a scope, as rendered.
 #[derive(Debug, Clone, Copy)]
 pub struct Rendered<'a> {
+    // (`html` is read by [`judge_scope`] only; [`judge_words`] takes the words instead.)
     /// The URL asked for.
     pub url: &'a str,
     /// The URL shown at the end (empty: `url`).
@@ -198,6 +201,37 @@ pub struct Rendered<'a> {
 /// navigation and footer outweigh a short page's text does not make that page look like its
 /// "not found" answer. A page with no words of its own is never a soft 404.
 pub fn judge_scope(t: &Template, pages: &[Rendered]) -> Vec<bool> {
+    let ws: Vec<Option<HashSet<String>>> = match t {
+        Template::Redirect(_) => vec![None; pages.len()],
+        Template::Page(_) => pages
+            .iter()
+            .map(|p| {
+                (200..300).contains(&p.status).then(|| {
+                    words(
+                        p.html,
+                        if p.final_url.is_empty() {
+                            p.url
+                        } else {
+                            p.final_url
+                        },
+                    )
+                })
+            })
+            .collect(),
+    };
+    judge_words(t, pages, &ws, &[])
+}
+
+/// [`judge_scope`] on the pages' visible words, already computed (`words[i]` of `pages[i]`,
+/// `None` for a page that is not 2xx; unused for a redirect template), with `earlier`: word
+/// sets of pages of the scope judged before (the render stage sees a scope a batch at a time;
+/// they count towards the scope's chrome, never judged again).
+pub fn judge_words(
+    t: &Template,
+    pages: &[Rendered],
+    words: &[Option<HashSet<String>>],
+    earlier: &[HashSet<String>],
+) -> Vec<bool> {
     let ok = |p: &Rendered| (200..300).contains(&p.status) && !is_scope_root(p.url);
     match t {
         Template::Redirect(to) => pages
@@ -212,26 +246,13 @@ pub fn judge_scope(t: &Template, pages: &[Rendered]) -> Vec<bool> {
             })
             .collect(),
         Template::Page(tw) => {
-            let ws: Vec<Option<HashSet<String>>> = pages
-                .iter()
-                .map(|p| {
-                    (200..300).contains(&p.status).then(|| {
-                        words(
-                            p.html,
-                            if p.final_url.is_empty() {
-                                p.url
-                            } else {
-                                p.final_url
-                            },
-                        )
-                    })
-                })
-                .collect();
+            let ws = words;
             // "Plainly not the template": not word for word the same. (A page the raw match
             // would call the template can be a real page under heavy chrome: it counts here.)
             let others: Vec<&HashSet<String>> = ws
                 .iter()
                 .flatten()
+                .chain(earlier)
                 .filter(|w| jaccard(tw, w) < IDENTICAL_WORDS)
                 .collect();
             let mut chrome: HashSet<String> = HashSet::new();
@@ -258,7 +279,7 @@ pub fn judge_scope(t: &Template, pages: &[Rendered]) -> Vec<bool> {
             }
             pages
                 .iter()
-                .zip(&ws)
+                .zip(ws)
                 .map(|(p, w)| {
                     let Some(w) = w else { return false };
                     let pdist = own(w);

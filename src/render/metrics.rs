@@ -27,6 +27,10 @@ pub struct RenderMetrics {
     pub chromium_up: IntGauge,
     /// URL-pattern verdicts written back to the gate, by verdict (`similar`, `different`).
     pub verdicts: IntCounterVec,
+    /// Soft-404 probes rendered, by answer (`honest`, `redirect`, `page`, `failed`).
+    pub soft_404_probes: IntCounterVec,
+    /// Pages classed `soft_404`.
+    pub soft_404_pages: IntCounter,
     /// Learned parameter rules, by outcome (`learned`, `revoked`, `refused`: revoked before).
     pub param_rules: IntCounterVec,
 }
@@ -49,6 +53,8 @@ impl RenderMetrics {
             chromium_up: m.gauge(names::CHROMIUM_UP),
             verdicts: m.counter_vec(names::PATTERN_VERDICTS, "verdict"),
             param_rules: m.counter_vec(names::PARAM_RULES, "outcome"),
+            soft_404_probes: m.counter_vec(names::SOFT_404_PROBES, "answer"),
+            soft_404_pages: m.counter(names::SOFT_404_PAGES),
         }
     }
 

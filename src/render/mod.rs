@@ -21,6 +21,7 @@
 pub mod egress;
 pub mod metrics;
 pub mod safety;
+pub mod soft404;
 pub mod stage;
 pub mod thumb;
 

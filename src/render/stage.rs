@@ -107,6 +107,8 @@ pub struct RenderStage {
     scopes: std::collections::BTreeMap<String, Option<Arc<crate::scope::Scope>>>,
     /// Learned parameter rules, per namespace (`patterns.learned_params`; `None`: off).
     learners: Option<std::collections::HashMap<String, Learner>>,
+    /// Soft-404 probes (`render.soft_404_probe`; `None`: off).
+    probes: Option<super::soft404::Probes>,
 }
 
 fn state_key(host: &str) -> String {
@@ -166,7 +168,71 @@ impl RenderStage {
                 .map(|(ns, spec)| (ns.clone(), crate::scope::for_component(spec)))
                 .collect(),
             learners: cfg.patterns.learned_params.then(Default::default),
+            probes: r
+                .soft_404_probe
+                .then(|| super::soft404::Probes::new(r.soft_404_ttl.0)),
         })
+    }
+
+    /// Which of the batch's pages are soft 404s ([`super::soft404`]): each scope of its 2xx
+    /// pages gets its template (memory, Redis, or a probe rendered now), then its pages are
+    /// judged together. Redis unreachable: judged with the templates this worker remembers (a
+    /// page missed is only a page not classed).
+    fn soft_404s(&mut self, rendered: &[(Rendered, std::time::Duration)]) -> Vec<bool> {
+        use crate::page::soft404;
+        let mut out = vec![false; rendered.len()];
+        let Some(probes) = &mut self.probes else {
+            return out;
+        };
+        let mut by: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+        for (i, (r, _)) in rendered.iter().enumerate() {
+            if r.error.is_empty() && (200..300).contains(&r.status) {
+                by.entry(soft404::scope_key(&r.url)).or_default().push(i);
+            }
+        }
+        let wanted: Vec<(String, String)> = by
+            .iter()
+            .map(|(s, idx)| (s.clone(), rendered[idx[0]].0.url.clone()))
+            .collect();
+        let templates = match probes.templates(&self.rt, &self.renderer, &mut self.redis, &wanted) {
+            Ok((t, probed)) => {
+                for (probe, rec) in &probed {
+                    let answer = super::soft404::answer_label(rec.as_ref());
+                    tracing::info!(probe, answer, "soft-404 probe");
+                    if let Some(m) = &self.metrics {
+                        m.soft_404_probes.with_label_values(&[answer]).inc();
+                    }
+                }
+                t
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "soft-404 templates not read from Redis; pages judged with none");
+                Default::default()
+            }
+        };
+        for (scope, idx) in by {
+            let Some(t) = templates.get(&scope) else {
+                continue;
+            };
+            let pages: Vec<soft404::Rendered> = idx
+                .iter()
+                .map(|&i| soft404::Rendered {
+                    url: &rendered[i].0.url,
+                    final_url: &rendered[i].0.final_url,
+                    status: rendered[i].0.status,
+                    html: &rendered[i].0.html,
+                })
+                .collect();
+            for (&i, s) in idx.iter().zip(probes.judge(&scope, t, &pages)) {
+                out[i] = s;
+                if s {
+                    if let Some(m) = &self.metrics {
+                        m.soft_404_pages.inc();
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Load a host's checkpoint the first time this worker sees the host.
@@ -266,9 +332,11 @@ impl Stage for RenderStage {
             }
             out
         });
+        let soft = self.soft_404s(&rendered);
         let now = now_rfc3339();
-        for ((idx, ev), (r, took)) in events.iter().zip(rendered) {
+        for (((idx, ev), (r, took)), soft) in events.iter().zip(rendered).zip(soft) {
             let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
+            p.features.soft_404 = soft;
             p.redirect_chain = r.redirect_chain.clone();
             p.features.phash = r.phash;
             p.features.timings = r.timings;

@@ -1,0 +1,253 @@
+//! Soft 404s in the render stage (issue 26): the probes of [`crate::page::soft404`], shared
+//! across render workers through Redis, and the judging of a scope's pages a batch at a time.
+//!
+//! For each scope (origin and first path segment) of a batch's 2xx pages, the worker needs the
+//! scope's "not found" template:
+//! 1. from its memory (re-read from Redis every [`REREAD`]);
+//! 2. else from Redis, `cs:s404:{SCOPE}` (a JSON [`Record`], written with an expiry:
+//!    `render.soft_404_ttl`, 6 h by default — a site that changes its error page is probed
+//!    again);
+//! 3. else it takes the scope's lease (`cs:s404:{SCOPE}:lease`, `SET NX PX`, 2 min) and renders
+//!    the probe itself, through the same browser and egress policy as every page, then writes the
+//!    record. A worker that does not get the lease judges the scope's pages without a template
+//!    for this batch (they are not soft 404s); a probe that fails is not recorded, and its lease
+//!    expires so another batch probes again.
+//!
+//! A scope is judged as `similar` judges it, with one difference: the scope's chrome (the words
+//! on at least half of its pages) is measured over the batch's pages *and* the word sets of up to
+//! [`HISTORY`] pages of the scope seen in earlier batches, so a batch holding one page of a scope
+//! still has its site's navigation and footer set aside.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::page::soft404::{self, Template};
+use crate::redis_filter::{LazyConn, RedisFilterError};
+
+use super::Renderer;
+
+/// How long a worker trusts a template it read before reading Redis again.
+pub const REREAD: Duration = Duration::from_secs(600);
+/// Word sets of earlier pages kept per scope (for its chrome).
+pub const HISTORY: usize = 32;
+/// Scopes remembered before the memory starts over.
+const MAX_SCOPES: usize = 50_000;
+/// How long a probing worker holds a scope.
+const LEASE: Duration = Duration::from_secs(120);
+
+/// A scope's probe, as stored in Redis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Format version (1).
+    pub v: u32,
+    /// The URL probed.
+    pub probe: String,
+    /// Its status.
+    pub status: u16,
+    /// Where it ended.
+    pub final_url: String,
+    /// The template; `null`: unknown URLs are answered honestly (4xx/5xx), or too emptily to
+    /// compare with.
+    pub template: Option<Template>,
+    /// When (RFC 3339).
+    pub probed_at: String,
+}
+
+/// The Redis key of a scope's record, and of its lease.
+pub fn keys(scope: &str) -> (String, String) {
+    (
+        format!("cs:s404:{{{scope}}}"),
+        format!("cs:s404:{{{scope}}}:lease"),
+    )
+}
+
+fn redis_err(e: redis::RedisError) -> RedisFilterError {
+    RedisFilterError::from_redis(e, false)
+}
+
+/// What a probe answered, for the metrics: `honest`, `redirect`, `page`, `failed`.
+pub fn answer_label(r: Option<&Record>) -> &'static str {
+    match r.map(|r| &r.template) {
+        None => "failed",
+        Some(None) => "honest",
+        Some(Some(Template::Redirect(_))) => "redirect",
+        Some(Some(Template::Page(_))) => "page",
+    }
+}
+
+/// What [`Probes::templates`] found: each scope's template, and each probe rendered now with
+/// its record (`None`: it failed).
+pub type Found = (HashMap<String, Template>, Vec<(String, Option<Record>)>);
+
+/// One render worker's soft-404 state.
+pub struct Probes {
+    ttl: Duration,
+    /// Scope → its template (`None`: none needed) and when it was read.
+    known: HashMap<String, (Option<Template>, Instant)>,
+    history: HashMap<String, VecDeque<HashSet<String>>>,
+    owner: String,
+}
+
+impl Probes {
+    /// Probes whose records live `ttl` in Redis.
+    pub fn new(ttl: Duration) -> Self {
+        Probes {
+            ttl,
+            known: HashMap::new(),
+            history: HashMap::new(),
+            owner: format!("{}:{}", std::process::id(), crate::events::now_rfc3339()),
+        }
+    }
+
+    /// The templates of `wanted` (scope, a page URL of it): from memory, Redis, or a probe
+    /// rendered here; scopes another worker is probing are left out. Also returns each probe
+    /// rendered here with its record (`None`: it failed), for the metrics and the log.
+    pub fn templates(
+        &mut self,
+        rt: &tokio::runtime::Runtime,
+        renderer: &Arc<Renderer>,
+        redis: &mut LazyConn,
+        wanted: &[(String, String)],
+    ) -> Result<(HashMap<String, Template>, Vec<(String, Option<Record>)>), RedisFilterError> {
+        if self.known.len() > MAX_SCOPES {
+            self.known.clear();
+            self.history.clear();
+        }
+        let mut to_probe: Vec<(String, String)> = Vec::new();
+        for (scope, sample) in wanted {
+            if self
+                .known
+                .get(scope)
+                .is_some_and(|(_, at)| at.elapsed() < REREAD)
+            {
+                continue;
+            }
+            let (key, lease) = keys(scope);
+            let got: Option<String> =
+                redis.with(|c| c.query(redis::cmd("GET").arg(&key)).map_err(redis_err))?;
+            if let Some(rec) = got.and_then(|j| serde_json::from_str::<Record>(&j).ok()) {
+                self.known
+                    .insert(scope.clone(), (rec.template, Instant::now()));
+                continue;
+            }
+            let mine: Option<String> = redis.with(|c| {
+                c.query(
+                    redis::cmd("SET")
+                        .arg(&lease)
+                        .arg(&self.owner)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(LEASE.as_millis() as u64),
+                )
+                .map_err(redis_err)
+            })?;
+            if mine.is_some() {
+                // A token no site names a page with: 12 hex digits of the scope and now.
+                let token = format!(
+                    "cs{:012x}",
+                    xxhash_rust::xxh3::xxh3_64(
+                        format!("{scope}{:?}", std::time::SystemTime::now()).as_bytes()
+                    ) & 0xffff_ffff_ffff
+                );
+                if let Some(u) = soft404::probe_url(sample, &token) {
+                    to_probe.push((scope.clone(), u));
+                }
+            }
+        }
+        let answers = if to_probe.is_empty() {
+            Vec::new()
+        } else {
+            let r = renderer.clone();
+            let urls: Vec<String> = to_probe.iter().map(|(_, u)| u.clone()).collect();
+            rt.block_on(async move {
+                let tasks: Vec<_> = urls
+                    .into_iter()
+                    .map(|u| {
+                        let r = r.clone();
+                        tokio::spawn(async move { r.render(&u).await })
+                    })
+                    .collect();
+                let mut out = Vec::new();
+                for t in tasks {
+                    out.push(t.await.ok());
+                }
+                out
+            })
+        };
+        let mut probed = Vec::new();
+        for ((scope, probe), a) in to_probe.into_iter().zip(answers) {
+            let rec = a.filter(|a| a.error.is_empty()).map(|a| Record {
+                v: 1,
+                template: Template::from_probe(&probe, &a.final_url, a.status, &a.html),
+                probe: probe.clone(),
+                status: a.status,
+                final_url: a.final_url,
+                probed_at: crate::events::now_rfc3339(),
+            });
+            let (key, lease) = keys(&scope);
+            if let Some(rec) = &rec {
+                let json = serde_json::to_string(rec).expect("a record serializes");
+                redis.with(|c| {
+                    c.query::<()>(
+                        redis::cmd("SET")
+                            .arg(&key)
+                            .arg(json)
+                            .arg("PX")
+                            .arg(self.ttl.as_millis() as u64),
+                    )
+                    .map_err(redis_err)
+                })?;
+                self.known
+                    .insert(scope.clone(), (rec.template.clone(), Instant::now()));
+            }
+            redis.with(|c| {
+                c.query::<()>(redis::cmd("DEL").arg(&lease))
+                    .map_err(redis_err)
+            })?;
+            probed.push((probe, rec));
+        }
+        let out = wanted
+            .iter()
+            .filter_map(|(scope, _)| {
+                let (t, _) = self.known.get(scope)?;
+                Some((scope.clone(), t.clone()?))
+            })
+            .collect();
+        Ok((out, probed))
+    }
+
+    /// Which of `pages` (one scope's, this batch) are soft 404s under `t`; their word sets join
+    /// the scope's history (those that are not the template word for word).
+    pub fn judge(&mut self, scope: &str, t: &Template, pages: &[soft404::Rendered]) -> Vec<bool> {
+        let words: Vec<Option<HashSet<String>>> = pages
+            .iter()
+            .map(|p| {
+                ((200..300).contains(&p.status) && matches!(t, Template::Page(_))).then(|| {
+                    soft404::words(
+                        p.html,
+                        if p.final_url.is_empty() {
+                            p.url
+                        } else {
+                            p.final_url
+                        },
+                    )
+                })
+            })
+            .collect();
+        let h = self.history.entry(scope.to_string()).or_default();
+        let earlier: Vec<HashSet<String>> = h.iter().cloned().collect();
+        let verdicts = soft404::judge_words(t, pages, &words, &earlier);
+        for (w, soft) in words.into_iter().zip(&verdicts) {
+            if let (Some(w), false) = (w, soft) {
+                h.push_back(w);
+                if h.len() > HISTORY {
+                    h.pop_front();
+                }
+            }
+        }
+        verdicts
+    }
+}
