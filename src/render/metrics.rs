@@ -38,7 +38,7 @@ pub struct RenderMetrics {
 impl RenderMetrics {
     /// Register the render stage's series in `m`.
     pub fn new(m: &Metrics) -> RenderMetrics {
-        RenderMetrics {
+        let r = RenderMetrics {
             pages: m.counter(names::PAGES),
             failures: m.counter_vec(names::FAILURES, "kind"),
             page_seconds: m.histogram(
@@ -55,7 +55,13 @@ impl RenderMetrics {
             param_rules: m.counter_vec(names::PARAM_RULES, "outcome"),
             soft_404_probes: m.counter_vec(names::SOFT_404_PROBES, "answer"),
             soft_404_pages: m.counter(names::SOFT_404_PAGES),
+        };
+        // Rare outcomes are exported at 0 from the start: `increase()` over them has data
+        // before the first rule is learned.
+        for o in ["learned", "revoked", "refused"] {
+            r.param_rules.with_label_values(&[o]);
         }
+        r
     }
 
     /// Why the browser makes the stage unready, if it does.
