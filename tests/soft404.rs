@@ -397,7 +397,22 @@ fn serve_holdout(dir: std::path::PathBuf) -> String {
 #[test]
 #[ignore = "a measurement (~2 min of Chromium): run by hand, figures in docs/render.md"]
 fn soft_404_on_the_hold_out_set() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/soft404-holdout");
+    hold_out("soft404-holdout");
+}
+
+/// The second hold-out set (`tests/data/soft404-holdout-2/`, its README): built by another
+/// session after the first set's misses were seen, from packages used nowhere else; measured
+/// once the detector changes prompted by the first set were made.
+#[test]
+#[ignore = "a measurement (~2 min of Chromium): run by hand, figures in docs/render.md"]
+fn soft_404_on_the_second_hold_out_set() {
+    hold_out("soft404-holdout-2");
+}
+
+fn hold_out(set: &str) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(set);
     let mut sites: Vec<_> = std::fs::read_dir(&root)
         .unwrap()
         .flatten()
@@ -472,4 +487,194 @@ fn soft_404_on_the_hold_out_set() {
         precision >= 0.99 && recall >= 0.95,
         "below the issue's targets"
     );
+}
+
+/// How a documentation site of the cluster-quality corpus answers unknown URLs in
+/// [`soft_404_on_the_documentation_corpus`].
+#[derive(Clone, Copy, Debug)]
+enum Unknown {
+    /// 200, a "not found" page.
+    Styled200,
+    /// 200, the site's own index page (a fallback route).
+    IndexFallback,
+    /// A redirect to the index page.
+    RedirectHome,
+}
+
+/// Serve `root` (an HTML tree) on loopback; unknown paths answered as `u` says.
+fn serve_tree(root: std::path::PathBuf, u: Unknown) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://127.0.0.1:{}", l.local_addr().unwrap().port());
+    let root = std::sync::Arc::new(root);
+    std::thread::spawn(move || {
+        for stream in l.incoming().flatten() {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let Some(raw) = request_path(&stream) else {
+                    return;
+                };
+                let path = raw.split(['?', '#']).next().unwrap_or("/").to_string();
+                let rel = percent_encoding::percent_decode_str(path.trim_start_matches('/'))
+                    .decode_utf8_lossy()
+                    .to_string();
+                let file = if rel.is_empty() || rel.ends_with('/') {
+                    root.join(&rel).join("index.html")
+                } else {
+                    root.join(&rel)
+                };
+                let ctype = match file.extension().and_then(|e| e.to_str()) {
+                    Some("css") => "text/css",
+                    Some("js") => "application/javascript",
+                    Some("png") => "image/png",
+                    Some("svg") => "image/svg+xml",
+                    Some("woff2") => "font/woff2",
+                    _ => "text/html; charset=utf-8",
+                };
+                let resp = if !rel.contains("..") && file.is_file() {
+                    response("200 OK", ctype, &std::fs::read(&file).unwrap())
+                } else {
+                    match u {
+                        Unknown::Styled200 => response(
+                            "200 OK",
+                            "text/html; charset=utf-8",
+                            b"<!doctype html><html><head><title>Page not found</title></head><body><h1>Page not found</h1><p>The page you asked for is not part of this documentation. It may have moved in a newer version; try the index or the search.</p></body></html>",
+                        ),
+                        Unknown::IndexFallback => response(
+                            "200 OK",
+                            "text/html; charset=utf-8",
+                            &std::fs::read(root.join("index.html")).unwrap_or_default(),
+                        ),
+                        Unknown::RedirectHome => redirect("/"),
+                    }
+                };
+                let mut w = stream;
+                let _ = std::io::Write::write_all(&mut w, &resp);
+            });
+        }
+    });
+    base
+}
+
+fn html_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            html_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "html") {
+            out.push(p);
+        }
+    }
+}
+
+/// Issue 26's done-when: no documentation page of the cluster-quality corpus
+/// (`scripts/fetch-doc-corpus.sh`: rust-doc, python-django-doc, postgresql-doc-15) is classed
+/// `soft_404`. Each package is served on loopback three times, answering unknown URLs with a
+/// "not found" page, with its own index page (a fallback route), or with a redirect to it; a
+/// sample of its real pages (every k-th of the sorted tree, index pages included) goes through
+/// `crawlsieve similar`, which probes each scope. Every real page must stay what it is.
+#[test]
+#[ignore = "a measurement (~5 min of Chromium, needs scripts/fetch-doc-corpus.sh): run by hand, figures in docs/render.md"]
+fn soft_404_on_the_documentation_corpus() {
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/doc-corpus");
+    let sites = [
+        (
+            "rust-doc",
+            "rust-doc/1.63.0_dfsg1-2/usr/share/doc/rust-doc/html",
+        ),
+        (
+            "python-django-doc",
+            "python-django-doc/3_3.2.25-0_deb12u7/usr/share/doc/python-django-doc/html",
+        ),
+        (
+            "postgresql-doc-15",
+            "postgresql-doc-15/15.20-0_deb12u1/usr/share/doc/postgresql-doc-15/html",
+        ),
+    ];
+    let per_site: usize = common::env_or("SOFT404_CORPUS_PAGES", 40);
+    let mut urls: Vec<(String, String)> = Vec::new(); // (url, label)
+    for (name, rel) in sites {
+        let root = corpus.join(rel);
+        assert!(
+            root.join("index.html").is_file(),
+            "{}: run scripts/fetch-doc-corpus.sh",
+            root.display()
+        );
+        let mut files = Vec::new();
+        html_files(&root, &mut files);
+        files.sort();
+        let step = (files.len() / per_site).max(1);
+        let sample: Vec<String> = files
+            .iter()
+            .step_by(step)
+            .take(per_site)
+            .chain(
+                files
+                    .iter()
+                    .filter(|f| f.file_name().is_some_and(|n| n == "index.html"))
+                    .take(5),
+            )
+            .map(|f| {
+                f.strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace(' ', "%20")
+            })
+            .collect();
+        for u in [
+            Unknown::Styled200,
+            Unknown::IndexFallback,
+            Unknown::RedirectHome,
+        ] {
+            let base = serve_tree(root.clone(), u);
+            for p in &sample {
+                urls.push((format!("{base}/{p}"), format!("{name} {u:?}")));
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("urls.txt");
+    std::fs::write(
+        &list,
+        urls.iter()
+            .map(|(u, _)| u.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .unwrap();
+    let out = dir.path().join("r.json");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args(["similar", "-l"])
+        .arg(&list)
+        .arg("-o")
+        .arg(&out)
+        .args(["-t", "2", "--page-timeout", "20s", "--allow", "127.0.0.1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let rows = report["urls"].as_array().unwrap();
+    let mut by: std::collections::BTreeMap<String, (usize, usize, usize)> = Default::default();
+    let mut soft = Vec::new();
+    for (row, (url, label)) in rows.iter().zip(&urls) {
+        assert_eq!(row["url"].as_str().unwrap(), url);
+        let e = by.entry(label.clone()).or_default();
+        e.0 += 1;
+        if row["error"].as_str() != Some("") {
+            e.2 += 1;
+        } else if row["rule"].as_str() == Some("soft_404") {
+            e.1 += 1;
+            soft.push(format!("{label} {url}"));
+        }
+    }
+    println!(
+        "soft 404 on the documentation corpus ({} pages):",
+        rows.len()
+    );
+    for (label, (n, s, err)) in &by {
+        println!("  {label}: {n} real pages, {s} said soft_404, {err} not rendered");
+    }
+    assert!(soft.is_empty(), "real pages said soft_404: {soft:#?}");
 }

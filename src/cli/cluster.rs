@@ -270,6 +270,7 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     let extras = Extras {
         thumbs: &thumbs,
         probes: &[],
+        learned: &[],
     };
     report(
         &pages,
@@ -289,6 +290,8 @@ pub(crate) struct Extras<'a> {
     pub thumbs: &'a [Option<String>],
     /// Soft-404 probes: (scope, probe URL, what it answered).
     pub probes: &'a [(String, String, String)],
+    /// Query parameters these pages show change nothing ([`crate::page::params`]).
+    pub learned: &'a [crate::page::params::Learned],
 }
 
 pub(crate) fn report(
@@ -457,6 +460,7 @@ fn html_report(r: &Report, extras: &Extras, command: &str) -> String {
         &groups,
         &unclustered,
         extras.probes,
+        extras.learned,
     )
 }
 

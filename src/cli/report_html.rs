@@ -81,6 +81,7 @@ pub fn render(
     groups: &[Group],
     unclustered: &[Member],
     probes: &[(String, String, String)],
+    learned: &[crate::page::params::Learned],
 ) -> String {
     let mut hosts: Vec<&str> = groups
         .iter()
@@ -168,6 +169,21 @@ pub fn render(
         }
         h.push_str("</table></section>\n");
     }
+    if !learned.is_empty() {
+        h.push_str("<section id=\"learned\"><h2>Parameters that change nothing</h2><p>Query parameters whose value did not change the page (same main text and DOM shape) on at least five values over three paths, with no counter-example: the render stage publishes such rules and the gate drops the parameter for that host (<code>crawlsieve rules list</code>).</p><table><tr><th>host</th><th>parameter</th><th>values</th><th>paths</th><th>example</th></tr>");
+        for l in learned {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&l.host),
+                esc(&l.param),
+                l.values,
+                l.paths,
+                esc(&l.example)
+            );
+        }
+        h.push_str("</table></section>\n");
+    }
     if !unclustered.is_empty() {
         h.push_str(
             "<details id=\"unclustered\"><summary>Pages in no cluster</summary><div class=\"row\">",
@@ -249,7 +265,7 @@ mod tests {
             class: Some("E3"),
             members: vec![m],
         }];
-        let html = render("cluster", "now", 1, &g, &[], &[]);
+        let html = render("cluster", "now", 1, &g, &[], &[], &[]);
         assert!(!html.contains("<script>alert"), "{html}");
         assert!(
             !html.contains("evil.example"),

@@ -175,9 +175,30 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         t.structure = s;
     }
     rt.shutdown_timeout(Duration::from_secs(5));
+    // What the render stage would learn from these pages: parameters that change nothing.
+    let mut learner = crate::page::params::Learner::default();
+    let mut learned = Vec::new();
+    for (p, e) in pages.iter().zip(&errors) {
+        let is_html = p.content_type.is_empty() || p.content_type.contains("html");
+        if e.is_empty()
+            && (200..300).contains(&p.status)
+            && p.final_url == p.url
+            && crate::page::rules::page_rule(p.status, is_html, &p.features).is_none()
+        {
+            for c in learner.observe(&p.url, &p.features) {
+                match c {
+                    crate::page::params::Change::Learned(l) => learned.push(l),
+                    crate::page::params::Change::Revoked { host, param, .. } => {
+                        learned.retain(|l| !(l.host == host && l.param == param))
+                    }
+                }
+            }
+        }
+    }
     let extras = super::cluster::Extras {
         thumbs: &thumbs,
         probes: &probes,
+        learned: &learned,
     };
     super::cluster::report(&pages, errors, &extras, 0, &t, Some(&a.output), "similar")
 }

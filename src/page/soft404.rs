@@ -145,10 +145,30 @@ fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
 /// route or a redirect of unknown URLs usually shows, never judged a soft 404 itself.
 fn is_scope_root(url: &str) -> bool {
     let (_, path) = origin_and_path(url);
+    // A directory's index document (`/index.html`, `/shop/index.php`) is the directory: a
+    // fallback route that serves `/index.html` for every unknown URL serves that very page.
+    let path = match path.rsplit_once('/') {
+        Some((dir, last)) if is_index_document(last) => &path[..dir.len() + 1],
+        _ => path,
+    };
     let p = path.trim_matches('/');
     // `/seg/` is the root of the scope `/seg` ([`scope_key`]); `/seg` without its slash is a
     // page of the origin's scope.
     p.is_empty() || path.ends_with('/') && !p.contains('/')
+}
+
+/// Whether `name` (a last path segment) is a directory index document: `index.*` or
+/// `default.*` with a web page extension.
+fn is_index_document(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    let Some((stem, ext)) = name.rsplit_once('.') else {
+        return false;
+    };
+    matches!(stem, "index" | "default")
+        && matches!(
+            ext,
+            "html" | "htm" | "xhtml" | "shtml" | "php" | "asp" | "aspx" | "jsp"
+        )
 }
 
 impl Template {
@@ -330,6 +350,14 @@ mod tests {
             ("https://h.example/shop", false),
             ("https://h.example/shop/item", false),
             ("https://h.example/?q=1", true),
+            // A directory's index document is the directory (found on the documentation
+            // corpus: a fallback route serving /index.html made /index.html its own soft 404).
+            ("https://h.example/index.html", true),
+            ("https://h.example/shop/INDEX.HTM", true),
+            ("https://h.example/shop/default.aspx", true),
+            ("https://h.example/shop/item/index.html", false),
+            ("https://h.example/indexes.html", false),
+            ("https://h.example/index", false),
         ] {
             assert_eq!(is_scope_root(u), root, "{u}");
         }
