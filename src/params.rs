@@ -207,16 +207,19 @@ pub fn list(conn: &mut Conn, ns: &str) -> Result<(Vec<Rule>, Vec<Revocation>), R
 /// `every`, reads the rules when it moved.
 pub struct RulesCache {
     every: Duration,
+    verify_one_in: u64,
     version: Option<Option<i64>>,
     read_at: Option<Instant>,
     rules: Arc<LearnedRules>,
 }
 
 impl RulesCache {
-    /// A cache asking Redis at most once per `every`.
-    pub fn new(every: Duration) -> Self {
+    /// A cache asking Redis at most once per `every`; its rules keep one URL in
+    /// `verify_one_in` as itself ([`LearnedRules::verify_one_in`]).
+    pub fn new(every: Duration, verify_one_in: u64) -> Self {
         RulesCache {
             every,
+            verify_one_in,
             version: None,
             read_at: None,
             rules: Arc::default(),
@@ -229,21 +232,22 @@ impl RulesCache {
     }
 
     /// Read the rules of `ns` again if due and they changed. On an error the rules read before
-    /// stay in force (and the next call asks again).
+    /// stay in force, and the next attempt is a period later (a Redis away costs one attempt
+    /// per period, not one per batch).
     pub fn refresh(&mut self, conn: &mut Conn, ns: &str) -> Result<(), RedisFilterError> {
         if self.read_at.is_some_and(|t| t.elapsed() < self.every) {
             return Ok(());
         }
+        self.read_at = Some(Instant::now());
         let (_, _, v) = keys(ns);
         let ver: Option<i64> = conn.query(redis::cmd("GET").arg(&v)).map_err(redis_err)?;
         if self.version != Some(ver) {
             let (rules, _) = list(conn, ns)?;
-            self.rules = Arc::new(LearnedRules::new(
-                rules.into_iter().map(|r| (r.host, r.param)),
-            ));
+            let mut l = LearnedRules::new(rules.into_iter().map(|r| (r.host, r.param)));
+            l.verify_one_in = self.verify_one_in;
+            self.rules = Arc::new(l);
             self.version = Some(ver);
         }
-        self.read_at = Some(Instant::now());
         Ok(())
     }
 }

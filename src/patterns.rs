@@ -56,6 +56,11 @@ pub struct PatternConfig {
     /// parameters change nothing on a host and publishes them; the gate and the API drop those
     /// parameters in canonicalization. Off: nothing learned, nothing applied.
     pub learned_params: bool,
+    /// One URL in this many that a learned rule would merge is deduplicated as itself instead
+    /// (chosen by a hash of the URL), so the render stage keeps seeing variants and a
+    /// counter-example revokes a wrong rule; 0: never (a wrong rule then stays until an
+    /// operator revokes it).
+    pub learned_params_verify_one_in: u64,
 }
 
 impl Default for PatternConfig {
@@ -66,6 +71,7 @@ impl Default for PatternConfig {
             url_pattern_dom_threshold: 0.85,
             cache_ttl: 30,
             learned_params: true,
+            learned_params_verify_one_in: 50,
         }
     }
 }

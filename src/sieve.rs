@@ -75,8 +75,9 @@ pub struct Sieve {
     /// `robots_disallowed`, before the filter. (The gate fetches and shares its own:
     /// [`crate::gate`].)
     pub robots: Option<crate::robots::RobotsDir>,
-    /// Learned parameter rules ([`crate::url::learned`]): parameters dropped from their host's
-    /// canonical URLs (the gate and the API keep each namespace's copy from Redis).
+    /// Learned parameter rules ([`crate::url::learned`]): parameters left out of what their
+    /// host's URLs are deduplicated by (the gate and the API keep each namespace's copy from
+    /// Redis).
     pub learned: Option<std::sync::Arc<crate::url::LearnedRules>>,
     buf: String,
     key: String,
@@ -161,9 +162,6 @@ impl Sieve {
                 .canonicalize_into(&s, base, &mut self.buf)
                 .map_err(|e| canon_reason(&e))?;
         }
-        if let Some(l) = &self.learned {
-            l.apply(&mut self.buf);
-        }
         // The limit is for what the fetcher gets: escaping can lengthen a candidate (`\\` →
         // `%5C`), and a canonical URL must pass the validator it came through.
         if self.buf.len() > self.validator.config().max_len {
@@ -207,12 +205,16 @@ impl Sieve {
     /// The fingerprint a canonical URL is deduplicated by: of the URL itself, or of its key under
     /// the opt-in merges ([`crate::url::Merge`]).
     /// Works on the canonical URL in `self.buf`, as left by [`Sieve::classify`].
+    /// Learned parameter rules ([`Sieve::learned`]) drop their parameters from that key (not
+    /// from the URL).
     pub fn dedup_fingerprint(&mut self) -> u128 {
+        let learned = self.learned.as_ref().and_then(|l| l.dedup_form(&self.buf));
+        let url = learned.as_deref().unwrap_or(&self.buf);
         if self.canon.merges() {
-            self.canon.dedup_key(&self.buf, &mut self.key);
+            self.canon.dedup_key(url, &mut self.key);
             fingerprint(self.key.as_bytes())
         } else {
-            fingerprint(self.buf.as_bytes())
+            fingerprint(url.as_bytes())
         }
     }
 

@@ -946,7 +946,7 @@ fn forget_lets_urls_through_exactly_once_more() {
 fn learned_parameter_rules_apply_to_requests() {
     use crawlsieve::page::params::Learned;
     let own = common::OwnRedis::start(&[]);
-    let s = Server::start(&own.url(), &[]);
+    let s = Server::start(&own.url(), &["patterns.learned_params_verify_one_in=0"]);
     let mut conn = crawlsieve::redis_filter::Conn::connect(
         &crawlsieve::redis_filter::RedisConfig::new(&own.url()),
     )
@@ -972,11 +972,12 @@ fn learned_parameter_rules_apply_to_requests() {
     crawlsieve::params::publish(&mut conn, &n, &learned).unwrap();
     std::thread::sleep(Duration::from_millis(1100));
     let r = s.filter(&urls("b"));
-    // `sid` dropped for shop.example only: one new URL there, its variant a duplicate.
+    // `sid` left out of the dedup key for shop.example only: one new URL there (as linked),
+    // its variant a duplicate.
     assert_eq!(
         r["new"],
         json!([
-            "https://shop.example/doc",
+            "https://shop.example/doc?sid=b1",
             "https://other.example/doc?sid=b1"
         ]),
         "{r}"

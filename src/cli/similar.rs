@@ -188,7 +188,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
             for c in learner.observe(&p.url, &p.features) {
                 match c {
                     crate::page::params::Change::Learned(l) => learned.push(l),
-                    crate::page::params::Change::Revoked { host, param, .. } => {
+                    crate::page::params::Change::Refuted { host, param, .. } => {
                         learned.retain(|l| !(l.host == host && l.param == param))
                     }
                 }

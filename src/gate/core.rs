@@ -216,7 +216,7 @@ impl GateCore {
         } = self;
         for (cache, ns) in learned.iter_mut().zip(names.iter()) {
             if let Err(e) = patterns_conn.with(|c| cache.refresh(c, ns)) {
-                tracing::debug!(namespace = ns, error = %e, "learned parameter rules not read; the ones read before stay");
+                tracing::warn!(namespace = ns, error = %e, "learned parameter rules not read; the ones read before stay (asked again in a second)");
             }
         }
     }
@@ -258,7 +258,10 @@ impl GateCore {
         );
         self.names.push(ns.to_string());
         self.adopted_at.push(None);
-        let mut rules = crate::params::RulesCache::new(std::time::Duration::from_secs(1));
+        let mut rules = crate::params::RulesCache::new(
+            std::time::Duration::from_secs(1),
+            self.cfg.patterns.learned_params_verify_one_in,
+        );
         if self.cfg.patterns.learned_params {
             if let Err(e) = self.patterns_conn.with(|c| rules.refresh(c, ns)) {
                 tracing::debug!(namespace = ns, error = %e, "learned parameter rules not read yet");
@@ -268,7 +271,8 @@ impl GateCore {
         // The namespace's own `[scopes.NAME]`, else `[scope]`; compiled once per process.
         self.scopes.push(match self.cfg.scopes.get(ns) {
             Some(spec) => crate::scope::for_component(spec),
-            None => self.sieve.scope.clone(),
+            // `[scope]` (not the sieve's current one: that may be another namespace's).
+            None => self.default_scope.clone(),
         });
         Ok(Ok(self.names.len() - 1))
     }

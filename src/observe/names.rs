@@ -216,7 +216,7 @@ pub const SOFT_404_PAGES: Name = n(
 /// Learned parameter rules written back.
 pub const PARAM_RULES: Name = n(
     "param_rules_total",
-    "Learned parameter rules written back to the gate, by outcome (learned, revoked, refused).",
+    "Learned parameter rules written back to the gate, by outcome (learned, revoked, refuted, refused).",
 );
 
 // The HTTP filter API.

@@ -7,12 +7,15 @@
 //! * the **same page** — main-text MinHash Jaccard ≥ [`LearnConfig::same_text`] *and*
 //!   structure similarity ≥ [`LearnConfig::same_structure`] — is evidence that `P` changes
 //!   nothing on that host;
-//! * anything else is a **counter-example**: `P` is never learned for that host, and a rule
-//!   already learned is revoked ([`Change::Revoked`]).
+//! * anything else is a **counter-example**: `P` is never learned for that host, and the first
+//!   one is reported ([`Change::Refuted`]) so the caller revokes the rule wherever it was
+//!   published (by this learner, another worker, or before a restart).
 //!
 //! A rule is learned once a (host, `P`) has evidence from ≥ [`LearnConfig::min_values`] distinct
-//! values over ≥ [`LearnConfig::min_paths`] distinct paths and no counter-example. Pages whose
-//! text cannot be compared (no main text: no MinHash) are no evidence either way. The
+//! values over ≥ [`LearnConfig::min_paths`] distinct paths (the path alone: scheme and port do
+//! not make another path), ≥ [`LearnConfig::min_samples`] comparisons, and no counter-example.
+//! Pages with little main text (under [`crate::page::rules::MIN_TEXT_CHARS`] characters: a "no
+//! results" or "not found" page looks the same whatever the URL) are no evidence either way. The
 //! thresholds err towards keeping pages apart: a rule merges URLs before anything is fetched,
 //! so one wrong rule loses pages, while a rule not learned costs only repeated fetches.
 //!
@@ -33,6 +36,8 @@ pub struct LearnConfig {
     pub min_values: usize,
     /// Distinct paths those values were seen on.
     pub min_paths: usize,
+    /// Comparisons that found the same page.
+    pub min_samples: usize,
     /// Main-text MinHash Jaccard estimate at which two pages have the same text.
     pub same_text: f64,
     /// Structure similarity ([`super::similarity::structure`]) at which two pages have the
@@ -47,6 +52,7 @@ impl Default for LearnConfig {
         LearnConfig {
             min_values: 5,
             min_paths: 3,
+            min_samples: 5,
             same_text: 0.95,
             same_structure: 0.95,
             max_groups: 200_000,
@@ -74,9 +80,10 @@ pub struct Learned {
 pub enum Change {
     /// A rule has enough evidence (reported once).
     Learned(Learned),
-    /// A rule reported learned met a counter-example: `a` and `b` differ only in `param`
-    /// and are different pages.
-    Revoked {
+    /// The first counter-example of (host, param): `a` and `b` differ only in `param` and are
+    /// different pages. Reported whether or not this learner learned the rule: it may be in
+    /// force from elsewhere.
+    Refuted {
         host: String,
         param: String,
         a: String,
@@ -132,10 +139,15 @@ impl Learner {
         let Some(q) = url[..end].find('?') else {
             return out;
         };
-        if host.is_empty() || f.minhash.is_empty() {
+        if host.is_empty()
+            || f.minhash.is_empty()
+            || f.text_chars < crate::page::rules::MIN_TEXT_CHARS
+        {
             return out;
         }
         let path = &url[..q];
+        // The path alone, for counting paths (`http://h/a` and `https://h/a` are one path).
+        let bare_path = &url[crate::url::lex::authority_end(url).min(q)..q];
         let pairs: Vec<(&str, &str)> = url[q + 1..end]
             .split('&')
             .filter(|p| !p.is_empty())
@@ -185,8 +197,8 @@ impl Learner {
                 .entry((host.clone(), name.to_string()))
                 .or_default();
             if !same {
-                if ev.learned && !ev.refuted {
-                    out.push(Change::Revoked {
+                if !ev.refuted {
+                    out.push(Change::Refuted {
                         host: host.clone(),
                         param: name.to_string(),
                         a: r.url.clone(),
@@ -201,7 +213,7 @@ impl Learner {
             }
             ev.values.insert(h64(&r.value));
             ev.values.insert(h64(value));
-            ev.paths.insert(h64(path));
+            ev.paths.insert(h64(bare_path));
             ev.samples += 1;
             if ev.example.is_empty() {
                 ev.example = url.to_string();
@@ -209,6 +221,7 @@ impl Learner {
             if !ev.learned
                 && ev.values.len() >= self.cfg.min_values
                 && ev.paths.len() >= self.cfg.min_paths
+                && ev.samples >= self.cfg.min_samples
             {
                 ev.learned = true;
                 out.push(Change::Learned(Learned {
@@ -266,10 +279,21 @@ mod tests {
                 learned.extend(l.observe(&url, &page(&items)));
             }
         }
-        assert_eq!(learned.len(), 1, "{learned:?}");
-        let Change::Learned(r) = &learned[0] else {
-            panic!("{learned:?}")
-        };
+        // `page` is refuted (reported once), `sid` learned once.
+        assert_eq!(learned.len(), 2, "{learned:?}");
+        assert!(
+            learned
+                .iter()
+                .any(|c| matches!(c, Change::Refuted { param, .. } if param == "page")),
+            "{learned:?}"
+        );
+        let r = learned
+            .iter()
+            .find_map(|c| match c {
+                Change::Learned(r) => Some(r),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{learned:?}"));
         assert_eq!((r.host.as_str(), r.param.as_str()), ("shop.example", "sid"));
         assert!(r.values >= 5 && r.paths >= 3, "{r:?}");
     }
@@ -299,7 +323,7 @@ mod tests {
     #[test]
     fn a_counter_example_revokes_a_learned_rule_and_it_is_not_learned_again() {
         let mut l = Learner::default();
-        let same = page(&["p", "q", "r", "s"]);
+        let same = page(&["p", "q", "r", "s", "t", "u"]);
         let mut out = Vec::new();
         for path in ["a", "b", "c"] {
             for v in 0..5 {
@@ -307,16 +331,52 @@ mod tests {
             }
         }
         assert!(matches!(out.as_slice(), [Change::Learned(_)]), "{out:?}");
-        let other = page(&["completely", "different", "catalogue", "entries"]);
+        let other = page(&[
+            "completely",
+            "different",
+            "catalogue",
+            "entries",
+            "of",
+            "another",
+        ]);
         let out = l.observe("http://h.example/a?lang=de", &other);
         assert!(
-            matches!(&out[..], [Change::Revoked { param, .. }] if param == "lang"),
+            matches!(&out[..], [Change::Refuted { param, .. }] if param == "lang"),
             "{out:?}"
         );
+        // Reported once.
+        assert!(l.observe("http://h.example/b?lang=de", &other).is_empty());
         let mut out = Vec::new();
         for path in ["d", "e", "f"] {
             for v in 0..5 {
                 out.extend(l.observe(&format!("http://h.example/{path}?lang={v}"), &same));
+            }
+        }
+        assert!(out.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn http_and_https_are_one_path_and_thin_pages_are_no_evidence() {
+        let mut l = Learner::default();
+        let p = page(&["a", "b", "c", "d", "e", "f", "g", "h"]);
+        let mut out = Vec::new();
+        // Two paths, each under both schemes: still two paths.
+        for scheme in ["http", "https"] {
+            for path in ["x", "y"] {
+                for v in 0..4 {
+                    out.extend(
+                        l.observe(&format!("{scheme}://h.example/{path}?s={v}{scheme}"), &p),
+                    );
+                }
+            }
+        }
+        assert!(out.is_empty(), "{out:?}");
+        // A "no results" page: the same whatever the query, too little text to be evidence.
+        let thin =
+            extract("<html><body><main><p>No results for your search.</p></main></body></html>");
+        for path in ["s1", "s2", "s3", "s4"] {
+            for v in 0..6 {
+                out.extend(l.observe(&format!("http://h.example/{path}?q={v}"), &thin));
             }
         }
         assert!(out.is_empty(), "{out:?}");

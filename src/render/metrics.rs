@@ -31,7 +31,9 @@ pub struct RenderMetrics {
     pub soft_404_probes: IntCounterVec,
     /// Pages classed `soft_404`.
     pub soft_404_pages: IntCounter,
-    /// Learned parameter rules, by outcome (`learned`, `revoked`, `refused`: revoked before).
+    /// Learned parameter rules, by outcome (`learned`, `revoked`: a rule in force met a
+    /// counter-example, `refuted`: a counter-example before any rule, `refused`: revoked before,
+    /// not published).
     pub param_rules: IntCounterVec,
 }
 
@@ -58,7 +60,7 @@ impl RenderMetrics {
         };
         // Rare outcomes are exported at 0 from the start: `increase()` over them has data
         // before the first rule is learned.
-        for o in ["learned", "revoked", "refused"] {
+        for o in ["learned", "revoked", "refuted", "refused"] {
             r.param_rules.with_label_values(&[o]);
         }
         r

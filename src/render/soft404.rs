@@ -10,8 +10,10 @@
 //! 3. else it takes the scope's lease (`cs:s404:{SCOPE}:lease`, `SET NX PX`, 2 min) and renders
 //!    the probe itself, through the same browser and egress policy as every page, then writes the
 //!    record. A worker that does not get the lease judges the scope's pages without a template
-//!    for this batch (they are not soft 404s); a probe that fails is not recorded, and its lease
-//!    expires so another batch probes again.
+//!    for this batch (they are not soft 404s). An HTTP error answer (4xx/5xx, HTML or not) is
+//!    an honest answer; a probe that gets no answer (timeout, refused) is not recorded: this
+//!    worker does not probe the scope again for [`RETRY_FAILED`], and the lease is left to
+//!    expire so another worker may.
 //!
 //! A scope is judged as `similar` judges it, with one difference: the scope's chrome (the words
 //! on at least half of its pages) is measured over the batch's pages *and* the word sets of up to
@@ -37,6 +39,18 @@ pub const HISTORY: usize = 32;
 const MAX_SCOPES: usize = 50_000;
 /// How long a probing worker holds a scope.
 const LEASE: Duration = Duration::from_secs(120);
+/// How long a worker waits before probing a scope again after its probe got no answer.
+pub const RETRY_FAILED: Duration = Duration::from_secs(600);
+
+/// KEYS[1] the lease, ARGV[1] its holder: deleted only if still held by it.
+static RELEASE: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
+    redis::Script::new(
+        r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+",
+    )
+});
 
 /// A scope's probe, as stored in Redis.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,6 +102,8 @@ pub struct Probes {
     /// Scope → its template (`None`: none needed) and when it was read.
     known: HashMap<String, (Option<Template>, Instant)>,
     history: HashMap<String, VecDeque<HashSet<String>>>,
+    /// Scopes whose probe got no answer, and when.
+    failed: HashMap<String, Instant>,
     owner: String,
 }
 
@@ -98,6 +114,7 @@ impl Probes {
             ttl,
             known: HashMap::new(),
             history: HashMap::new(),
+            failed: HashMap::new(),
             owner: format!("{}:{}", std::process::id(), crate::events::now_rfc3339()),
         }
     }
@@ -111,10 +128,11 @@ impl Probes {
         renderer: &Arc<Renderer>,
         redis: &mut LazyConn,
         wanted: &[(String, String)],
-    ) -> Result<(HashMap<String, Template>, Vec<(String, Option<Record>)>), RedisFilterError> {
+    ) -> Result<Found, RedisFilterError> {
         if self.known.len() > MAX_SCOPES {
             self.known.clear();
             self.history.clear();
+            self.failed.clear();
         }
         let mut to_probe: Vec<(String, String)> = Vec::new();
         for (scope, sample) in wanted {
@@ -122,6 +140,13 @@ impl Probes {
                 .known
                 .get(scope)
                 .is_some_and(|(_, at)| at.elapsed() < REREAD)
+            {
+                continue;
+            }
+            if self
+                .failed
+                .get(scope)
+                .is_some_and(|at| at.elapsed() < RETRY_FAILED)
             {
                 continue;
             }
@@ -179,14 +204,18 @@ impl Probes {
         };
         let mut probed = Vec::new();
         for ((scope, probe), a) in to_probe.into_iter().zip(answers) {
-            let rec = a.filter(|a| a.error.is_empty()).map(|a| Record {
-                v: 1,
-                template: Template::from_probe(&probe, &a.final_url, a.status, &a.html),
-                probe: probe.clone(),
-                status: a.status,
-                final_url: a.final_url,
-                probed_at: crate::events::now_rfc3339(),
-            });
+            // An answer with an HTTP error status counts, whatever its body (a plain-text 404
+            // is an honest answer); no status is no answer.
+            let rec = a
+                .filter(|a| a.error.is_empty() || a.status >= 400)
+                .map(|a| Record {
+                    v: 1,
+                    template: Template::from_probe(&probe, &a.final_url, a.status, &a.html),
+                    probe: probe.clone(),
+                    status: a.status,
+                    final_url: a.final_url,
+                    probed_at: crate::events::now_rfc3339(),
+                });
             let (key, lease) = keys(&scope);
             if let Some(rec) = &rec {
                 let json = serde_json::to_string(rec).expect("a record serializes");
@@ -202,11 +231,14 @@ impl Probes {
                 })?;
                 self.known
                     .insert(scope.clone(), (rec.template.clone(), Instant::now()));
+                let owner = self.owner.clone();
+                redis.with(|c| {
+                    c.script::<i64>(&RELEASE, &lease, &[&owner])
+                        .map_err(redis_err)
+                })?;
+            } else {
+                self.failed.insert(scope.clone(), Instant::now());
             }
-            redis.with(|c| {
-                c.query::<()>(redis::cmd("DEL").arg(&lease))
-                    .map_err(redis_err)
-            })?;
             probed.push((probe, rec));
         }
         let out = wanted
@@ -217,6 +249,11 @@ impl Probes {
             })
             .collect();
         Ok((out, probed))
+    }
+
+    /// Whether this worker knows how `scope` answers unknown URLs (a template, or none needed).
+    pub fn knows(&self, scope: &str) -> bool {
+        self.known.contains_key(scope)
     }
 
     /// Which of `pages` (one scope's, this batch) are soft 404s under `t`; their word sets join

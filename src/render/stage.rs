@@ -394,12 +394,18 @@ impl Stage for RenderStage {
                 }
             }
             // Learned parameters: only pages that are themselves (2xx, not a rule page: an
-            // error, login or WAF page looks the same whatever the URL), as requested.
+            // error, login or WAF page looks the same whatever the URL), as requested, of a
+            // scope whose answer to unknown URLs is known (with probes on: a soft 404 not yet
+            // classed would look the same whatever the parameter).
+            let scope_known = self.probes.as_ref().map_or(true, |pr| {
+                pr.knows(&crate::page::soft404::scope_key(&ev.url))
+            });
             if let Some(learners) = &mut self.learners {
                 if r.error.is_empty()
                     && (200..300).contains(&r.status)
                     && a.rule.is_none()
                     && p.final_url == ev.url
+                    && scope_known
                 {
                     let l = learners.entry(ev.namespace.clone()).or_default();
                     for c in l.observe(&ev.url, &p.features) {
@@ -481,19 +487,25 @@ impl Stage for RenderStage {
                         crate::params::Published::Revoked => "refused",
                     }
                 }
-                Change::Revoked { host, param, a, b } => {
+                Change::Refuted { host, param, a, b } => {
+                    // Recorded whether or not a rule is in force: no worker publishes it later.
                     let why = format!("counter-example: {a} | {b}");
-                    self.redis
+                    let had = self
+                        .redis
                         .with(|c| crate::params::revoke(c, &ns, host, param, &why))?;
-                    tracing::warn!(
-                        namespace = ns,
-                        host,
-                        param,
-                        a,
-                        b,
-                        "learned parameter rule revoked: a counter-example"
-                    );
-                    "revoked"
+                    if had {
+                        tracing::warn!(
+                            namespace = ns,
+                            host,
+                            param,
+                            a,
+                            b,
+                            "learned parameter rule revoked: a counter-example"
+                        );
+                        "revoked"
+                    } else {
+                        "refuted"
+                    }
                 }
             };
             p.learned.remove(0);

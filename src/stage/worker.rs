@@ -688,6 +688,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
                 }
             }
             self.fill();
+            let had_messages = !self.batch.is_empty();
             if self.batch.is_empty() {
                 // Nothing new: do not leave a batch waiting in the pipeline.
                 if !self.finish_inflight()? {
@@ -701,9 +702,12 @@ impl<S: Stage + Send + 'static> Worker<S> {
             if !self.stage_and_send()? {
                 break;
             }
-            // Idle means waiting for messages: a batch that took longer than `idle_exit` to
-            // stage (the render stage's pages) is not idleness.
-            self.last_message = Instant::now();
+            // Idle means waiting for messages: a batch of messages that took longer than
+            // `idle_exit` to stage (the render stage's pages) is not idleness. (An empty batch
+            // staged for the stage's own work — adoption, a carry — is.)
+            if had_messages {
+                self.last_message = Instant::now();
+            }
         }
         Ok(())
     }

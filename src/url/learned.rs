@@ -3,8 +3,11 @@
 //! ([`crate::page::params`]) and shared through Redis ([`crate::params`]). Canonicalization
 //! drops P from H's URLs, so `/a?sid=1` and `/a?sid=2` are one URL to the filter.
 //!
-//! A rule rewrites a URL, it never rejects one: the fetch event keeps the candidate as written
-//! (`original`). Rules are per host (`host[:port]` as in the canonical URL, so `a.example` and
+//! A rule changes what a URL is deduplicated by, like the opt-in merges: the fetch event keeps
+//! the URL as linked (the first variant met is fetched), and one URL in
+//! [`LearnedRules::verify_one_in`] (chosen by a hash of the URL, so the same URL always) keeps
+//! its own identity, so the render stage keeps meeting variants and a counter-example can
+//! revoke a wrong rule. Rules are per host (`host[:port]` as in the canonical URL, so `a.example` and
 //! `b.a.example` learn apart) and per parameter name as the canonical URL spells it (already
 //! percent-normalized). Pure: no I/O.
 
@@ -14,6 +17,8 @@ use rustc_hash::FxHashMap;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LearnedRules {
     by_host: FxHashMap<String, Vec<String>>,
+    /// One URL in this many under a rule is deduplicated as itself (0: none).
+    pub verify_one_in: u64,
 }
 
 impl LearnedRules {
@@ -32,7 +37,28 @@ impl LearnedRules {
                 v.push(p);
             }
         }
-        LearnedRules { by_host }
+        LearnedRules {
+            by_host,
+            verify_one_in: 0,
+        }
+    }
+
+    /// The key `canonical` is deduplicated by under these rules: `canonical` without its
+    /// host's learned parameters, `None` when no rule applies (or the URL is one of the
+    /// verification sample).
+    pub fn dedup_form(&self, canonical: &str) -> Option<String> {
+        if self.by_host.is_empty() {
+            return None;
+        }
+        let mut s = canonical.to_string();
+        if !self.apply(&mut s) {
+            return None;
+        }
+        let n = self.verify_one_in;
+        if n > 0 && xxhash_rust::xxh3::xxh3_64(canonical.as_bytes()) % n == 0 {
+            return None;
+        }
+        Some(s)
     }
 
     /// No rule at all.
