@@ -113,7 +113,9 @@ pub fn words(html: &str, url: &str) -> HashSet<String> {
             continue;
         }
         super::features::tokens(t, |w| {
-            out.insert(w.to_lowercase());
+            if !volatile(w) {
+                out.insert(w.to_lowercase());
+            }
         });
     }
     if let Some(title) = doc
@@ -121,7 +123,9 @@ pub fn words(html: &str, url: &str) -> HashSet<String> {
         .next()
     {
         super::features::tokens(&title.text().collect::<String>(), |w| {
-            out.insert(w.to_lowercase());
+            if !volatile(w) {
+                out.insert(w.to_lowercase());
+            }
         });
     }
     let end = crate::url::lex::authority_end(url);
@@ -130,6 +134,14 @@ pub fn words(html: &str, url: &str) -> HashSet<String> {
         out.remove(&w.to_lowercase());
     });
     out
+}
+
+/// A token that changes from one answer to the next without the page changing: anything
+/// with a digit (request ids, times, dates, counters) or a long run of hex letters. A "not
+/// found" page that stamps each answer with a request id and a time is still one template.
+fn volatile(w: &str) -> bool {
+    w.bytes().any(|b| b.is_ascii_digit())
+        || (w.len() >= 12 && w.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
@@ -147,8 +159,11 @@ fn is_scope_root(url: &str) -> bool {
     let (_, path) = origin_and_path(url);
     // A directory's index document (`/index.html`, `/shop/index.php`) is the directory: a
     // fallback route that serves `/index.html` for every unknown URL serves that very page.
+    // Not with a query: `/index.php?title=X` is an application's page X (MediaWiki and many
+    // more address every page so).
+    let has_query = url[crate::url::lex::authority_end(url)..].contains('?');
     let path = match path.rsplit_once('/') {
-        Some((dir, last)) if is_index_document(last) => &path[..dir.len() + 1],
+        Some((dir, last)) if is_index_document(last) && !has_query => &path[..dir.len() + 1],
         _ => path,
     };
     let p = path.trim_matches('/');
@@ -358,9 +373,49 @@ mod tests {
             ("https://h.example/shop/item/index.html", false),
             ("https://h.example/indexes.html", false),
             ("https://h.example/index", false),
+            ("https://h.example/index.php?title=Interpolation", false),
         ] {
             assert_eq!(is_scope_root(u), root, "{u}");
         }
+    }
+
+    #[test]
+    fn request_ids_and_times_do_not_make_another_template() {
+        let nf = |id: &str, at: &str| {
+            format!("<html><head><title>Not found</title></head><body><h1>Page not found</h1><p>The page you requested does not exist on this server. Request {id} at {at}. Check the address or go back to the start page.</p></body></html>")
+        };
+        let t = Template::from_probe(
+            "https://h.example/docs/cs0123456789ab.html",
+            "",
+            200,
+            &nf("9f8e7d6c5b4a3f2e", "2026-11-26T18:01:07Z"),
+        )
+        .expect("a template");
+        let soft = nf("0a1b2c3d4e5f6a7b", "2026-11-26T18:44:13Z");
+        let real = |topic: &str, text: &str| {
+            format!("<html><head><title>{topic}</title></head><body><h1>{topic}</h1><p>{text}</p></body></html>")
+        };
+        let pages = [
+            real("Installing", "Run the installer, choose a directory, and start the program from the menu. The first start creates a configuration file in your home directory."),
+            real("Configuring", "Every option lives in one file; comments explain each of them. Reload the program after an edit, or send it a hangup signal."),
+            real("Upgrading", "Back up your settings, install the new release over the old one, and read the release notes for options that were renamed."),
+        ];
+        let mut rendered = vec![r("https://h.example/docs/old-page.html", "", 200, &soft)];
+        for (p, u) in pages.iter().zip(["install", "config", "upgrade"]) {
+            rendered.push(Rendered {
+                url: match u {
+                    "install" => "https://h.example/docs/install.html",
+                    "config" => "https://h.example/docs/config.html",
+                    _ => "https://h.example/docs/upgrade.html",
+                },
+                final_url: "",
+                status: 200,
+                html: p,
+            });
+        }
+        assert_eq!(judge_scope(&t, &rendered), [true, false, false, false]);
+        assert!(volatile("2026") && volatile("req-7") && volatile("deadbeefcafe12"));
+        assert!(!volatile("installer") && !volatile("decade"));
     }
 
     fn r<'a>(url: &'a str, final_url: &'a str, status: u16, html: &'a str) -> Rendered<'a> {
