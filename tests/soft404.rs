@@ -417,6 +417,15 @@ fn soft_404_on_the_third_hold_out_set() {
     hold_out("soft404-holdout-3");
 }
 
+/// The fourth hold-out set (`tests/data/soft404-holdout-4/`): built by another session at the
+/// end of the session that measured the third; every site has unknown directory-style URLs.
+/// Not measured yet: measure it once, after the next change to the detector.
+#[test]
+#[ignore = "a measurement (~2 min of Chromium): run by hand, figures in docs/render.md"]
+fn soft_404_on_the_fourth_hold_out_set() {
+    hold_out("soft404-holdout-4");
+}
+
 fn hold_out(set: &str) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")

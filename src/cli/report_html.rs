@@ -170,7 +170,7 @@ pub fn render(
         h.push_str("</table></section>\n");
     }
     if !learned.is_empty() {
-        h.push_str("<section id=\"learned\"><h2>Parameters that change nothing</h2><p>Query parameters whose value did not change the page (same main text and DOM shape) on at least five values over three paths, with no counter-example: the render stage publishes such rules and the gate drops the parameter for that host (<code>crawlsieve rules list</code>).</p><table><tr><th>host</th><th>parameter</th><th>values</th><th>paths</th><th>example</th></tr>");
+        h.push_str("<section id=\"learned\"><h2>Parameters that change nothing</h2><p>Query parameters whose value did not change the page (same main text and DOM shape) on at least five values over three paths, with no counter-example: the render stage publishes such rules and the gate deduplicates that host's URLs without the parameter (<code>crawlsieve rules list</code>).</p><table><tr><th>host</th><th>parameter</th><th>values</th><th>paths</th><th>example</th></tr>");
         for l in learned {
             let _ = write!(
                 h,

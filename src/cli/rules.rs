@@ -39,7 +39,7 @@ pub enum RulesCommand {
     },
     /// Everything as one JSON document: `{"namespace", "rules": [...], "revoked": [...]}`.
     Export,
-    /// Revoke a rule: the gates stop dropping PARAM from HOST's URLs within a second, and the
+    /// Revoke a rule: the gates stop deduplicating HOST's URLs without PARAM within a second, and the
     /// render stage never publishes it again (unless `--clear`).
     Revoke {
         /// The host (`host[:port]`, as `rules list` shows it).

@@ -1,7 +1,8 @@
 //! Learned parameter rules, applied (issue 26): "on host H, query parameter P does not change
 //! the page", as the render stage learned it from rendered pages
 //! ([`crate::page::params`]) and shared through Redis ([`crate::params`]). Canonicalization
-//! drops P from H's URLs, so `/a?sid=1` and `/a?sid=2` are one URL to the filter.
+//! leaves P out of what H's URLs are deduplicated by, so `/a?sid=1` and `/a?sid=2` are one URL
+//! to the filter.
 //!
 //! A rule changes what a URL is deduplicated by, like the opt-in merges: the fetch event keeps
 //! the URL as linked (the first variant met is fetched), and one URL in
@@ -13,7 +14,7 @@
 
 use rustc_hash::FxHashMap;
 
-/// The rules in force: per host, the parameters dropped from its URLs.
+/// The rules in force: per host, the parameters left out of its URLs' dedup keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LearnedRules {
     by_host: FxHashMap<String, Vec<String>>,
