@@ -279,14 +279,7 @@ async fn soft_404_templates(r: &Arc<Renderer>, pages: &[Rendered], batch: usize)
     for p in pages.iter().filter(|p| p.error.is_empty()) {
         let key = soft404::scope_key(&p.url);
         if seen.insert(key.clone()) {
-            // A token no site names a page with: 12 hex digits of a hash of the scope and now.
-            let token = format!(
-                "cs{:012x}",
-                xxhash_rust::xxh3::xxh3_64(
-                    format!("{key}{:?}", std::time::SystemTime::now()).as_bytes()
-                ) & 0xffff_ffff_ffff
-            );
-            if let Some(u) = soft404::probe_url(&p.url, &token) {
+            if let Some(u) = soft404::fresh_probe(&p.url, &key) {
                 scopes.push((key, u));
             }
         }

@@ -52,6 +52,17 @@ pub fn probe_url(sample: &str, token: &str) -> Option<String> {
     Some(format!("{origin}{dir}{token}{ext}"))
 }
 
+/// A probe URL for `sample`, a page of `scope` ([`probe_url`]), with a fresh token no site
+/// names a page with: `cs` and 12 hex digits of a hash of the scope and the time.
+pub fn fresh_probe(sample: &str, scope: &str) -> Option<String> {
+    let token = format!(
+        "cs{:012x}",
+        xxhash_rust::xxh3::xxh3_64(format!("{scope}{:?}", std::time::SystemTime::now()).as_bytes())
+            & 0xffff_ffff_ffff
+    );
+    probe_url(sample, &token)
+}
+
 /// The key a host's template is kept under: origin and first path segment of `url`
 /// (`https://h.example/shop`), the origin alone for a page at the root.
 pub fn scope_key(url: &str) -> String {
@@ -236,7 +247,13 @@ pub struct Rendered<'a> {
 /// navigation and footer outweigh a short page's text does not make that page look like its
 /// "not found" answer. A page with no words of its own is never a soft 404.
 pub fn judge_scope(t: &Template, pages: &[Rendered]) -> Vec<bool> {
-    let ws: Vec<Option<HashSet<String>>> = match t {
+    judge_words(t, pages, &pages_words(t, pages), &[])
+}
+
+/// The visible words of each 2xx page of `pages` ([`words`], against its final URL), as
+/// [`judge_words`] takes them; none at all under a redirect template, which needs no words.
+pub fn pages_words(t: &Template, pages: &[Rendered]) -> Vec<Option<HashSet<String>>> {
+    match t {
         Template::Redirect(_) => vec![None; pages.len()],
         Template::Page(_) => pages
             .iter()
@@ -253,8 +270,7 @@ pub fn judge_scope(t: &Template, pages: &[Rendered]) -> Vec<bool> {
                 })
             })
             .collect(),
-    };
-    judge_words(t, pages, &ws, &[])
+    }
 }
 
 /// [`judge_scope`] on the pages' visible words, already computed (`words[i]` of `pages[i]`,

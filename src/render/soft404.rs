@@ -170,14 +170,7 @@ impl Probes {
                 .map_err(redis_err)
             })?;
             if mine.is_some() {
-                // A token no site names a page with: 12 hex digits of the scope and now.
-                let token = format!(
-                    "cs{:012x}",
-                    xxhash_rust::xxh3::xxh3_64(
-                        format!("{scope}{:?}", std::time::SystemTime::now()).as_bytes()
-                    ) & 0xffff_ffff_ffff
-                );
-                if let Some(u) = soft404::probe_url(sample, &token) {
+                if let Some(u) = soft404::fresh_probe(sample, scope) {
                     to_probe.push((scope.clone(), u));
                 }
             }
@@ -259,21 +252,7 @@ impl Probes {
     /// Which of `pages` (one scope's, this batch) are soft 404s under `t`; their word sets join
     /// the scope's history (those that are not the template word for word).
     pub fn judge(&mut self, scope: &str, t: &Template, pages: &[soft404::Rendered]) -> Vec<bool> {
-        let words: Vec<Option<HashSet<String>>> = pages
-            .iter()
-            .map(|p| {
-                ((200..300).contains(&p.status) && matches!(t, Template::Page(_))).then(|| {
-                    soft404::words(
-                        p.html,
-                        if p.final_url.is_empty() {
-                            p.url
-                        } else {
-                            p.final_url
-                        },
-                    )
-                })
-            })
-            .collect();
+        let words = soft404::pages_words(t, pages);
         let h = self.history.entry(scope.to_string()).or_default();
         let earlier: Vec<HashSet<String>> = h.iter().cloned().collect();
         let verdicts = soft404::judge_words(t, pages, &words, &earlier);
