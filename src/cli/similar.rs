@@ -257,7 +257,8 @@ fn soft_404s(
                 html: &rendered[i].html,
             })
             .collect();
-        for (&i, soft) in idx.iter().zip(soft404::judge_scope(t, &pages)) {
+        let site = templates.get(soft404::origin_scope(&scope));
+        for (&i, soft) in idx.iter().zip(soft404::judge_scope(t, site, &pages)) {
             out[i] = soft;
         }
     }
@@ -278,9 +279,17 @@ async fn soft_404_templates(r: &Arc<Renderer>, pages: &[Rendered], batch: usize)
     let mut seen = std::collections::HashSet::new();
     for p in pages.iter().filter(|p| p.error.is_empty()) {
         let key = soft404::scope_key(&p.url);
-        if seen.insert(key.clone()) {
-            if let Some(u) = soft404::fresh_probe(&p.url, &key) {
-                scopes.push((key, u));
+        // A section's root is judged against the origin's answer too: probe the origin.
+        let mut wanted = vec![(key, p.url.clone())];
+        if soft404::is_section_root(&p.url) {
+            let origin = soft404::origin_scope(&p.url).to_string();
+            wanted.push((origin.clone(), format!("{origin}/")));
+        }
+        for (key, sample) in wanted {
+            if seen.insert(key.clone()) {
+                if let Some(u) = soft404::fresh_probe(&sample, &key) {
+                    scopes.push((key, u));
+                }
             }
         }
     }

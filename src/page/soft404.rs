@@ -164,23 +164,60 @@ fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
     inter as f64 / union as f64
 }
 
-/// Whether `url` is the root of its scope (`/`, or `/<first segment>[/]`): the page a fallback
-/// route or a redirect of unknown URLs usually shows, never judged a soft 404 itself.
-fn is_scope_root(url: &str) -> bool {
+/// `url`'s path with a directory index document (`index.html`, `default.aspx`) taken off: the
+/// directory it stands for. Not with a query: `/index.php?title=X` is an application's page X
+/// (MediaWiki and many more address every page so).
+fn directory_path(url: &str) -> &str {
     let (_, path) = origin_and_path(url);
-    // A directory's index document (`/index.html`, `/shop/index.php`) is the directory: a
-    // fallback route that serves `/index.html` for every unknown URL serves that very page.
-    // Not with a query: `/index.php?title=X` is an application's page X (MediaWiki and many
-    // more address every page so).
     let has_query = url[crate::url::lex::authority_end(url)..].contains('?');
-    let path = match path.rsplit_once('/') {
+    match path.rsplit_once('/') {
         Some((dir, last)) if is_index_document(last) && !has_query => &path[..dir.len() + 1],
         _ => path,
-    };
+    }
+}
+
+/// Whether `url` is the origin's root (`/`, `/index.html`): the page a fallback route or a
+/// redirect of unknown URLs usually shows, never judged a soft 404 itself.
+fn is_origin_root(url: &str) -> bool {
+    directory_path(url).trim_matches('/').is_empty()
+}
+
+/// Whether `url` is the root of its scope (`/`, or `/<first segment>/`, or their index
+/// documents). A directory's index document is the directory: a fallback route that serves
+/// `/index.html` for every unknown URL serves that very page (found on the documentation corpus).
+fn is_scope_root(url: &str) -> bool {
+    let path = directory_path(url);
     let p = path.trim_matches('/');
     // `/seg/` is the root of the scope `/seg` ([`scope_key`]); `/seg` without its slash is a
     // page of the origin's scope.
     p.is_empty() || path.ends_with('/') && !p.contains('/')
+}
+
+/// Whether `url` is a section's root (`/manual/`, `/manual/index.html`): judging it needs the
+/// origin's template too ([`judge_scope`]).
+pub fn is_section_root(url: &str) -> bool {
+    is_scope_root(url) && !is_origin_root(url)
+}
+
+/// The origin (`scheme://authority`) of a URL or a [`scope_key`]: the key of the origin's scope.
+pub fn origin_scope(url: &str) -> &str {
+    origin_and_path(url).0
+}
+
+/// Whether a section's root page (`/manual/`) may be judged under the section's template `t`,
+/// given the origin's template `site` (`None`: not known).
+///
+/// A section can have a fallback route of its own that serves the section's root for every
+/// unknown URL under it (a single-page application at `/app/`): then the root *is* the
+/// template's page and must be spared. When the section's unknown URLs get the site's own
+/// "not found" answer (the same words as the origin's template), the section has no such route,
+/// and a root that shows that answer is an unknown directory like any other unknown URL. A
+/// section whose origin's answer is not known keeps its root spared.
+fn section_roots_judged(t: &Template, site: Option<&Template>) -> bool {
+    match (t, site) {
+        (Template::Page(a), Some(Template::Page(b))) => jaccard(a, b) >= SAME_WORDS,
+        _ => false,
+    }
 }
 
 /// Whether `name` (a last path segment) is a directory index document: `index.*` or
@@ -238,16 +275,18 @@ pub struct Rendered<'a> {
     pub html: &'a str,
 }
 
-/// Which pages of one scope are its soft 404s, given the scope's template. Only 2xx pages, and
-/// never the scope's root. A redirect template: pages asked elsewhere that end on its landing
-/// URL. A page template: pages whose visible words, once the scope's shared chrome is set aside,
-/// are the template's (Jaccard ≥ [`SAME_WORDS`]); the chrome is the words found on at least half
+/// Which pages of one scope are its soft 404s, given the scope's template `t` and the origin's
+/// (`site`, `None` when not known). Only 2xx pages, and never the origin's root (`/`,
+/// `/index.html`). A redirect template: pages asked elsewhere that end on its landing URL. A
+/// page template: a section's root (`/manual/`) only when the section answers unknown URLs as
+/// the whole site does ([`section_roots_judged`]); pages whose visible words,
+/// once the scope's shared chrome is set aside, are the template's (Jaccard ≥ [`SAME_WORDS`]); the chrome is the words found on at least half
 /// of the scope's pages that are not word for word the template (Jaccard <
 /// [`IDENTICAL_WORDS`]; at least two of them), so a site whose
 /// navigation and footer outweigh a short page's text does not make that page look like its
 /// "not found" answer. A page with no words of its own is never a soft 404.
-pub fn judge_scope(t: &Template, pages: &[Rendered]) -> Vec<bool> {
-    judge_words(t, pages, &pages_words(t, pages), &[])
+pub fn judge_scope(t: &Template, site: Option<&Template>, pages: &[Rendered]) -> Vec<bool> {
+    judge_words(t, site, pages, &pages_words(t, pages), &[])
 }
 
 /// The visible words of each 2xx page of `pages` ([`words`], against its final URL), as
@@ -279,12 +318,13 @@ pub fn pages_words(t: &Template, pages: &[Rendered]) -> Vec<Option<HashSet<Strin
 /// they count towards the scope's chrome, never judged again).
 pub fn judge_words(
     t: &Template,
+    site: Option<&Template>,
     pages: &[Rendered],
     words: &[Option<HashSet<String>>],
     earlier: &[HashSet<String>],
 ) -> Vec<bool> {
-    let ok = |p: &Rendered| (200..300).contains(&p.status) && !is_scope_root(p.url);
     match t {
+        // Spared: the landing page itself, asked as itself or as its directory's index document.
         Template::Redirect(to) => pages
             .iter()
             .map(|p| {
@@ -293,10 +333,22 @@ pub fn judge_words(
                 } else {
                     p.final_url
                 };
-                ok(p) && canon(fin) == *to && canon(p.url) != *to
+                let (origin, _) = origin_and_path(p.url);
+                let asked = canon(&format!("{origin}{}", directory_path(p.url)));
+                (200..300).contains(&p.status)
+                    && !is_origin_root(p.url)
+                    && canon(fin) == *to
+                    && canon(p.url) != *to
+                    && asked != *to
             })
             .collect(),
         Template::Page(tw) => {
+            let roots = section_roots_judged(t, site);
+            let ok = |p: &Rendered| {
+                (200..300).contains(&p.status)
+                    && !is_origin_root(p.url)
+                    && (roots || !is_scope_root(p.url))
+            };
             let ws = words;
             // "Plainly not the template": not word for word the same. (A page the raw match
             // would call the template can be a real page under heavy chrome: it counts here.)
@@ -429,7 +481,10 @@ mod tests {
                 html: p,
             });
         }
-        assert_eq!(judge_scope(&t, &rendered), [true, false, false, false]);
+        assert_eq!(
+            judge_scope(&t, None, &rendered),
+            [true, false, false, false]
+        );
         assert!(volatile("2026") && volatile("req-7") && volatile("deadbeefcafe12"));
         assert!(!volatile("installer") && !volatile("decade"));
     }
@@ -460,6 +515,7 @@ mod tests {
         let missing = page("x");
         let v = judge_scope(
             &t,
+            None,
             &[
                 r("https://h.example/docs/installing-things", "", 200, &echo),
                 r("https://h.example/docs/search", "", 200, real),
@@ -487,14 +543,23 @@ mod tests {
         .unwrap();
         let v = judge_scope(
             &t,
+            None,
             &[
                 r("https://h.example/a/old", "https://h.example/", 200, ""),
                 r("https://h.example", "https://h.example/", 200, ""),
                 r("https://H.example:443/", "https://h.example/", 200, ""),
                 r("https://h.example/en/", "https://h.example/", 200, ""),
+                r(
+                    "https://h.example/index.html",
+                    "https://h.example/",
+                    200,
+                    "",
+                ),
             ],
         );
-        assert_eq!(v, [true, false, false, false]);
+        // `/en/` ends on the home page like every unknown URL: it has no page of its own (a
+        // language alias of the home page loses nothing, the home page is judged as itself).
+        assert_eq!(v, [true, false, false, true, false]);
         // A trailing slash or an upgrade of the probe's own URL: not a redirect.
         let same = Template::from_probe(
             "http://h.example/a/cs0123456789ab",
@@ -525,6 +590,7 @@ mod tests {
         let long2 = page("release notes for version two with a faster parser");
         let v = judge_scope(
             &t,
+            None,
             &[
                 r("https://h.example/blog/hello", "", 200, &short),
                 r("https://h.example/blog/rivers", "", 200, &long1),
@@ -538,11 +604,67 @@ mod tests {
         let t = Template::from_probe("https://h.example/tok0123456789", "", 200, &home).unwrap();
         let v = judge_scope(
             &t,
+            None,
             &[
                 r("https://h.example/", "", 200, &home),
                 r("https://h.example/old-link", "", 200, &home),
             ],
         );
         assert_eq!(v, [false, true]);
+    }
+
+    /// A section's root (`/manual/`) under a site whose unknown URLs all get one "not found"
+    /// page is an unknown directory, judged like any unknown URL; under a section's own fallback
+    /// route (the section's unknown URLs get the section's home), or when the origin's answer is
+    /// not known, it is spared.
+    #[test]
+    fn section_roots_are_judged_only_where_the_section_answers_as_the_site() {
+        let chrome = "Example Docs Home Guide Reference Search Contact Licence";
+        let page = |main: &str| {
+            format!("<html><body><nav>{chrome}</nav><main>{main}</main></body></html>")
+        };
+        let nf = page("Page not found. The page you asked for is not here, check the address");
+        let site = Template::from_probe("https://h.example/tok0123456789", "", 200, &nf).unwrap();
+        let section =
+            Template::from_probe("https://h.example/manual/tok0123456789", "", 200, &nf).unwrap();
+        let real1 = page("Installing the tool on a laptop with three commands and a config file");
+        let real2 = page("Reference of every option the parser takes, with defaults and examples");
+        let pages = [
+            r("https://h.example/manual/", "", 200, &nf),
+            r("https://h.example/manual/index.html", "", 200, &nf),
+            r("https://h.example/manual/install.html", "", 200, &real1),
+            r("https://h.example/manual/options.html", "", 200, &real2),
+            r("https://h.example/manual/gone.html", "", 200, &nf),
+        ];
+        assert_eq!(
+            judge_scope(&section, Some(&site), &pages),
+            [true, true, false, false, true]
+        );
+        assert_eq!(
+            judge_scope(&section, None, &pages),
+            [false, false, false, false, true]
+        );
+        assert!(is_section_root("https://h.example/manual/index.html"));
+        assert!(!is_section_root("https://h.example/index.html"));
+        assert!(!is_section_root("https://h.example/manual/install.html"));
+        // A single-page application at /app/: its unknown routes get the app's home view, the
+        // site's unknown URLs a "not found" page. /app/ is the app's home, never a soft 404.
+        let app_home = page("Dashboard of your projects, with recent activity and shared boards");
+        let app = Template::from_probe("https://h.example/app/tok0123456789", "", 200, &app_home)
+            .unwrap();
+        let v = judge_scope(
+            &app,
+            Some(&site),
+            &[
+                r("https://h.example/app/", "", 200, &app_home),
+                r("https://h.example/app/settings", "", 200, &real1),
+                r("https://h.example/app/boards", "", 200, &real2),
+            ],
+        );
+        assert_eq!(v, [false, false, false]);
+        assert_eq!(
+            origin_scope("https://h.example/app/x?q=1"),
+            "https://h.example"
+        );
     }
 }

@@ -251,11 +251,18 @@ impl Probes {
 
     /// Which of `pages` (one scope's, this batch) are soft 404s under `t`; their word sets join
     /// the scope's history (those that are not the template word for word).
-    pub fn judge(&mut self, scope: &str, t: &Template, pages: &[soft404::Rendered]) -> Vec<bool> {
+    /// `site`: the origin's template, when known (it decides whether a section's root is judged).
+    pub fn judge(
+        &mut self,
+        scope: &str,
+        t: &Template,
+        site: Option<&Template>,
+        pages: &[soft404::Rendered],
+    ) -> Vec<bool> {
         let words = soft404::pages_words(t, pages);
         let h = self.history.entry(scope.to_string()).or_default();
         let earlier: Vec<HashSet<String>> = h.iter().cloned().collect();
-        let verdicts = soft404::judge_words(t, pages, &words, &earlier);
+        let verdicts = soft404::judge_words(t, site, pages, &words, &earlier);
         for (w, soft) in words.into_iter().zip(&verdicts) {
             if let (Some(w), false) = (w, soft) {
                 h.push_back(w);

@@ -190,10 +190,19 @@ impl RenderStage {
                 by.entry(soft404::scope_key(&r.url)).or_default().push(i);
             }
         }
-        let wanted: Vec<(String, String)> = by
+        let mut wanted: Vec<(String, String)> = by
             .iter()
             .map(|(s, idx)| (s.clone(), rendered[idx[0]].0.url.clone()))
             .collect();
+        // A section's root (`/manual/`) is judged only against the origin's answer too.
+        for (r, _) in rendered {
+            if soft404::is_section_root(&r.url) {
+                let origin = soft404::origin_scope(&r.url).to_string();
+                if !wanted.iter().any(|(s, _)| *s == origin) {
+                    wanted.push((origin.clone(), format!("{origin}/")));
+                }
+            }
+        }
         let templates = match probes.templates(&self.rt, &self.renderer, &mut self.redis, &wanted) {
             Ok((t, probed)) => {
                 for (probe, rec) in &probed {
@@ -223,7 +232,8 @@ impl RenderStage {
                     html: &rendered[i].0.html,
                 })
                 .collect();
-            for (&i, s) in idx.iter().zip(probes.judge(&scope, t, &pages)) {
+            let site = templates.get(soft404::origin_scope(&scope));
+            for (&i, s) in idx.iter().zip(probes.judge(&scope, t, site, &pages)) {
                 out[i] = s;
                 if s {
                     if let Some(m) = &self.metrics {
