@@ -1,5 +1,6 @@
-//! The `crawlsieve` binary: parse the command line, run, map errors to exit codes
-//! (0 ok, 1 runtime error, 2 usage error — clap's own).
+//! The `crawlsieve` binary: parse the command line, run, map errors to exit codes (the
+//! contract of `crawlsieve::cli::exit`: 0 done, 1 failed, 2 usage, 3 input, 4 unreachable,
+//! 5 partial).
 
 use clap::Parser;
 
@@ -16,12 +17,13 @@ fn main() {
         }) {
             std::process::exit(1);
         }
+        let msg = crawlsieve::cli::exit::message(&e);
         if json {
             // Asked for JSON lines (the chart does): the last line is one too.
-            tracing::error!(error = format!("{e:#}"), "crawlsieve: error: {e:#}");
+            tracing::error!(error = msg, "crawlsieve: error: {msg}");
         } else {
-            eprintln!("crawlsieve: error: {e:#}");
+            eprintln!("crawlsieve: error: {msg}");
         }
-        std::process::exit(1);
+        std::process::exit(crawlsieve::cli::exit::code(&e));
     }
 }

@@ -24,7 +24,7 @@ pub enum Refused {
     #[error("{0} does not resolve")]
     Unresolved(String),
     /// It resolves to an address that is not public.
-    #[error("{host} resolves to {ip}, a {kind} address (allow it with render.allow, or robots.allow for robots.txt)")]
+    #[error("{host} resolves to {ip}, a {kind} address (allow it with --allow HOST[:PORT] on the command line, render.allow in a config file, robots.allow for robots.txt)")]
     Private {
         /// The host.
         host: String,
@@ -62,6 +62,62 @@ pub(crate) fn parse_allow(entry: &str) -> (&str, Option<u16>) {
         },
         _ => (entry, None),
     }
+}
+
+/// Whether `entry` is an allow-list entry [`Policy`] can use: `HOST`, `IP`, `HOST:PORT`,
+/// `IP:PORT`, `[IPv6]` or `[IPv6]:PORT`, with a port in 1..=65535. The reason otherwise (an
+/// entry that matches nothing would silently allow nothing).
+pub fn check_allow_entry(entry: &str) -> Result<(), String> {
+    let entry = entry.trim();
+    let port_ok = |p: &str| {
+        match p.parse::<u16>() {
+        Ok(n) if n > 0 => Ok(()),
+        _ => Err(format!(
+            "port {p:?} is not a number from 1 to 65535 (HOST, HOST:PORT, IP, IP:PORT or [IPv6]:PORT)"
+        )),
+    }
+    };
+    if entry.is_empty() {
+        return Err("empty (HOST, HOST:PORT, IP, IP:PORT or [IPv6]:PORT)".into());
+    }
+    if let Some(rest) = entry.strip_prefix('[') {
+        let Some((h, p)) = rest.split_once(']') else {
+            return Err("no closing `]` ([IPv6] or [IPv6]:PORT)".into());
+        };
+        if h.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(format!("{h:?} is not an IPv6 address"));
+        }
+        return match p {
+            "" => Ok(()),
+            _ => match p.strip_prefix(':') {
+                Some(p) => port_ok(p),
+                None => Err(format!("{p:?} after `]` (expected :PORT)")),
+            },
+        };
+    }
+    let host = match entry.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => {
+            port_ok(p)?;
+            h
+        }
+        Some(_) => {
+            return entry
+                .parse::<std::net::Ipv6Addr>()
+                .map(|_| ())
+                .map_err(|_| {
+                    format!("{entry:?} is not an IPv6 address (write [IPv6]:PORT for a port)")
+                });
+        }
+        None => entry,
+    };
+    if host.is_empty()
+        || !host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+    {
+        return Err(format!("{host:?} is not a host name or an address"));
+    }
+    Ok(())
 }
 
 impl Policy {

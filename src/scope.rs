@@ -119,6 +119,9 @@ pub enum ScopeError {
     /// Another setting out of range.
     #[error("{0}")]
     Setting(String),
+    /// Several of the above, every one found (a scope file with three bad lines says three).
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Many(Vec<ScopeError>),
 }
 
 /// A compiled scope. Cheap to share (`Arc`), `Send + Sync`.
@@ -593,8 +596,16 @@ impl Scope {
                 Patterns::build(&rules, false).map(Some)
             };
         let mut file_rules = Vec::new();
+        let mut problems = Vec::new();
         for f in &spec.files {
-            read_rule_file(f, &mut file_rules)?;
+            read_rule_file(f, &mut file_rules, &mut problems)?;
+        }
+        // Every rule that does not compile, not only the first.
+        problems.extend(file_rules.iter().filter_map(|r| compile_one(r).err()));
+        match problems.len() {
+            0 => {}
+            1 => return Err(problems.remove(0)),
+            _ => return Err(ScopeError::Many(problems)),
         }
         let files = if spec.files.is_empty() {
             None
@@ -808,7 +819,13 @@ fn domain_set(
 }
 
 /// Read a Nutch-style rule file: `+pattern`, `-pattern`, `#` comments, blank lines.
-fn read_rule_file(path: &Path, rules: &mut Vec<Rule>) -> Result<(), ScopeError> {
+/// The rules of one scope file, appended to `rules`; a line that is no rule goes to `problems`
+/// (all of them are reported together). Only an unreadable file stops here.
+fn read_rule_file(
+    path: &Path,
+    rules: &mut Vec<Rule>,
+    problems: &mut Vec<ScopeError>,
+) -> Result<(), ScopeError> {
     let text = std::fs::read_to_string(path).map_err(|source| ScopeError::Read {
         path: path.to_path_buf(),
         source,
@@ -823,20 +840,22 @@ fn read_rule_file(path: &Path, rules: &mut Vec<Rule>) -> Result<(), ScopeError> 
             b'+' => (true, &l[1..]),
             b'-' => (false, &l[1..]),
             _ => {
-                return Err(ScopeError::Pattern {
+                problems.push(ScopeError::Pattern {
                     origin,
                     pattern: l.to_string(),
                     message: "a rule line starts with + (allow) or - (deny)".into(),
-                })
+                });
+                continue;
             }
         };
         let pattern = pattern.trim();
         if pattern.is_empty() {
-            return Err(ScopeError::Pattern {
+            problems.push(ScopeError::Pattern {
                 origin,
                 pattern: l.to_string(),
                 message: "empty pattern".into(),
             });
+            continue;
         }
         rules.push(Rule {
             allow,

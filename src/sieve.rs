@@ -83,6 +83,25 @@ pub struct Sieve {
     key: String,
 }
 
+/// A trailing `'`, `>` or `\` is trimmed as extraction residue (a quote the extractor left);
+/// one that decoding produced (`q=&#39;hello&#39;` in an attribute) was written by the page's
+/// author as a character reference, and is part of the value: it is percent-encoded here so
+/// the residue trimming leaves it (`q=%27hello%27`, what a browser requests).
+fn protect_decoded_end(raw: &str, decoded: &mut String) {
+    const RESIDUE: [char; 3] = ['\'', '>', '\\'];
+    let raw_tail = raw.len() - raw.trim_end_matches(RESIDUE).len();
+    let kept = decoded.trim_end_matches(RESIDUE).len();
+    let tail = decoded.len() - kept; // ASCII: bytes are characters
+    if tail > raw_tail {
+        let from_refs = tail - raw_tail;
+        let escaped: String = decoded.as_bytes()[kept..kept + from_refs]
+            .iter()
+            .map(|b| format!("%{b:02X}"))
+            .collect();
+        decoded.replace_range(kept..kept + from_refs, &escaped);
+    }
+}
+
 impl Sieve {
     /// A sieve from its parts.
     pub fn new(validator: Validator, canon: Canonicalizer, base: Option<Url>) -> Self {
@@ -141,7 +160,8 @@ impl Sieve {
         }
         if self.context != crate::url::Context::Unknown {
             if let Ok(text) = std::str::from_utf8(line) {
-                if let std::borrow::Cow::Owned(decoded) = self.context.decode(text) {
+                if let std::borrow::Cow::Owned(mut decoded) = self.context.decode(text) {
+                    protect_decoded_end(text, &mut decoded);
                     return self.classify_decoded(&decoded);
                 }
             }
@@ -171,6 +191,11 @@ impl Sieve {
         // tracking parameter stripped) is judged again, or it could be kept only via its source.
         if self.buf.len() < s.len() && self.validator.canonical_escapes_exceed(&self.buf) {
             return Err(Reason::EncodingRatio);
+        }
+        // A relative candidate with no page to resolve it against (no source, no base) is
+        // nothing a fetcher can fetch: `no_base`, as the gate and the API say it.
+        if !(self.buf.starts_with("https://") || self.buf.starts_with("http://")) {
+            return Err(Reason::NoBase);
         }
         // A host that is this machine or its network, by literal or localhost name, whatever
         // the spelling (canonicalized: `0x7f.1` is `127.0.0.1`).
@@ -455,10 +480,10 @@ mod tests {
         assert_eq!(run(&mut s, "r").unwrap(), "https://other.example/q/r");
         // A scheme-relative host takes the source's scheme.
         assert_eq!(run(&mut s, "//h.example/z").unwrap(), "https://h.example/z");
-        // No source, or an unparsable one: no base (a relative candidate stays relative).
+        // No source, or an unparsable one: no base, and a relative candidate is `no_base`.
         for src in [None, Some("not a url")] {
             s.set_source(src);
-            assert_eq!(run(&mut s, "y.html").unwrap(), "y.html");
+            assert_eq!(run(&mut s, "y.html"), Err(Reason::NoBase));
         }
         s.clear_source();
         assert_eq!(

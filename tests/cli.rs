@@ -96,7 +96,7 @@ fn dedup_jsonl_follows_the_output_contract() {
             "keep",
             "reject",
             "duplicate",
-            "keep",
+            "reject",
             "reject",
             "reject",
             "keep"
@@ -107,8 +107,10 @@ fn dedup_jsonl_follows_the_output_contract() {
     assert_eq!(rows[5]["reason"], "fragment_only");
     assert_eq!(rows[2]["canonical"], "http://example.com/a?a=1&b=2");
     assert!(rows[1]["canonical"].is_null() && rows[0]["reason"].is_null());
-    // Without a base, a relative candidate stays relative.
-    assert_eq!(rows[3]["canonical"], "/relative/page.html");
+    // Without a base, a relative candidate is nothing to fetch: `no_base`, as in the gate and
+    // the API (issue 28: it was printed as a new URL).
+    assert_eq!(rows[3]["reason"], "no_base");
+    assert!(rows[3]["canonical"].is_null());
 }
 
 #[test]
@@ -120,7 +122,7 @@ fn state_file_makes_a_second_run_emit_nothing() {
         &["dedup", "--state", s, "--capacity", "1000", "-q"],
         SAMPLE.as_bytes(),
     ));
-    assert_eq!(first.lines().count(), 3);
+    assert_eq!(first.lines().count(), 2);
     assert!(state.exists());
     let second = stdout(&run(&["dedup", "--state", s, "-q"], SAMPLE.as_bytes()));
     assert_eq!(second, "", "a second run over the same input emits nothing");
@@ -149,7 +151,7 @@ fn summary_reports_counts_per_reason() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success());
     assert!(
-        err.contains("7 lines, 3 new, 1 duplicate, 3 rejected"),
+        err.contains("7 lines, 2 new, 1 duplicate, 4 rejected"),
         "{err}"
     );
     assert!(

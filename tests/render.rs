@@ -132,7 +132,7 @@ async fn renders_real_pages_safely() {
 }
 
 /// `crawlsieve similar` with the seed's flags (single-dash long ones too): renders, clusters,
-/// writes CSV; refused URLs are rows with an error, not a failed run.
+/// writes CSV; refused URLs are rows with an error, and the run is partial (exit 5).
 #[test]
 fn the_similar_command_renders_and_clusters() {
     let base = serve();
@@ -158,7 +158,13 @@ fn the_similar_command_renders_and_clusters() {
         ])
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Written, with the refused private address as a row: partial (exit 5).
+    assert_eq!(
+        o.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let mut rd = csv::Reader::from_path(&out).unwrap();
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), 10);

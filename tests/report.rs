@@ -267,7 +267,15 @@ fn similar_writes_an_html_report_with_the_screenshots() {
         .args(["-t", "2", "--page-timeout", "15s", "--allow", "127.0.0.1"])
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The report is written; the refused private address makes the run partial (exit 5), and
+    // the summary says so and how to allow one (issue 28).
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("1 refused by the address policy") && err.contains("--allow"),
+        "{err}"
+    );
+    assert!(!err.contains("WS Invalid message"), "{err}");
     let html = std::fs::read_to_string(&out).unwrap();
     assert_eq!(
         html.matches("src=\"data:image/jpeg;base64,").count(),

@@ -23,22 +23,32 @@ pub struct ClusterArgs {
     pub files: Vec<PathBuf>,
     /// WARC files (plain or gzipped) to read `response` records from, instead of JSON Lines;
     /// redirects are followed inside the archive. Repeatable.
-    #[arg(long, value_name = "WARC")]
+    #[arg(
+        long,
+        env = "CRAWLSIEVE_WARC",
+        value_delimiter = ',',
+        value_name = "WARC"
+    )]
     pub warc: Vec<PathBuf>,
     /// Output file: `.json` (default: JSON on stdout), `.csv`, or `.html` (a self-contained
     /// page: clusters as rows of thumbnails, filterable by host and class).
-    #[arg(short = 'o', long)]
+    #[arg(short = 'o', long, env = "CRAWLSIEVE_OUTPUT")]
     pub output: Option<PathBuf>,
     /// Use the seed's thresholds and scales exactly (content ≥ 0.97 at scale 16, visual ≥ 0.99
     /// at scale 20; see docs/page-clustering.md).
-    #[arg(long)]
+    #[arg(long, env = "CRAWLSIEVE_SEED_THRESHOLDS")]
     pub seed_thresholds: bool,
     /// Content-similarity threshold (default 0.95 = SimHash distance ≤ 3).
-    #[arg(long, value_parser = unit_interval)]
+    #[arg(long, env = "CRAWLSIEVE_CONTENT_THRESHOLD", value_parser = unit_interval)]
     pub content: Option<f64>,
     /// Structure-similarity threshold (default 0.85); `--sim-threshold` (websiteSimilar's name)
     /// is the same, and is reported as `meta.sim_threshold`.
-    #[arg(long, alias = "sim-threshold", value_parser = unit_interval)]
+    #[arg(
+        long,
+        env = "CRAWLSIEVE_STRUCTURE_THRESHOLD",
+        alias = "sim-threshold",
+        value_parser = unit_interval
+    )]
     pub structure: Option<f64>,
 }
 
@@ -59,8 +69,9 @@ struct InPage {
     url: String,
     #[serde(default)]
     final_url: String,
+    /// `None`: absent (a record with neither `status`, `html` nor `error` is no page).
     #[serde(default)]
-    status: u16,
+    status: Option<u16>,
     #[serde(default)]
     content_type: String,
     #[serde(default)]
@@ -136,6 +147,9 @@ fn round(x: f64) -> f64 {
 
 /// Run `crawlsieve cluster`.
 pub fn run(a: ClusterArgs) -> Result<()> {
+    if let Some(o) = &a.output {
+        report_format(o)?;
+    }
     let mut t = if a.seed_thresholds {
         Thresholds::seed()
     } else {
@@ -221,9 +235,14 @@ pub fn run(a: ClusterArgs) -> Result<()> {
                 continue;
             }
             match serde_json::from_str::<InPage>(&text) {
+                Ok(p) if p.status.is_none() && p.html.is_empty() && p.error.is_empty() => {
+                    unreadable += 1;
+                    eprintln!("crawlsieve cluster: {name}:{n}: skipped: no `status`, `html` or `error` (a fetched page has a status and its html; a failed fetch, its error)");
+                }
                 Ok(p) => {
+                    let status = p.status.unwrap_or(0);
                     let mut page =
-                        Page::parse(&p.url, &p.final_url, p.status, &p.content_type, &p.html);
+                        Page::parse(&p.url, &p.final_url, status, &p.content_type, &p.html);
                     page.0.redirect_chain = p.redirect_chain;
                     page.0.features.timings = p.timings;
                     page.0.features.phash = p
@@ -258,8 +277,8 @@ pub fn run(a: ClusterArgs) -> Result<()> {
         if f.as_os_str() == "-" {
             read(Box::new(std::io::stdin().lock()), "stdin")?;
         } else {
-            let file =
-                std::fs::File::open(f).with_context(|| format!("cannot open {}", f.display()))?;
+            let file = std::fs::File::open(f)
+                .map_err(|e| super::exit::input(format!("cannot open {}: {e}", f.display())))?;
             read(
                 Box::new(std::io::BufReader::new(file)),
                 &f.display().to_string(),
@@ -381,30 +400,111 @@ pub(crate) fn report(
         urls,
         clusters,
     };
-    let ext =
-        |x: &str| output.is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case(x)));
-    let csv = ext("csv");
-    let html = ext("html") || ext("htm");
+    let format = match output {
+        Some(p) => report_format(p)?,
+        None => ReportFormat::Json,
+    };
+    let name = output.map_or("stdout".to_string(), |p| p.display().to_string());
     let mut out: Box<dyn Write> = match output {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    if csv {
-        write_csv(&report, &mut out)?;
-    } else if html {
-        out.write_all(html_report(&report, extras, command).as_bytes())?;
-    } else {
-        serde_json::to_writer_pretty(&mut out, &report)?;
-        writeln!(out)?;
-    }
-    out.flush()?;
-    eprintln!(
+    let written = (|| -> Result<()> {
+        match format {
+            ReportFormat::Csv => write_csv(&report, &mut out)?,
+            ReportFormat::Html => {
+                out.write_all(html_report(&report, extras, command).as_bytes())?
+            }
+            ReportFormat::Json => {
+                serde_json::to_writer_pretty(&mut out, &report)?;
+                writeln!(out)?;
+            }
+        }
+        out.flush()?;
+        Ok(())
+    })();
+    written.with_context(|| format!("writing the report to {name}"))?;
+    // Pages this run could not do: for `similar`, those refused by the address policy or not
+    // rendered; for `cluster`, those whose HTML was over the parser's bounds (an `error` a
+    // record brought with it is the crawler's, reported as it came). The `error` column says
+    // why.
+    let did_not = |u: &&OutUrl| {
+        if command == "similar" {
+            !u.error.is_empty()
+        } else {
+            u.error.starts_with("unparsable:")
+        }
+    };
+    let refused = report
+        .urls
+        .iter()
+        .filter(did_not)
+        .filter(|u| u.error.starts_with("refused"))
+        .count();
+    let failed = report
+        .urls
+        .iter()
+        .filter(did_not)
+        .filter(|u| !u.error.starts_with("refused"))
+        .count();
+    let mut summary = format!(
         "crawlsieve {command}: {} pages, {} eligible, {} clusters",
         report.meta.total_urls, report.meta.eligible_html_urls, report.meta.total_clusters
     );
+    if refused > 0 {
+        summary.push_str(&format!(
+            "; {refused} refused by the address policy (not public: allow a host with --allow HOST[:PORT])"
+        ));
+    }
+    if failed > 0 {
+        summary.push_str(&format!("; {failed} failed (see their `error`)"));
+    }
+    if report.meta.unreadable_lines > 0 {
+        summary.push_str(&format!(
+            "; {} input lines skipped",
+            report.meta.unreadable_lines
+        ));
+    }
+    eprintln!("{summary}");
+    if refused + failed + report.meta.unreadable_lines > 0 {
+        return Err(super::exit::partial(format!(
+            "{name} written, but {} of {} pages were not done ({refused} refused, {failed} failed, {} input lines skipped)",
+            refused + failed + report.meta.unreadable_lines,
+            report.meta.total_urls + report.meta.unreadable_lines,
+            report.meta.unreadable_lines
+        )));
+    }
     Ok(())
+}
+
+/// What `-o` writes, by its extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// `.json` (also what stdout gets).
+    Json,
+    /// `.csv`.
+    Csv,
+    /// `.html` / `.htm`: the self-contained report.
+    Html,
+}
+
+/// The report format `path` names (`.json`, `.csv`, `.html`/`.htm`); any other name is a
+/// usage error, before any work is done (a `report.txt` silently written as JSON surprised).
+pub fn report_format(path: &std::path::Path) -> Result<ReportFormat> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("json") => Ok(ReportFormat::Json),
+        Some("csv") => Ok(ReportFormat::Csv),
+        Some("html" | "htm") => Ok(ReportFormat::Html),
+        _ => Err(super::exit::usage(format!(
+            "-o {}: name the report .json, .csv or .html (the extension says which to write)",
+            path.display()
+        ))),
+    }
 }
 
 /// The report as one self-contained HTML page ([`super::report_html`]): clusters in the JSON

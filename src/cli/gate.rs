@@ -26,7 +26,12 @@ pub struct StageArgs {
     pub config: Option<PathBuf>,
     /// Override one setting (repeatable): `--set kafka.batch_size=500`,
     /// `--set 'kafka.client."security.protocol"=SASL_SSL'`.
-    #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
+    #[arg(
+        long = "set",
+        env = "CRAWLSIEVE_SET",
+        value_delimiter = ';',
+        value_name = "SECTION.KEY=VALUE"
+    )]
     pub sets: Vec<String>,
     /// Print the effective configuration (defaults, file, environment, --set; passwords
     /// redacted) and exit.
@@ -34,7 +39,7 @@ pub struct StageArgs {
     pub print_config: bool,
     /// Exit (after a clean commit) once no message arrived for this long after the first one,
     /// e.g. `5s`: for batch jobs and benchmarks. Default: run until SIGTERM/SIGINT.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, env = "CRAWLSIEVE_IDLE_EXIT", value_name = "DURATION")]
     pub idle_exit: Option<Dur>,
 }
 
@@ -68,8 +73,9 @@ pub struct GateArgs {
     #[command(flatten)]
     pub stage: StageArgs,
     /// Benchmark baseline: copy input messages to the fetch topic unchanged, with the same
-    /// client settings, batching and delivery discipline, and no decoding or filter.
-    #[arg(long, hide = true)]
+    /// client settings, batching and delivery discipline, and no decoding or filter (what the
+    /// gate's throughput is compared with; never for production).
+    #[arg(long, env = "CRAWLSIEVE_PASSTHROUGH")]
     pub passthrough: bool,
 }
 

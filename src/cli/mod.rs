@@ -9,12 +9,13 @@ use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use url::Url;
 
 mod cluster;
 mod dedup;
+pub mod exit;
 mod gate;
 mod redis;
 mod render;
@@ -31,12 +32,17 @@ pub use redis::{BloomArgs, RedisArgs};
 
 use crate::bloom::{snapshot, BloomFilter, BloomParams};
 use crate::input::{Line, LineReader};
-use crate::sieve::{canon_reason, BatchResult, Sieve, Verdict};
+use crate::sieve::{BatchResult, Sieve, Verdict};
 use crate::url::{pattern, Canonicalizer, Merge, Profile, Reason, Validator};
+
+/// The exit-code contract ([`exit`]), as `--help` shows it.
+const EXIT_CODES: &str = "Exit codes: 0 done; 1 failed while running; 2 usage (a flag or value is wrong, nothing done); \
+3 input (a file, state file or record cannot be read or is malformed); 4 unreachable (Redis, Kafka or \
+Chromium); 5 partial (finished, but some items not done: the summary says how many).";
 
 /// crawlsieve: reject junk URL candidates, canonicalize, and drop what was seen before.
 #[derive(Debug, Parser)]
-#[command(name = "crawlsieve", version, about, long_about = None)]
+#[command(name = "crawlsieve", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -61,9 +67,11 @@ pub enum Command {
     Dedup(DedupArgs),
     /// Judge each candidate: one JSON object per input line.
     Check(CheckArgs),
-    /// Print the canonical form of each line (an empty line where there is none).
+    /// Print the canonical form of each line, through the same junk rules as `check` (an empty
+    /// line where a rule rejects it; `check` says which).
     Canon(CanonArgs),
-    /// Print the URL pattern of each line (an empty line where there is none).
+    /// Print the URL pattern of each line, through the same junk rules as `check` (an empty line
+    /// where a rule rejects it).
     Pattern(PatternArgs),
     /// Manage Redis-shared filters: create, stats, export, import, drop.
     Bloom(BloomArgs),
@@ -108,8 +116,9 @@ pub struct RuleArgs {
     /// Override the profile's maximum share of needless %XX escapes (0–1].
     #[arg(long, env = "CRAWLSIEVE_ENCODING_RATIO")]
     pub encoding_ratio: Option<f64>,
-    /// Base URL that relative candidates are resolved against.
-    #[arg(long, env = "CRAWLSIEVE_BASE")]
+    /// Base URL that relative candidates are resolved against (absolute, http or https).
+    /// Without it, a relative candidate is `no_base`, as in the gate and the API.
+    #[arg(long, env = "CRAWLSIEVE_BASE", value_parser = parse_base, value_name = "URL")]
     pub base: Option<Url>,
     /// Extra query parameters to drop (repeatable; `name` or `prefix*`).
     #[arg(
@@ -166,6 +175,44 @@ pub struct RuleArgs {
         value_name = "AGENT"
     )]
     pub robots_agent: String,
+}
+
+/// `--redis`: one Redis URL, or comma-separated cluster seeds, each `redis://host:port[/db]`
+/// (`rediss://` for TLS, `redis+unix:///path` or `unix:///path` for a socket). A bare
+/// `host:port` is said plainly, not passed on to fail as "did not parse".
+pub(crate) fn redis_urls(s: &str) -> std::result::Result<String, String> {
+    for u in s.split(',').map(str::trim) {
+        let scheme = u.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        match scheme.as_deref() {
+            Some("redis" | "rediss" | "redis+unix" | "unix") => {
+                if ::redis::IntoConnectionInfo::into_connection_info(u).is_err() {
+                    return Err(format!("{u:?} is not a Redis URL (redis://host:port[/db])"));
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "{u:?} is not a Redis URL: write redis://{} (rediss:// for TLS)",
+                    u.split_once("://").map_or(u, |(_, rest)| rest)
+                ))
+            }
+        }
+    }
+    Ok(s.to_string())
+}
+
+/// `--base`: an absolute http(s) URL, said plainly when it is not one.
+fn parse_base(s: &str) -> std::result::Result<Url, String> {
+    match Url::parse(s) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => Ok(u),
+        Ok(u) => Err(format!(
+            "{s:?} is a {} URL; the base must be an http or https page URL (https://host/path)",
+            u.scheme()
+        )),
+        Err(url::ParseError::RelativeUrlWithoutBase) => Err(format!(
+            "{s:?} has no scheme: write the page's full URL, e.g. https://{s}"
+        )),
+        Err(e) => Err(format!("{s:?} is not a URL ({e})")),
+    }
 }
 
 impl RuleArgs {
@@ -243,10 +290,10 @@ pub struct ScopeArgs {
     pub deny_domains: Vec<String>,
     /// A regular expression one of which must match the canonical URL (repeatable). None given:
     /// everything.
-    #[arg(long = "allow", value_name = "REGEX")]
+    #[arg(long = "allow", env = "CRAWLSIEVE_ALLOW", value_name = "REGEX")]
     pub allow: Vec<String>,
     /// A regular expression that rejects a canonical URL it matches (repeatable; before --allow).
-    #[arg(long = "deny", value_name = "REGEX")]
+    #[arg(long = "deny", env = "CRAWLSIEVE_DENY", value_name = "REGEX")]
     pub deny: Vec<String>,
     /// A Nutch regex-urlfilter.txt style file: `+regex` / `-regex` lines, first match decides,
     /// no match rejects (repeatable; read as one list).
@@ -263,13 +310,23 @@ pub struct ScopeArgs {
     #[arg(long, env = "CRAWLSIEVE_MAX_QUERY_PARAMS")]
     pub max_query_params: Option<usize>,
     /// Schemes allowed (comma-separated; default http,https).
-    #[arg(long = "scheme", value_delimiter = ',', value_name = "SCHEME")]
+    #[arg(
+        long = "scheme",
+        env = "CRAWLSIEVE_SCHEMES",
+        value_delimiter = ',',
+        value_name = "SCHEME"
+    )]
     pub schemes: Vec<String>,
     /// Ports allowed (comma-separated; default any; a URL without one has its scheme's).
-    #[arg(long = "port", value_delimiter = ',', value_name = "PORT")]
+    #[arg(
+        long = "port",
+        env = "CRAWLSIEVE_PORTS",
+        value_delimiter = ',',
+        value_name = "PORT"
+    )]
     pub ports: Vec<u16>,
     /// Admit only URLs of the same site (registrable domain) as --base.
-    #[arg(long)]
+    #[arg(long, env = "CRAWLSIEVE_SAME_SITE")]
     pub same_site: bool,
 }
 
@@ -291,7 +348,20 @@ impl ScopeArgs {
     }
 
     fn apply(&self, sieve: &mut Sieve) -> Result<()> {
-        sieve.scope = crate::scope::Scope::new(&self.spec())?.map(std::sync::Arc::new);
+        if self.same_site && sieve.base.is_none() {
+            return Err(exit::usage(
+                "--same-site needs --base URL: the site whose URLs are admitted",
+            ));
+        }
+        sieve.scope = crate::scope::Scope::new(&self.spec())
+            .map_err(|e| match e {
+                // A scope file that cannot be read, or rules in one that are wrong: input.
+                crate::scope::ScopeError::Read { .. }
+                | crate::scope::ScopeError::Pattern { .. }
+                | crate::scope::ScopeError::Many(_) => exit::input(e.to_string()),
+                _ => exit::usage(e.to_string()),
+            })?
+            .map(std::sync::Arc::new);
         Ok(())
     }
 }
@@ -434,7 +504,7 @@ fn open_source(src: Option<&Path>) -> Result<Box<dyn BufRead>> {
         None => Box::new(BufReader::with_capacity(1 << 16, io::stdin().lock())),
         Some(p) => Box::new(BufReader::with_capacity(
             1 << 16,
-            File::open(p).with_context(|| format!("cannot open {}", p.display()))?,
+            File::open(p).map_err(|e| exit::input(format!("cannot open {}: {e}", p.display())))?,
         )),
     })
 }
@@ -500,12 +570,40 @@ fn for_each_batch(
 
 fn open_output(o: &OutputArgs) -> Result<Box<dyn Write>> {
     Ok(match &o.output {
-        Some(p) => Box::new(BufWriter::with_capacity(
-            1 << 16,
-            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
+        Some(p) => Box::new(Named {
+            inner: BufWriter::with_capacity(
+                1 << 16,
+                File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+            ),
+            name: p.display().to_string(),
+        }),
         None => Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock())),
     })
+}
+
+/// A writer whose errors name the file (`writing out.jsonl: No space left on device`), of the
+/// same kind (a closed pipe stays a closed pipe).
+struct Named<W> {
+    inner: W,
+    name: String,
+}
+
+impl<W: Write> Named<W> {
+    fn named(&self, e: io::Error) -> io::Error {
+        io::Error::new(e.kind(), format!("writing {}: {e}", self.name))
+    }
+}
+
+impl<W: Write> Write for Named<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf).map_err(|e| self.named(e))
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.inner.write_all(buf).map_err(|e| self.named(e))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush().map_err(|e| self.named(e))
+    }
 }
 
 /// `{"input": ..., "verdict": ..., "reason": ..., "canonical": ...}` + newline, appended to `out`
@@ -716,8 +814,27 @@ impl Summary {
 fn load_or_create(a: &DedupArgs) -> Result<BloomFilter> {
     if let Some(p) = &a.state {
         if p.exists() {
-            return snapshot::load(p)
-                .with_context(|| format!("cannot load the state file {}", p.display()));
+            let f = snapshot::load(p).map_err(|e| {
+                exit::input(format!("cannot load the state file {}: {e:#}", p.display()))
+            })?;
+            // An existing state file keeps its own size: asking for another is a mistake to
+            // say, not to ignore (a Redis namespace refuses the same mismatch).
+            let have = f.params();
+            let mut diff = Vec::new();
+            if let Some(c) = a.capacity.filter(|&c| c != have.capacity) {
+                diff.push(format!("--capacity {c} ≠ {}", have.capacity));
+            }
+            if let Some(r) = a.fp_rate.filter(|&r| (r - have.fp_rate).abs() > r * 1e-9) {
+                diff.push(format!("--fp-rate {r} ≠ {}", have.fp_rate));
+            }
+            if !diff.is_empty() {
+                return Err(exit::usage(format!(
+                    "the state file {} was made with other parameters: {} (leave the flags out to use the file's, or give another --state file)",
+                    p.display(),
+                    diff.join(", ")
+                )));
+            }
+            return Ok(f);
         }
     }
     Ok(BloomFilter::new(BloomParams::new(
@@ -887,45 +1004,18 @@ fn check(a: CheckArgs) -> Result<()> {
     Ok(())
 }
 
-/// Canonical form of a raw line, or `None` where it cannot be a URL (invalid UTF-8, control
-/// characters, empty, over-long, unparsable, non-fetchable scheme). Junk rules do not apply here.
-fn canon_line(
-    canon: &Canonicalizer,
-    base: Option<&Url>,
-    context: crate::url::Context,
-    line: &Line,
-    buf: &mut String,
-) -> bool {
-    if line.truncated {
-        return false;
-    }
-    let Ok(s) = std::str::from_utf8(&line.bytes) else {
-        return false;
-    };
-    let decoded = context.decode(s);
-    let s = crate::url::validate::clean(&decoded);
-    if s.is_empty() || s.bytes().any(|b| b < 0x20 && b != b'\t' || b == 0x7f) {
-        return false;
-    }
-    canon
-        .canonicalize_into(&s, base, buf)
-        .map_err(|e| canon_reason(&e))
-        .is_ok()
+/// The canonical form of one line through the same rules as `check` and `dedup` (the junk
+/// rules of `--profile`, `--max-len`, `--context`, the base): `None` when they reject it.
+fn canon_line<'a>(sieve: &'a mut Sieve, line: &Line) -> Option<&'a str> {
+    sieve.classify(&line.bytes, line.truncated).ok()
 }
 
 fn canon(a: CanonArgs) -> Result<()> {
-    let canon = a.rules.canonicalizer();
+    let mut sieve = a.rules.sieve()?;
     let mut out = open_output(&a.output)?;
-    let mut buf = String::new();
     for_each_line(&a.input, None, |line| {
-        if canon_line(
-            &canon,
-            a.rules.base.as_ref(),
-            a.rules.context,
-            line,
-            &mut buf,
-        ) {
-            out.write_all(buf.as_bytes())?;
+        if let Some(c) = canon_line(&mut sieve, line) {
+            out.write_all(c.as_bytes())?;
         }
         out.write_all(b"\n")?;
         Ok(())
@@ -937,23 +1027,18 @@ fn canon(a: CanonArgs) -> Result<()> {
 fn pattern_cmd(a: PatternArgs) -> Result<()> {
     if let Some(m) = &a.method {
         if m.is_empty() || !m.bytes().all(|b| b.is_ascii_alphabetic()) {
-            bail!("--method must be an HTTP method name, got {m:?}");
+            return Err(exit::usage(format!(
+                "--method must be an HTTP method name, got {m:?}"
+            )));
         }
     }
-    let canon = a.rules.canonicalizer();
+    let mut sieve = a.rules.sieve()?;
     let mut out = open_output(&a.output)?;
-    let mut buf = String::new();
     for_each_line(&a.input, None, |line| {
-        if canon_line(
-            &canon,
-            a.rules.base.as_ref(),
-            a.rules.context,
-            line,
-            &mut buf,
-        ) {
+        if let Some(c) = canon_line(&mut sieve, line) {
             let p = match &a.method {
-                Some(m) => pattern::pattern_with_method(m, &buf),
-                None => pattern::pattern(&buf),
+                Some(m) => pattern::pattern_with_method(m, c),
+                None => pattern::pattern(c),
             };
             out.write_all(p.as_bytes())?;
         }
@@ -998,5 +1083,38 @@ mod tests {
         assert_eq!(v["reason"], "invalid_utf8");
         assert!(v["canonical"].is_null());
         assert_eq!(line.last(), Some(&b'\n'));
+    }
+}
+
+#[cfg(test)]
+mod env_promise {
+    /// The README's promise: every flag of every command that sets something has an
+    /// environment variable (so a container is configured without a command line); the one
+    /// action flag, `--print-config`, has none. Found broken (issue 28): `--allow`, `--deny`,
+    /// `--scheme`, `--port`, `--same-site` and 30 more had none.
+    #[test]
+    fn every_flag_has_an_environment_variable() {
+        use clap::CommandFactory;
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if a.is_positional() || matches!(id, "help" | "version" | "print_config") {
+                    continue;
+                }
+                if a.get_env().is_none() {
+                    missing.push(format!("{path} --{}", a.get_long().unwrap_or(id)));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "crawlsieve", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "flags without an env variable:\n{}",
+            missing.join("\n")
+        );
     }
 }

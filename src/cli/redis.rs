@@ -14,7 +14,7 @@ use crate::redis_filter::{snapshot, Expect, Mode, NamespaceSpec, RedisConfig, Re
 pub struct RedisArgs {
     /// Share the filter through Redis: `redis://host:port[/db]`; several comma-separated seed
     /// URLs (or --redis-cluster) talk to a Redis Cluster.
-    #[arg(long, env = "CRAWLSIEVE_REDIS", value_name = "URL")]
+    #[arg(long, env = "CRAWLSIEVE_REDIS", value_name = "URL", value_parser = super::redis_urls)]
     pub redis: Option<String>,
     /// Use the cluster protocol even with one seed URL.
     #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER")]
@@ -159,7 +159,13 @@ impl RedisArgs {
 #[derive(Debug, Args)]
 pub struct BloomArgs {
     /// Redis URL (comma-separated seeds for a cluster).
-    #[arg(long, env = "CRAWLSIEVE_REDIS", value_name = "URL", global = true)]
+    #[arg(
+        long,
+        env = "CRAWLSIEVE_REDIS",
+        value_name = "URL",
+        global = true,
+        value_parser = super::redis_urls
+    )]
     pub redis: Option<String>,
     /// Use the cluster protocol even with one seed URL.
     #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", global = true)]
@@ -176,10 +182,10 @@ pub enum BloomCommand {
         /// Namespace name.
         namespace: String,
         /// Expected distinct URLs (per window period for windowed namespaces).
-        #[arg(long, default_value_t = super::DEFAULT_CAPACITY)]
+        #[arg(long, env = "CRAWLSIEVE_CAPACITY", default_value_t = super::DEFAULT_CAPACITY)]
         capacity: u64,
         /// FP target at capacity.
-        #[arg(long, default_value_t = super::DEFAULT_FP_RATE)]
+        #[arg(long, env = "CRAWLSIEVE_FP_RATE", default_value_t = super::DEFAULT_FP_RATE)]
         fp_rate: f64,
         #[command(flatten)]
         create: CreateArgs,
@@ -201,10 +207,10 @@ pub enum BloomCommand {
         /// Snapshot file.
         file: PathBuf,
         /// Target namespace [default: the one it was exported from].
-        #[arg(long)]
+        #[arg(long, env = "CRAWLSIEVE_NAMESPACE")]
         namespace: Option<String>,
         /// Drop an existing namespace of that name first.
-        #[arg(long)]
+        #[arg(long, env = "CRAWLSIEVE_REPLACE")]
         replace: bool,
     },
     /// Delete a namespace and all its keys (UNLINK).
@@ -218,7 +224,7 @@ pub enum BloomCommand {
     /// publishes it once. Prints the number forgotten (JSON).
     Forget {
         /// Namespace name.
-        #[arg(long)]
+        #[arg(long, env = "CRAWLSIEVE_NAMESPACE")]
         namespace: String,
         /// URLs to forget; none given: one per line on stdin.
         urls: Vec<String>,
@@ -234,7 +240,9 @@ fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
 
 pub(super) fn bloom(a: BloomArgs) -> Result<()> {
     let Some(url) = a.redis.as_deref() else {
-        bail!("--redis URL (or CRAWLSIEVE_REDIS) is required");
+        return Err(super::exit::usage(
+            "--redis URL (or CRAWLSIEVE_REDIS) is required: redis://host:port of the Redis that holds the namespace",
+        ));
     };
     let mut cfg = RedisConfig::new(url);
     cfg.cluster |= a.redis_cluster;
@@ -272,11 +280,14 @@ pub(super) fn bloom(a: BloomArgs) -> Result<()> {
             rules,
         } => forget(cfg, &namespace, urls, &rules),
         BloomCommand::Drop { namespace } => {
+            // JSON out, as every `bloom` command (README); a namespace that is not there is
+            // an error all the same (a typo must not look like a success).
             if RedisFilter::drop_namespace(&cfg, &namespace)? {
-                eprintln!("dropped namespace {namespace:?}");
-                Ok(())
+                print_json(&serde_json::json!({"namespace": namespace, "dropped": true}))
             } else {
-                bail!("namespace {namespace:?} does not exist")
+                Err(super::exit::input(format!(
+                    "namespace {namespace:?} does not exist (`crawlsieve bloom stats NAMESPACE` shows one that does)"
+                )))
             }
         }
     }

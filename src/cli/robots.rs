@@ -12,11 +12,11 @@ use crate::robots::Robots;
 #[derive(Debug, Args)]
 pub struct RobotsArgs {
     /// The robots.txt file (at most its first 500 KiB are read, as RFC 9309 allows).
-    #[arg(long, value_name = "ROBOTS.TXT")]
+    #[arg(long, env = "CRAWLSIEVE_ROBOTS_FILE", value_name = "ROBOTS.TXT")]
     pub file: PathBuf,
     /// The crawler's user agent; its product token (`crawlsieve` of `crawlsieve/1.0`) picks the
     /// group.
-    #[arg(long, value_name = "AGENT")]
+    #[arg(long, env = "CRAWLSIEVE_ROBOTS_AGENT", value_name = "AGENT")]
     pub agent: String,
     /// URLs to judge (absolute); none given: one per line on stdin. Non-ASCII bytes and spaces
     /// are percent-encoded before matching (RFC 9309 §2.2.2).

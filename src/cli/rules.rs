@@ -10,7 +10,13 @@ use crate::redis_filter::{Conn, RedisConfig};
 #[derive(Debug, Args)]
 pub struct RulesArgs {
     /// Redis URL (comma-separated seeds for a cluster).
-    #[arg(long, env = "CRAWLSIEVE_REDIS", value_name = "URL", global = true)]
+    #[arg(
+        long,
+        env = "CRAWLSIEVE_REDIS",
+        value_name = "URL",
+        global = true,
+        value_parser = super::redis_urls
+    )]
     pub redis: Option<String>,
     /// Use the cluster protocol even with one seed URL.
     #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", global = true)]
@@ -34,7 +40,7 @@ pub enum RulesCommand {
     /// `--revoked`, the revocations instead.
     List {
         /// List the revoked rules (and why) instead of the rules in force.
-        #[arg(long)]
+        #[arg(long, env = "CRAWLSIEVE_RULES_REVOKED")]
         revoked: bool,
     },
     /// Everything as one JSON document: `{"namespace", "rules": [...], "revoked": [...]}`.
@@ -47,7 +53,7 @@ pub enum RulesCommand {
         /// The parameter name.
         param: String,
         /// Remove an earlier revocation instead, so the rule may be learned again.
-        #[arg(long)]
+        #[arg(long, env = "CRAWLSIEVE_RULES_CLEAR")]
         clear: bool,
     },
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 
 use crate::page::similarity::Thresholds;
@@ -22,42 +22,73 @@ use super::Dur;
 #[derive(Debug, Args)]
 pub struct SimilarArgs {
     /// URLs: a file (one per line; blank lines and `#` comments skipped) or a comma list.
-    #[arg(short = 'l', long = "list", value_name = "FILE|URLS")]
+    #[arg(
+        short = 'l',
+        long = "list",
+        env = "CRAWLSIEVE_LIST",
+        value_name = "FILE|URLS"
+    )]
     pub list: String,
     /// Output: `.json`, `.csv`, or `.html` (a self-contained report with thumbnails).
-    #[arg(short = 'o', long = "output")]
+    #[arg(short = 'o', long = "output", env = "CRAWLSIEVE_OUTPUT")]
     pub output: PathBuf,
     /// Pages rendered at once (browser tabs).
-    #[arg(short = 't', long = "threads", default_value_t = 2)]
+    #[arg(
+        short = 't',
+        long = "threads",
+        env = "CRAWLSIEVE_THREADS",
+        default_value_t = 2
+    )]
     pub threads: usize,
     /// Budget for the first response of a page (the browser's request timeout).
-    #[arg(long = "http-timeout", default_value = "10s")]
+    #[arg(
+        long = "http-timeout",
+        env = "CRAWLSIEVE_HTTP_TIMEOUT",
+        default_value = "10s"
+    )]
     pub http_timeout: Dur,
     /// Budget for a whole page: navigation, settling, reading, screenshot.
-    #[arg(long = "page-timeout", default_value = "20s")]
+    #[arg(
+        long = "page-timeout",
+        env = "CRAWLSIEVE_PAGE_TIMEOUT",
+        default_value = "20s"
+    )]
     pub page_timeout: Dur,
     /// URLs queued to the browser at a time.
-    #[arg(long = "batch-size", default_value_t = 1000)]
+    #[arg(
+        long = "batch-size",
+        env = "CRAWLSIEVE_BATCH_SIZE",
+        default_value_t = 1000
+    )]
     pub batch_size: usize,
     /// Hosts or addresses the renderer may load although they are not public (loopback,
     /// private, link-local); repeatable. `HOST` or `IP` allows every port, `HOST:PORT`,
     /// `IP:PORT` or `[IPv6]:PORT` only that port.
-    #[arg(long = "allow", value_name = "HOST[:PORT]|IP[:PORT]")]
+    #[arg(
+        long = "allow",
+        env = "CRAWLSIEVE_RENDER_ALLOW",
+        value_delimiter = ',',
+        value_name = "HOST[:PORT]|IP[:PORT]"
+    )]
     pub allow: Vec<String>,
     /// The Chromium binary.
     #[arg(long, default_value = "/usr/bin/chromium", env = "CRAWLSIEVE_CHROMIUM")]
     pub chromium: PathBuf,
     /// Use the seed's thresholds and scales exactly.
-    #[arg(long)]
+    #[arg(long, env = "CRAWLSIEVE_SEED_THRESHOLDS")]
     pub seed_thresholds: bool,
     /// The seed's similarity threshold, in 0..1: the structure-similarity threshold (the
     /// seed's default 0.85 is ours). The seed only echoed it in `meta.sim_threshold`; here it
     /// also takes effect. Content and visual keep their own thresholds (docs/page-clustering.md).
-    #[arg(long = "sim-threshold", value_parser = super::cluster::unit_interval)]
+    #[arg(
+        long = "sim-threshold",
+        env = "CRAWLSIEVE_SIM_THRESHOLD",
+        value_parser = super::cluster::unit_interval
+    )]
     pub sim_threshold: Option<f64>,
     /// Do not probe each host (and first path segment) with a URL that cannot exist: no page is
     /// then classified `soft_404` (docs/render.md, "Soft 404s").
-    #[arg(long = "no-soft-404-probe")]
+    #[arg(long = "no-soft-404-probe", env = "CRAWLSIEVE_NO_SOFT_404_PROBE")]
     pub no_soft_404_probe: bool,
 }
 
@@ -89,12 +120,27 @@ pub fn normalize_args(args: Vec<String>) -> Vec<String> {
         .collect()
 }
 
+/// The URLs of `-l`: a file's lines, or a comma-separated list of absolute URLs. Anything else
+/// (a file name that does not exist, a bare word) is an input error, not a one-URL list.
 fn urls(list: &str) -> Result<Vec<String>> {
-    let from_file = std::path::Path::new(list).is_file();
-    let text = if from_file {
-        std::fs::read_to_string(list).with_context(|| format!("cannot read {list}"))?
+    let path = std::path::Path::new(list);
+    let text = if path.is_file() {
+        std::fs::read_to_string(list)
+            .map_err(|e| super::exit::input(format!("-l {list}: cannot read the file: {e}")))?
     } else {
-        list.replace(',', "\n")
+        let items: Vec<&str> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .collect();
+        if let Some(bad) = items.iter().find(|u| !u.contains("://")) {
+            return Err(super::exit::input(if items.len() == 1 {
+                format!("-l {list}: no such file, and not a URL (give a file of URLs, one per line, or a comma-separated list of absolute URLs)")
+            } else {
+                format!("-l: {bad:?} is not an absolute URL (a comma-separated list takes absolute URLs: https://host/path)")
+            }));
+        }
+        items.join("\n")
     };
     let v: Vec<String> = text
         .lines()
@@ -103,13 +149,18 @@ fn urls(list: &str) -> Result<Vec<String>> {
         .map(String::from)
         .collect();
     if v.is_empty() {
-        bail!("-l {list:?}: no URL");
+        return Err(super::exit::input(format!("-l {list}: no URL in it")));
     }
     Ok(v)
 }
 
 /// Run `crawlsieve similar`.
 pub fn run(a: SimilarArgs) -> Result<()> {
+    super::cluster::report_format(&a.output)?;
+    for x in &a.allow {
+        crate::net::check_allow_entry(x)
+            .map_err(|e| super::exit::usage(format!("--allow {x}: {e}")))?;
+    }
     let list = urls(&a.list)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -127,8 +178,12 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         thumbnails: true,
         ..RenderConfig::default()
     };
-    let (rendered, (templates, probes)) = rt.block_on(async {
-        let r = Arc::new(Renderer::new(cfg).await?);
+    let (rendered, (templates, probes, serve_home)) = rt.block_on(async {
+        let r = Arc::new(
+            Renderer::new(cfg)
+                .await
+                .map_err(|e| super::exit::unreachable(format!("{e:#}")))?,
+        );
         // Ctrl-C or SIGTERM: close the browser and remove its profile before exiting.
         let probe = !a.no_soft_404_probe;
         let work = async {
@@ -136,7 +191,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
             let templates = if probe {
                 soft_404_templates(&r, &pages, a.batch_size).await?
             } else {
-                (Default::default(), Vec::new())
+                (Default::default(), Vec::new(), Default::default())
             };
             anyhow::Ok((pages, templates))
         };
@@ -155,7 +210,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
     let mut pages = Vec::with_capacity(rendered.len());
     let mut errors = Vec::with_capacity(rendered.len());
     let mut thumbs = Vec::with_capacity(rendered.len());
-    let soft = soft_404s(&rendered, &templates);
+    let soft = soft_404s(&rendered, &templates, &serve_home);
     for (r, soft) in rendered.into_iter().zip(soft) {
         thumbs.push(r.thumbnail);
         let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
@@ -236,6 +291,7 @@ async fn render_all(r: &Arc<Renderer>, list: &[String], batch: usize) -> Result<
 fn soft_404s(
     rendered: &[Rendered],
     templates: &std::collections::HashMap<String, soft404::Template>,
+    serve_home: &std::collections::HashSet<String>,
 ) -> Vec<bool> {
     let mut out = vec![false; rendered.len()];
     let mut by: std::collections::HashMap<String, Vec<usize>> = Default::default();
@@ -257,7 +313,10 @@ fn soft_404s(
                 html: &rendered[i].html,
             })
             .collect();
-        let site = templates.get(soft404::origin_scope(&scope));
+        let origin = soft404::origin_scope(&scope);
+        let site = templates
+            .get(origin)
+            .filter(|_| !serve_home.contains(origin));
         for (&i, soft) in idx.iter().zip(soft404::judge_scope(t, site, &pages)) {
             out[i] = soft;
         }
@@ -265,36 +324,51 @@ fn soft_404s(
     out
 }
 
-/// What the probes found: each scope's template, and (scope, probe URL, what it answered) for
-/// the report.
+/// What the probes found: each scope's template, (scope, probe URL, what it answered) for the
+/// report, and the origins whose unknown URLs get their home page ([`soft404::serves_home`]).
 type Probed = (
     std::collections::HashMap<String, soft404::Template>,
     Vec<(String, String, String)>,
+    std::collections::HashSet<String>,
 );
 
 /// Each scope's "not found" template ([`soft404`]): one probe per origin and first path segment
-/// of the pages rendered without error, derived from the first page of that scope.
+/// of the 2xx pages rendered without error, derived from the first page of that scope; and,
+/// where a section's root is among them, the origin's (from its root, when no page of the
+/// origin's own scope is here) and its home page.
 async fn soft_404_templates(r: &Arc<Renderer>, pages: &[Rendered], batch: usize) -> Result<Probed> {
     let mut scopes: Vec<(String, String)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for p in pages.iter().filter(|p| p.error.is_empty()) {
+    let judged = |p: &&Rendered| p.error.is_empty() && (200..300).contains(&p.status);
+    for p in pages.iter().filter(judged) {
         let key = soft404::scope_key(&p.url);
-        // A section's root is judged against the origin's answer too: probe the origin.
-        let mut wanted = vec![(key, p.url.clone())];
-        if soft404::is_section_root(&p.url) {
-            let origin = soft404::origin_scope(&p.url).to_string();
-            wanted.push((origin.clone(), format!("{origin}/")));
-        }
-        for (key, sample) in wanted {
-            if seen.insert(key.clone()) {
-                if let Some(u) = soft404::fresh_probe(&sample, &key) {
-                    scopes.push((key, u));
-                }
+        if seen.insert(key.clone()) {
+            if let Some(u) = soft404::fresh_probe(&p.url, &key) {
+                scopes.push((key, u));
             }
         }
     }
-    let probes: Vec<String> = scopes.iter().map(|(_, u)| u.clone()).collect();
-    let answers = render_all(r, &probes, batch).await?;
+    // A section's root is judged against the origin's answer too: the origin is probed (from
+    // its root when none of its own pages is here), and its home page rendered, to know
+    // whether unknown URLs get the home page ([`soft404::serves_home`]).
+    let mut homes: Vec<String> = Vec::new();
+    for p in pages.iter().filter(judged) {
+        if soft404::is_section_root(&p.url) {
+            let origin = soft404::origin_scope(&p.url).to_string();
+            if seen.insert(origin.clone()) {
+                if let Some(u) = soft404::fresh_probe(&format!("{origin}/"), &origin) {
+                    scopes.push((origin.clone(), u));
+                }
+            }
+            if !homes.contains(&origin) {
+                homes.push(origin);
+            }
+        }
+    }
+    let mut probes: Vec<String> = scopes.iter().map(|(_, u)| u.clone()).collect();
+    probes.extend(homes.iter().map(|o| format!("{o}/")));
+    let mut answers = render_all(r, &probes, batch).await?;
+    let home_pages = answers.split_off(scopes.len());
     let mut out = std::collections::HashMap::new();
     let mut seen = Vec::new();
     for ((key, u), a) in scopes.into_iter().zip(answers) {
@@ -324,7 +398,22 @@ async fn soft_404_templates(r: &Arc<Renderer>, pages: &[Rendered], batch: usize)
         };
         seen.push((key, u, answer));
     }
-    Ok((out, seen))
+    // Origins whose template is their home page: their sections' roots stay spared.
+    let mut serve_home = std::collections::HashSet::new();
+    for (o, h) in homes.iter().zip(&home_pages) {
+        let home = h.error.is_empty().then(|| {
+            let at = if h.final_url.is_empty() {
+                h.url.as_str()
+            } else {
+                h.final_url.as_str()
+            };
+            (at, h.html.as_str())
+        });
+        if out.get(o).is_some_and(|t| soft404::serves_home(t, home)) {
+            serve_home.insert(o.clone());
+        }
+    }
+    Ok((out, seen, serve_home))
 }
 
 /// SIGINT or SIGTERM.

@@ -274,6 +274,16 @@ impl Config {
                 sv.max_body_memory, sv.max_body_bytes
             ));
         }
+        for (name, list) in [
+            ("render.allow", &self.render.allow),
+            ("robots.allow", &self.robots.allow),
+        ] {
+            for x in list.iter() {
+                if let Err(e) = crate::net::check_allow_entry(x) {
+                    bad(format!("{name} entry {x:?}: {e}"));
+                }
+            }
+        }
         if self.render.page_timeout.0.is_zero() {
             bad("render.page_timeout must be more than 0s".into());
         }

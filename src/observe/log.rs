@@ -32,18 +32,24 @@ impl std::str::FromStr for LogFormat {
     }
 }
 
-/// The filter: `CRAWLSIEVE_LOG`, else `RUST_LOG`, else `info`. A directive that does not parse
-/// is reported once on standard error and the default used.
+/// The default filter: `info`, but chromiumoxide's handler only at `error`: it warns "WS
+/// Invalid message" for every DevTools event its protocol tables do not know (Chromium is newer
+/// than chromiumoxide 0.9's tables), which says nothing about the pages; every `similar` run
+/// printed one.
+const DEFAULT: &str = "info,chromiumoxide::handler=error";
+
+/// The filter: `CRAWLSIEVE_LOG`, else `RUST_LOG`, else [`DEFAULT`]. A directive that does not
+/// parse is reported once on standard error and the default used.
 fn filter() -> EnvFilter {
     let spec = std::env::var("CRAWLSIEVE_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_default();
     if spec.trim().is_empty() {
-        return EnvFilter::new("info");
+        return EnvFilter::new(DEFAULT);
     }
     EnvFilter::try_new(&spec).unwrap_or_else(|e| {
         eprintln!("crawlsieve: ignoring the log filter {spec:?} ({e}); logging at info");
-        EnvFilter::new("info")
+        EnvFilter::new(DEFAULT)
     })
 }
 

@@ -204,19 +204,35 @@ pub fn origin_scope(url: &str) -> &str {
     origin_and_path(url).0
 }
 
-/// Whether a section's root page (`/manual/`) may be judged under the section's template `t`,
-/// given the origin's template `site` (`None`: not known).
+/// Whether a section's root page (`/manual/`) may be judged under the section's page template
+/// `t`, given the origin's template `site` (`None`: not known, or known to be the home page —
+/// see [`serves_home`]).
 ///
 /// A section can have a fallback route of its own that serves the section's root for every
 /// unknown URL under it (a single-page application at `/app/`): then the root *is* the
 /// template's page and must be spared. When the section's unknown URLs get the site's own
 /// "not found" answer (the same words as the origin's template), the section has no such route,
 /// and a root that shows that answer is an unknown directory like any other unknown URL. A
-/// section whose origin's answer is not known keeps its root spared.
+/// section whose origin's answer is not known keeps its root spared; so does every section of
+/// a site whose unknown URLs get its home page (the caller passes `None` then): the home page
+/// itself may live at a section's root (`/` redirecting to `/en/`).
 fn section_roots_judged(t: &Template, site: Option<&Template>) -> bool {
     match (t, site) {
         (Template::Page(a), Some(Template::Page(b))) => jaccard(a, b) >= SAME_WORDS,
         _ => false,
+    }
+}
+
+/// Whether the origin's template `t` is the site's home page: the origin's root (`home_html`,
+/// rendered at `home_final_url`) shows the template's words, or lands where the template
+/// redirects. A home page not rendered (`None`) counts as one: section roots stay spared.
+pub fn serves_home(t: &Template, home: Option<(&str, &str)>) -> bool {
+    let Some((final_url, html)) = home else {
+        return true;
+    };
+    match t {
+        Template::Redirect(to) => canon(final_url) == *to,
+        Template::Page(w) => jaccard(w, &words(html, final_url)) >= SAME_WORDS,
     }
 }
 
@@ -335,8 +351,12 @@ pub fn judge_words(
                 };
                 let (origin, _) = origin_and_path(p.url);
                 let asked = canon(&format!("{origin}{}", directory_path(p.url)));
+                // A section's root landing inside its own section (`/app/` → `/app/dashboard`,
+                // the section's default route) is the section's home, not an unknown URL.
+                let own_home = is_section_root(p.url) && scope_key(to) == scope_key(&canon(p.url));
                 (200..300).contains(&p.status)
                     && !is_origin_root(p.url)
+                    && !own_home
                     && canon(fin) == *to
                     && canon(p.url) != *to
                     && asked != *to
@@ -666,5 +686,63 @@ mod tests {
             origin_scope("https://h.example/app/x?q=1"),
             "https://h.example"
         );
+        // Found by review: a site whose unknown URLs all get its home page, and whose home page
+        // lives at a section's root (`/` redirecting to `/en/`): the caller passes no site
+        // template (`serves_home`), and /en/ is spared.
+        let home = page("Welcome to the example site with guides, news and downloads for all");
+        let site_home =
+            Template::from_probe("https://h.example/tok0123456789", "", 200, &home).unwrap();
+        assert!(serves_home(
+            &site_home,
+            Some(("https://h.example/en/", &home))
+        ));
+        assert!(!serves_home(&site, Some(("https://h.example/", &home))));
+        assert!(
+            serves_home(&site, None),
+            "a home page not rendered spares the roots"
+        );
+        // A page template under a redirecting site: sections' roots spared.
+        let to_home = Template::Redirect("https://h.example/".into());
+        assert!(!section_roots_judged(&section, Some(&to_home)));
+        // Found by review: a section whose unknown URLs and root redirect to its default route
+        // (`/app/` → `/app/dashboard`) keeps its root; an unknown section redirected to the
+        // site's home does not.
+        let app = Template::from_probe(
+            "https://h.example/app/tok0123456789",
+            "https://h.example/app/dashboard",
+            200,
+            "",
+        )
+        .unwrap();
+        let v = judge_scope(
+            &app,
+            None,
+            &[
+                r(
+                    "https://h.example/app/",
+                    "https://h.example/app/dashboard",
+                    200,
+                    "",
+                ),
+                r(
+                    "https://h.example/app/old",
+                    "https://h.example/app/dashboard",
+                    200,
+                    "",
+                ),
+            ],
+        );
+        assert_eq!(v, [false, true]);
+        let v = judge_scope(
+            &to_home,
+            None,
+            &[r(
+                "https://h.example/manual/",
+                "https://h.example/",
+                200,
+                "",
+            )],
+        );
+        assert_eq!(v, [true]);
     }
 }

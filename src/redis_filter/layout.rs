@@ -50,7 +50,8 @@ pub struct GenSpec {
     pub capacity: u64,
     /// FP target of this generation.
     pub fp_rate: f64,
-    /// Bits per URL.
+    /// Bits per URL in the Bloom bit strings; 1 in `fingerprints` mode, which has none (the
+    /// namespace's `k` is then unused: `bloom stats` says so in each generation's `stores`).
     pub k: u32,
     /// Number of shard strings.
     pub shards: u32,

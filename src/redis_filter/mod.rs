@@ -79,7 +79,7 @@ pub enum RedisFilterError {
     #[error("namespace {0:?} does not exist in Redis: create it (`crawlsieve bloom create`), or, if Redis lost its data, restore it from a snapshot (`crawlsieve bloom import`)")]
     NotFound(String),
     /// The namespace already exists (create/import without replace).
-    #[error("namespace {0:?} already exists (drop it first, or use --replace)")]
+    #[error("namespace {0:?} already exists: use it as it is, drop it first (`crawlsieve bloom drop {0}`), or choose another name (`bloom import --replace` replaces one from a snapshot)")]
     Exists(String),
     /// Redis holds something this build cannot trust.
     #[error("corrupt namespace data: {0}")]
@@ -282,12 +282,15 @@ const CLUSTER_NODE: &str = "Redis answered MOVED: this is a Redis Cluster node; 
 /// A Redis error as an operator can act on it: what happened in words, the server's own
 /// message, cut to 300 characters (a failed pipeline lists every command).
 fn describe(e: &redis::RedisError) -> String {
-    let what = if e.is_timeout()
-        || matches!(e.kind(), redis::ErrorKind::Io) && e.to_string().contains("os error 11")
+    let text = e.to_string();
+    let refused = text.contains("Connection refused") || text.contains("os error 111");
+    let what = if e.is_connection_refusal() || refused {
+        // Before the timeout test: a refused connect can also count as "timed out" to redis-rs.
+        "connection refused (is Redis running at that address?)"
+    } else if e.is_timeout()
+        || matches!(e.kind(), redis::ErrorKind::Io) && text.contains("os error 11")
     {
         "no reply within the timeout (Redis stalled, or the network is slow)"
-    } else if e.is_connection_refusal() {
-        "connection refused (is Redis running at that address?)"
     } else if e.is_connection_dropped() {
         "the connection was closed"
     } else {
@@ -495,7 +498,9 @@ impl Drop for RedisFilter {
 }
 
 /// Retry `op` while it fails with a retryable error, backing off from 50 ms to 5 s, for at most
-/// `budget`. The error of the last attempt is returned when the budget is spent.
+/// `budget` (the last wait shortened to end at the budget, so `--redis-retry-for 3s` tries for
+/// 3 s, not until the next doubling would pass it). The error of the last attempt is returned
+/// when the budget is spent.
 pub fn with_retry<T>(
     budget: Duration,
     mut on_retry: impl FnMut(&RedisFilterError, Duration),
@@ -505,9 +510,10 @@ pub fn with_retry<T>(
     let mut wait = Duration::from_millis(50);
     loop {
         match op() {
-            Err(e) if e.is_retryable() && start.elapsed() + wait <= budget => {
-                on_retry(&e, wait);
-                std::thread::sleep(wait);
+            Err(e) if e.is_retryable() && start.elapsed() < budget => {
+                let w = wait.min(budget.saturating_sub(start.elapsed()));
+                on_retry(&e, w);
+                std::thread::sleep(w);
                 wait = (wait * 2).min(Duration::from_secs(5));
             }
             r => return r,

@@ -47,6 +47,10 @@ pub struct GenStats {
     pub memory_bytes: u64,
     /// Exact mode: fingerprints stored.
     pub fingerprints: u64,
+    /// What the generation stores per URL, in words: `k` bits of a Bloom filter, or one
+    /// fingerprint (`fingerprints` mode: the generation's `k` is 1 and sets no bits; the
+    /// namespace's `k` applies to `bloom` and `exact` generations only).
+    pub stores: String,
 }
 
 /// `crawlsieve bloom stats`.
@@ -166,6 +170,14 @@ impl RedisFilter {
                 estimated_fp: fp,
                 memory_bytes: mem,
                 fingerprints: fps_stored,
+                stores: if g.bitmap {
+                    format!("{} Bloom bits per URL", g.k)
+                } else {
+                    format!(
+                        "one {}-bit fingerprint per URL (no Bloom bits: k does not apply)",
+                        g.fp_bits
+                    )
+                },
             });
         }
         let items: u64 = out.iter().map(|g| g.items).sum();

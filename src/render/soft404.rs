@@ -1,15 +1,18 @@
 //! Soft 404s in the render stage (issue 26): the probes of [`crate::page::soft404`], shared
 //! across render workers through Redis, and the judging of a scope's pages a batch at a time.
 //!
-//! For each scope (origin and first path segment) of a batch's 2xx pages, the worker needs the
-//! scope's "not found" template:
+//! For each scope (origin and first path segment) of a batch's 2xx pages — and the origin's
+//! scope too where a section's root is among them (a section's root is judged only when the
+//! section answers as the site does, [`soft404::judge_scope`]) — the worker needs the scope's
+//! "not found" template:
 //! 1. from its memory (re-read from Redis every [`REREAD`]);
 //! 2. else from Redis, `cs:s404:{SCOPE}` (a JSON [`Record`], written with an expiry:
 //!    `render.soft_404_ttl`, 6 h by default — a site that changes its error page is probed
 //!    again);
 //! 3. else it takes the scope's lease (`cs:s404:{SCOPE}:lease`, `SET NX PX`, 2 min) and renders
 //!    the probe itself, through the same browser and egress policy as every page, then writes the
-//!    record. A worker that does not get the lease judges the scope's pages without a template
+//!    record. An origin's probe renders the origin's home page too: whether unknown URLs get
+//!    the home page ([`Record::serves_home`]). A worker that does not get the lease judges the scope's pages without a template
 //!    for this batch (they are not soft 404s). An HTTP error answer (4xx/5xx, HTML or not) is
 //!    an honest answer; a probe that gets no answer (timeout, refused) is not recorded: this
 //!    worker does not probe the scope again for [`RETRY_FAILED`], and the lease is left to
@@ -68,6 +71,15 @@ pub struct Record {
     pub template: Option<Template>,
     /// When (RFC 3339).
     pub probed_at: String,
+    /// Of an origin's record: whether its template is its home page (the origin's root was
+    /// rendered with the probe; [`soft404::serves_home`]) — its sections' roots are then never
+    /// judged. Absent (records of an earlier build): taken as yes.
+    #[serde(default = "yes")]
+    pub serves_home: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The Redis key of a scope's record, and of its lease.
@@ -92,15 +104,20 @@ pub fn answer_label(r: Option<&Record>) -> &'static str {
     }
 }
 
-/// What [`Probes::templates`] found: each scope's template, and each probe rendered now with
-/// its record (`None`: it failed).
-pub type Found = (HashMap<String, Template>, Vec<(String, Option<Record>)>);
+/// What [`Probes::templates`] found: each scope's template, each probe rendered now with its
+/// record (`None`: it failed), and the origins whose template is their home page.
+pub type Found = (
+    HashMap<String, Template>,
+    Vec<(String, Option<Record>)>,
+    HashSet<String>,
+);
 
 /// One render worker's soft-404 state.
 pub struct Probes {
     ttl: Duration,
-    /// Scope → its template (`None`: none needed) and when it was read.
-    known: HashMap<String, (Option<Template>, Instant)>,
+    /// Scope → its template (`None`: none needed), whether it serves the home page, and when it
+    /// was read.
+    known: HashMap<String, (Option<Template>, bool, Instant)>,
     history: HashMap<String, VecDeque<HashSet<String>>>,
     /// Scopes whose probe got no answer, and when.
     failed: HashMap<String, Instant>,
@@ -139,7 +156,7 @@ impl Probes {
             if self
                 .known
                 .get(scope)
-                .is_some_and(|(_, at)| at.elapsed() < REREAD)
+                .is_some_and(|(_, _, at)| at.elapsed() < REREAD)
             {
                 continue;
             }
@@ -154,8 +171,10 @@ impl Probes {
             let got: Option<String> =
                 redis.with(|c| c.query(redis::cmd("GET").arg(&key)).map_err(redis_err))?;
             if let Some(rec) = got.and_then(|j| serde_json::from_str::<Record>(&j).ok()) {
-                self.known
-                    .insert(scope.clone(), (rec.template, Instant::now()));
+                self.known.insert(
+                    scope.clone(),
+                    (rec.template, rec.serves_home, Instant::now()),
+                );
                 continue;
             }
             let mine: Option<String> = redis.with(|c| {
@@ -179,7 +198,17 @@ impl Probes {
             Vec::new()
         } else {
             let r = renderer.clone();
-            let urls: Vec<String> = to_probe.iter().map(|(_, u)| u.clone()).collect();
+            // An origin's probe renders its home page too ([`Record::serves_home`]).
+            let urls: Vec<String> = to_probe
+                .iter()
+                .map(|(_, u)| u.clone())
+                .chain(
+                    to_probe
+                        .iter()
+                        .filter(|(s, _)| soft404::origin_scope(s) == s.as_str())
+                        .map(|(s, _)| format!("{s}/")),
+                )
+                .collect();
             rt.block_on(async move {
                 let tasks: Vec<_> = urls
                     .into_iter()
@@ -195,19 +224,45 @@ impl Probes {
                 out
             })
         };
+        let mut answers = answers;
+        let mut homes = answers
+            .split_off(to_probe.len().min(answers.len()))
+            .into_iter();
         let mut probed = Vec::new();
         for ((scope, probe), a) in to_probe.into_iter().zip(answers) {
+            let home = if soft404::origin_scope(&scope) == scope.as_str() {
+                homes.next().flatten().filter(|h| h.error.is_empty())
+            } else {
+                None
+            };
             // An answer with an HTTP error status counts, whatever its body (a plain-text 404
             // is an honest answer); no status is no answer.
             let rec = a
                 .filter(|a| a.error.is_empty() || a.status >= 400)
-                .map(|a| Record {
-                    v: 1,
-                    template: Template::from_probe(&probe, &a.final_url, a.status, &a.html),
-                    probe: probe.clone(),
-                    status: a.status,
-                    final_url: a.final_url,
-                    probed_at: crate::events::now_rfc3339(),
+                .map(|a| {
+                    let template = Template::from_probe(&probe, &a.final_url, a.status, &a.html);
+                    let serves_home = template.as_ref().is_some_and(|t| {
+                        soft404::serves_home(
+                            t,
+                            home.as_ref().map(|h| {
+                                let at = if h.final_url.is_empty() {
+                                    h.url.as_str()
+                                } else {
+                                    h.final_url.as_str()
+                                };
+                                (at, h.html.as_str())
+                            }),
+                        )
+                    });
+                    Record {
+                        v: 1,
+                        template,
+                        probe: probe.clone(),
+                        status: a.status,
+                        final_url: a.final_url,
+                        probed_at: crate::events::now_rfc3339(),
+                        serves_home,
+                    }
                 });
             let (key, lease) = keys(&scope);
             if let Some(rec) = &rec {
@@ -222,8 +277,10 @@ impl Probes {
                     )
                     .map_err(redis_err)
                 })?;
-                self.known
-                    .insert(scope.clone(), (rec.template.clone(), Instant::now()));
+                self.known.insert(
+                    scope.clone(),
+                    (rec.template.clone(), rec.serves_home, Instant::now()),
+                );
                 let owner = self.owner.clone();
                 redis.with(|c| {
                     c.script::<i64>(&RELEASE, &lease, &[&owner])
@@ -234,14 +291,30 @@ impl Probes {
             }
             probed.push((probe, rec));
         }
+        let (out, homes) = self.remembered(wanted);
+        Ok((out, probed, homes))
+    }
+
+    /// The templates of `wanted` this worker remembers (whatever their age), and the origins
+    /// among them whose template is their home page: what [`Probes::templates`] answers from
+    /// memory alone (Redis unreachable).
+    pub fn remembered(
+        &self,
+        wanted: &[(String, String)],
+    ) -> (HashMap<String, Template>, HashSet<String>) {
         let out = wanted
             .iter()
             .filter_map(|(scope, _)| {
-                let (t, _) = self.known.get(scope)?;
+                let (t, _, _) = self.known.get(scope)?;
                 Some((scope.clone(), t.clone()?))
             })
             .collect();
-        Ok((out, probed))
+        let homes = wanted
+            .iter()
+            .filter(|(scope, _)| self.known.get(scope).is_some_and(|k| k.1))
+            .map(|(scope, _)| scope.clone())
+            .collect();
+        (out, homes)
     }
 
     /// Whether this worker knows how `scope` answers unknown URLs (a template, or none needed).

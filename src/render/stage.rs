@@ -194,17 +194,24 @@ impl RenderStage {
             .iter()
             .map(|(s, idx)| (s.clone(), rendered[idx[0]].0.url.clone()))
             .collect();
-        // A section's root (`/manual/`) is judged only against the origin's answer too.
-        for (r, _) in rendered {
-            if soft404::is_section_root(&r.url) {
-                let origin = soft404::origin_scope(&r.url).to_string();
+        // A section's root (`/manual/`) is judged against the origin's answer too (only the
+        // pages judged: 2xx, rendered, in scope).
+        for &i in by.values().flatten() {
+            let url = &rendered[i].0.url;
+            if soft404::is_section_root(url) {
+                let origin = soft404::origin_scope(url).to_string();
                 if !wanted.iter().any(|(s, _)| *s == origin) {
                     wanted.push((origin.clone(), format!("{origin}/")));
                 }
             }
         }
-        let templates = match probes.templates(&self.rt, &self.renderer, &mut self.redis, &wanted) {
-            Ok((t, probed)) => {
+        let (templates, homes) = match probes.templates(
+            &self.rt,
+            &self.renderer,
+            &mut self.redis,
+            &wanted,
+        ) {
+            Ok((t, probed, homes)) => {
                 for (probe, rec) in &probed {
                     let answer = super::soft404::answer_label(rec.as_ref());
                     tracing::info!(probe, answer, "soft-404 probe");
@@ -212,11 +219,11 @@ impl RenderStage {
                         m.soft_404_probes.with_label_values(&[answer]).inc();
                     }
                 }
-                t
+                (t, homes)
             }
             Err(e) => {
-                tracing::warn!(error = %e, "soft-404 templates not read from Redis; pages judged with none");
-                Default::default()
+                tracing::warn!(error = %e, "soft-404 templates not read from Redis; pages judged with those this worker remembers");
+                probes.remembered(&wanted)
             }
         };
         for (scope, idx) in by {
@@ -232,7 +239,8 @@ impl RenderStage {
                     html: &rendered[i].0.html,
                 })
                 .collect();
-            let site = templates.get(soft404::origin_scope(&scope));
+            let origin = soft404::origin_scope(&scope);
+            let site = templates.get(origin).filter(|_| !homes.contains(origin));
             for (&i, s) in idx.iter().zip(probes.judge(&scope, t, site, &pages)) {
                 out[i] = s;
                 if s {
@@ -408,7 +416,10 @@ impl Stage for RenderStage {
             // scope whose answer to unknown URLs is known (with probes on: a soft 404 not yet
             // classed would look the same whatever the parameter).
             let scope_known = self.probes.as_ref().map_or(true, |pr| {
-                pr.knows(&crate::page::soft404::scope_key(&ev.url))
+                use crate::page::soft404;
+                pr.knows(&soft404::scope_key(&ev.url))
+                    && (!soft404::is_section_root(&ev.url)
+                        || pr.knows(soft404::origin_scope(&ev.url)))
             });
             if let Some(learners) = &mut self.learners {
                 if r.error.is_empty()

@@ -1,0 +1,384 @@
+//! Issue 28: a new user's first hour. Every mistake found trying the README as a newcomer ends
+//! with a non-zero exit (the contract of `crawlsieve --help`: 2 usage, 3 input, 4 unreachable,
+//! 5 partial) and one sentence that names the file, flag or address and says what to do; every
+//! promise of the README and `--help` is kept. Each test here failed on the binary the issue
+//! was filed against.
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    run_env(args, stdin, &[])
+}
+
+fn run_env(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_crawlsieve"));
+    c.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `similar`'s mistakes are caught before any browser starts: a missing list file (it was
+/// taken as a one-URL list: "1 pages, 0 eligible", exit 0), a report name with no known
+/// extension (`report.txt` was silently JSON), an allow-list entry with an impossible port.
+#[test]
+fn similar_refuses_a_missing_list_an_unknown_report_name_and_a_bad_allow_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("x.json");
+    let o = run(
+        &["similar", "-l", "nofile.txt", "-o", json.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(
+        err(&o).contains("nofile.txt") && err(&o).contains("no such file"),
+        "{}",
+        err(&o)
+    );
+    assert!(!json.exists(), "nothing written");
+
+    let txt = dir.path().join("report.txt");
+    let o = run(
+        &[
+            "similar",
+            "-l",
+            "http://127.0.0.1:9/",
+            "-o",
+            txt.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains(".json, .csv or .html"), "{}", err(&o));
+    assert!(!txt.exists());
+
+    let o = run(
+        &[
+            "similar",
+            "-l",
+            "http://127.0.0.2:9/",
+            "-o",
+            json.to_str().unwrap(),
+            "--allow",
+            "127.0.0.2:99999",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("--allow 127.0.0.2:99999") && err(&o).contains("65535"),
+        "{}",
+        err(&o)
+    );
+}
+
+/// `--base` without a scheme, or of another scheme, is a usage error that says what to write
+/// (it was "relative URL without a base", or accepted and then every relative line rejected);
+/// `--same-site` without `--base` admitted everything.
+#[test]
+fn base_and_same_site_mistakes_are_usage_errors() {
+    let o = run(&["check", "--base", "docs.example.org"], b"a.html\n");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("https://docs.example.org"), "{}", err(&o));
+    let o = run(&["check", "--base", "ftp://x/"], b"a.html\n");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("http or https"), "{}", err(&o));
+    let o = run(&["dedup", "--same-site"], b"https://a.example/\n");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("--same-site needs --base"), "{}", err(&o));
+    assert_eq!(out(&o), "", "nothing admitted");
+}
+
+/// A state file made with other parameters is a mistake to say, as a Redis namespace says it
+/// (the file's 10,000,000 / 1e-4 were silently kept).
+#[test]
+fn a_state_file_with_other_parameters_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("s.bloom");
+    let s = state.to_str().unwrap();
+    let o = run(
+        &["dedup", "-q", "--state", s, "--capacity", "1000"],
+        b"https://a.example/\n",
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let o = run(
+        &[
+            "dedup",
+            "-q",
+            "--state",
+            s,
+            "--capacity",
+            "2000",
+            "--fp-rate",
+            "0.01",
+        ],
+        b"https://b.example/\n",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains("--capacity 2000") && e.contains("--fp-rate 0.01") && e.contains(s),
+        "{e}"
+    );
+    assert_eq!(out(&o), "", "nothing emitted");
+    // The file's own parameters (flags left out, or the same) still work.
+    let o = run(
+        &["dedup", "-q", "--state", s, "--capacity", "1000"],
+        b"https://b.example/\n",
+    );
+    assert_eq!(out(&o), "https://b.example/\n", "{}", err(&o));
+}
+
+/// A `cluster` record with no `status`, no `html` and no `error` is no page (it was a page of
+/// status 0): skipped with its line number, and the run is partial.
+#[test]
+fn a_cluster_record_with_nothing_in_it_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("p.jsonl");
+    std::fs::write(
+        &input,
+        "{\"url\":\"https://a.example/\",\"status\":200,\"html\":\"<p>hello</p>\"}\n{\"url\":\"https://a.example/empty\"}\n{\"url\":\"https://a.example/x\",\"error\":\"timeout\"}\n",
+    )
+    .unwrap();
+    let report = dir.path().join("r.json");
+    let o = run(
+        &[
+            "cluster",
+            input.to_str().unwrap(),
+            "-o",
+            report.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(5), "{}", err(&o));
+    assert!(
+        err(&o).contains(":2: skipped: no `status`, `html` or `error`"),
+        "{}",
+        err(&o)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(r["urls"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(r["meta"]["unreadable_lines"], 1);
+}
+
+/// A character reference in an attribute is part of the value: `q=&#39;hello&#39;` keeps its
+/// closing quote (it was trimmed as extractor residue: `q=%27hello`); a raw trailing quote is
+/// still residue.
+#[test]
+fn a_quote_written_as_a_character_reference_is_kept() {
+    let o = run(
+        &[
+            "check",
+            "--context",
+            "html_attr",
+            "--base",
+            "https://h.example/p",
+        ],
+        b"?q=&#39;hello&#39;\n?q=hello'\n",
+    );
+    let rows: Vec<serde_json::Value> = out(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["canonical"], "https://h.example/p?q=%27hello%27");
+    assert_eq!(rows[1]["canonical"], "https://h.example/p?q=hello");
+}
+
+/// File errors name the file once (the cause was said twice), every bad line of a scope file
+/// is reported (only the first was), and a write error names the output.
+#[test]
+fn file_errors_name_the_file_once_and_report_every_bad_line() {
+    let o = run(
+        &["check", "--scope-file", "missing-scope.txt"],
+        b"https://a.example/\n",
+    );
+    assert_eq!(o.status.code(), Some(3));
+    let e = err(&o);
+    assert!(e.contains("missing-scope.txt"), "{e}");
+    assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let scope = dir.path().join("scope.txt");
+    std::fs::write(&scope, "+^https://a\\.example/\nno sign here\n+(unclosed\n").unwrap();
+    let o = run(
+        &["check", "--scope-file", scope.to_str().unwrap()],
+        b"https://a.example/\n",
+    );
+    assert_eq!(o.status.code(), Some(3));
+    let e = err(&o);
+    assert!(
+        e.contains("scope.txt:2") && e.contains("scope.txt:3"),
+        "{e}"
+    );
+
+    if std::path::Path::new("/dev/full").exists() {
+        let o = run(&["dedup", "-q", "-o", "/dev/full"], b"https://a.example/\n");
+        assert!(!o.status.success());
+        assert!(err(&o).contains("/dev/full"), "{}", err(&o));
+    }
+}
+
+/// Redis not running is a refusal, not a timeout, said once, exit 4; `--redis host:port` says
+/// to write `redis://host:port` (it was "Redis URL did not parse - InvalidClientConfig");
+/// `--redis-retry-for 3s` retries for 3 s (it gave up after 1.56 s).
+#[test]
+fn redis_mistakes_say_what_happened() {
+    let port = common::free_port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let t = std::time::Instant::now();
+    let o = run(
+        &[
+            "dedup",
+            "--redis",
+            &url,
+            "--namespace",
+            "t",
+            "--redis-retry-for",
+            "3s",
+        ],
+        b"https://a.example/\n",
+    );
+    let took = t.elapsed();
+    assert_eq!(o.status.code(), Some(4), "{}", err(&o));
+    let last = err(&o).lines().last().unwrap_or("").to_string();
+    assert!(last.contains("connection refused"), "{last}");
+    assert!(!last.contains("no reply within the timeout"), "{last}");
+    assert!(
+        took >= std::time::Duration::from_millis(2900),
+        "retried for {took:?}"
+    );
+
+    let o = run(
+        &[
+            "dedup",
+            "--redis",
+            &format!("localhost:{port}"),
+            "--namespace",
+            "t",
+        ],
+        b"https://a.example/\n",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).contains(&format!("redis://localhost:{port}")),
+        "{}",
+        err(&o)
+    );
+}
+
+/// `bloom drop` answers JSON like every `bloom` command (it printed text); creating an existing
+/// namespace suggests what exists (`--replace` belongs to `import` only); `bloom stats` says
+/// what each generation stores (`k: 5` in the spec beside `k: 1` in a fingerprints
+/// generation, unexplained).
+#[test]
+fn bloom_answers_json_and_explains_itself() {
+    let redis = common::OwnRedis::start(&[]);
+    let url = redis.url();
+    let o = run(
+        &[
+            "bloom",
+            "--redis",
+            &url,
+            "create",
+            "ns1",
+            "--capacity",
+            "10000",
+        ],
+        b"",
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let o = run(
+        &[
+            "bloom",
+            "--redis",
+            &url,
+            "create",
+            "ns1",
+            "--capacity",
+            "10000",
+        ],
+        b"",
+    );
+    assert!(!o.status.success());
+    assert!(err(&o).contains("crawlsieve bloom drop ns1"), "{}", err(&o));
+    let o = run(&["bloom", "--redis", &url, "stats", "ns1"], b"");
+    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let stores = stats["generations"][0]["stores"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        stores.contains("fingerprint") && stores.contains("k does not apply"),
+        "{stores}"
+    );
+    let o = run(&["bloom", "--redis", &url, "drop", "ns1"], b"");
+    assert!(o.status.success(), "{}", err(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v, serde_json::json!({"namespace": "ns1", "dropped": true}));
+    let o = run(&["bloom", "--redis", &url, "drop", "ns1"], b"");
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "a typo must not look like a success"
+    );
+}
+
+/// "Every flag has an environment variable": `CRAWLSIEVE_DENY=/admin/` was silently ignored.
+#[test]
+fn scope_flags_read_their_environment_variables() {
+    let o = run_env(
+        &["check"],
+        b"https://a.example/admin/x\nhttps://a.example/docs\n",
+        &[("CRAWLSIEVE_DENY", "/admin/")],
+    );
+    let rows: Vec<serde_json::Value> = out(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["verdict"], "reject", "{rows:?}");
+    assert_eq!(rows[1]["verdict"], "keep", "{rows:?}");
+}
+
+/// `canon` and `pattern` list `--profile`, `--max-len` and `--context`: they apply them, as
+/// `check` does (`canon --max-len 10` printed a 40-character URL, `{{x}}` became
+/// `%7B%7Bx%7D%7D`).
+#[test]
+fn canon_and_pattern_apply_the_junk_rules_they_list() {
+    let o = run(
+        &["canon", "--max-len", "30"],
+        b"https://a.example/a/rather/long/path/indeed\n{{x}}\nhttps://a.example/ok\n",
+    );
+    assert_eq!(out(&o), "\n\nhttps://a.example/ok\n");
+    let o = run(&["pattern"], b"{{x}}\nhttps://a.example/p/12\n");
+    assert_eq!(out(&o), "\nhttps://a.example/p/{num}\n");
+}
+
+/// `--help` keeps the README's promises: `gate --passthrough` (in the README) is listed, and
+/// the exit codes are there.
+#[test]
+fn help_lists_what_the_readme_documents() {
+    let o = run(&["gate", "--help"], b"");
+    assert!(out(&o).contains("--passthrough"), "{}", out(&o));
+    let o = run(&["--help"], b"");
+    let h = out(&o);
+    for code in ["0 done", "2 usage", "3 input", "4 unreachable", "5 partial"] {
+        assert!(h.contains(code), "{code}: {h}");
+    }
+}
