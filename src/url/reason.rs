@@ -80,6 +80,25 @@ pub enum Reason {
     /// An XML namespace or DTD identifier (`http://www.w3.org/2000/svg`); kept with
     /// `keep_xml_namespaces` (and by the loose profile).
     XmlNamespace,
+    /// (JavaScript) a name starting with a dot, no `/`: a class name, a hidden file's name, a
+    /// build target (`.menu`, `.PHONY`).
+    DotName,
+    /// (JavaScript) a CSS selector (`.a.b`, `.btn:hover`, `.x > .y`).
+    CssSelector,
+    /// (JavaScript, text) a TeX or LaTeX macro (`\frac{1}{2}`).
+    TexMacro,
+    /// (JavaScript, text) regular-expression source (`^\/api\/(\d+)$`, `www\.host\.org`).
+    RegexSource,
+    /// (JavaScript) a bundler or loader request (`style-loader!./x.css`, `text!./tpl.html`).
+    LoaderRequest,
+    /// (JavaScript) a path into `node_modules` or a package's `package.json`.
+    PackageInternal,
+    /// (JavaScript, text) a Unix device or kernel file (`/dev/null`, `/proc/self/…`).
+    DevicePath,
+    /// (Text) a URL with a user name and password (`http://user:pass@host/`).
+    Credentials,
+    /// (Plain text) a numeric character reference cut before its `;` (`…&#39`).
+    CharRefResidue,
     /// (Scope) the host is not in `allow_domains`, or is in `deny_domains`.
     OutOfScopeDomain,
     /// (Scope) a `deny` pattern matched, no `allow` pattern did, or a scope file's rule said no.
@@ -119,7 +138,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 47] = [
+    pub const ALL: [Reason; 56] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -153,6 +172,15 @@ impl Reason {
         Reason::FormatString,
         Reason::DoubleEncoded,
         Reason::XmlNamespace,
+        Reason::DotName,
+        Reason::CssSelector,
+        Reason::TexMacro,
+        Reason::RegexSource,
+        Reason::LoaderRequest,
+        Reason::PackageInternal,
+        Reason::DevicePath,
+        Reason::Credentials,
+        Reason::CharRefResidue,
         Reason::OutOfScopeDomain,
         Reason::DeniedByRule,
         Reason::TooDeep,
@@ -205,6 +233,15 @@ impl Reason {
             Reason::FormatString => "format_string",
             Reason::DoubleEncoded => "double_encoded",
             Reason::XmlNamespace => "xml_namespace",
+            Reason::DotName => "dot_name",
+            Reason::CssSelector => "css_selector",
+            Reason::TexMacro => "tex_macro",
+            Reason::RegexSource => "regex_source",
+            Reason::LoaderRequest => "loader_request",
+            Reason::PackageInternal => "package_internal",
+            Reason::DevicePath => "device_path",
+            Reason::Credentials => "credentials",
+            Reason::CharRefResidue => "char_ref_residue",
             Reason::OutOfScopeDomain => "out_of_scope_domain",
             Reason::DeniedByRule => "denied_by_rule",
             Reason::TooDeep => "too_deep",

@@ -29,6 +29,9 @@ pub(super) fn js_rules(b: &[u8]) -> Option<Reason> {
     if dotted_identifier(b) {
         return Some(Reason::DottedIdentifier);
     }
+    if let Some(r) = super::kinds::js_kinds(b) {
+        return Some(r);
+    }
     if module_path(b) {
         return Some(Reason::JsModulePath);
     }

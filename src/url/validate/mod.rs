@@ -45,6 +45,7 @@ use super::reason::Reason;
 mod clean;
 mod code;
 mod js;
+mod kinds;
 mod mime_registry;
 mod path;
 mod scan;
@@ -173,6 +174,11 @@ impl Validator {
     /// [`Context::decode`]): the context's own rules apply too.
     pub fn check_bytes_in<'a>(&self, raw: &'a [u8], ctx: Context) -> Result<Cow<'a, str>, Reason> {
         let s = std::str::from_utf8(raw).map_err(|_| Reason::InvalidUtf8)?;
+        if ctx != Context::Unknown {
+            if let Some(r) = kinds::raw_rules(s, ctx, self.cfg.keep_xml_namespaces) {
+                return Err(r);
+            }
+        }
         let t = clean(s);
         self.check_trimmed(&t, ctx)?;
         Ok(t)
@@ -185,6 +191,11 @@ impl Validator {
 
     /// [`Validator::check`] for a candidate found in `ctx` (already decoded).
     pub fn check_in(&self, raw: &str, ctx: Context) -> Result<(), Reason> {
+        if ctx != Context::Unknown {
+            if let Some(r) = kinds::raw_rules(raw, ctx, self.cfg.keep_xml_namespaces) {
+                return Err(r);
+            }
+        }
         self.check_trimmed(&clean(raw), ctx)
     }
 
@@ -386,6 +397,11 @@ impl Validator {
         }
         if ctx == Context::Js && scheme.is_none() {
             if let Some(r) = js_rules(b) {
+                return Err(r);
+            }
+        }
+        if matches!(ctx, Context::Text | Context::HtmlText) {
+            if let Some(r) = kinds::text_kinds(b, scheme) {
                 return Err(r);
             }
         }
