@@ -382,3 +382,29 @@ fn help_lists_what_the_readme_documents() {
         assert!(h.contains(code), "{code}: {h}");
     }
 }
+
+/// Shell completions and man pages, generated from the same definitions as `--help`.
+#[test]
+fn completions_and_man_pages_come_from_the_cli_definitions() {
+    let o = run(&["completions", "bash"], b"");
+    assert!(o.status.success());
+    assert!(
+        out(&o).contains("_crawlsieve") && out(&o).contains("dedup"),
+        "{}",
+        out(&o)
+    );
+    let o = run(&["man"], b"");
+    assert!(
+        out(&o).starts_with(".ie") || out(&o).contains(".TH crawlsieve 1"),
+        "{}",
+        out(&o)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&["man", "--dir", dir.path().to_str().unwrap()], b"");
+    assert!(o.status.success(), "{}", err(&o));
+    let page = std::fs::read_to_string(dir.path().join("crawlsieve-dedup.1")).unwrap();
+    assert!(
+        page.contains("\\-\\-same\\-site"),
+        "every flag is on the page"
+    );
+}

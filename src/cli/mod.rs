@@ -35,6 +35,35 @@ use crate::input::{Line, LineReader};
 use crate::sieve::{BatchResult, Sieve, Verdict};
 use crate::url::{pattern, Canonicalizer, Merge, Profile, Reason, Validator};
 
+/// `dedup --help`'s examples.
+const DEDUP_EXAMPLES: &str = "Examples:
+  crawlsieve dedup --base https://docs.example.org/guide/ candidates.txt > new.txt
+  crawlsieve dedup --state seen.bloom --capacity 1000000 day1.txt      # remembered across runs
+  crawlsieve dedup --redis redis://127.0.0.1:6379 --namespace crawl1 -  # shared through Redis
+  crawlsieve dedup --format jsonl --context js strings.txt              # one verdict per line";
+
+/// `check --help`'s examples.
+const CHECK_EXAMPLES: &str = "Examples:
+  echo 'function(){return 1}' | crawlsieve check
+  crawlsieve check --base https://h.example/a/ --allow-domain h.example links.txt
+  crawlsieve check --context html_attr --scope-file regex-urlfilter.txt hrefs.txt";
+
+/// `cluster --help`'s examples.
+const CLUSTER_EXAMPLES: &str =
+    "Input: JSON Lines, one fetched page a line: url, final_url, status, content_type, html
+(optional: redirect_chain, timings, phash, thumbnail, error); a record needs status, html or error.
+Or --warc FILE: the response records of a WARC (wget --warc-file).
+
+Examples:
+  crawlsieve cluster pages.jsonl -o report.json
+  crawlsieve cluster --warc crawl.warc.gz -o report.html";
+
+/// `similar --help`'s examples.
+const SIMILAR_EXAMPLES: &str = "Examples:
+  crawlsieve similar -l urls.txt -o result.json
+  crawlsieve similar -l https://a.example/,https://a.example/x -o report.html
+  crawlsieve similar -l local.txt -o r.csv --allow 127.0.0.1:8080   # a loopback test site";
+
 /// The exit-code contract ([`exit`]), as `--help` shows it.
 const EXIT_CODES: &str = "Exit codes: 0 done; 1 failed while running; 2 usage (a flag or value is wrong, nothing done); \
 3 input (a file, state file or record cannot be read or is malformed); 4 unreachable (Redis, Kafka or \
@@ -64,8 +93,10 @@ pub struct Cli {
 #[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum Command {
     /// The embedded main job: junk out, canonicalize, emit each new URL once.
+    #[command(after_help = DEDUP_EXAMPLES)]
     Dedup(DedupArgs),
     /// Judge each candidate: one JSON object per input line.
+    #[command(after_help = CHECK_EXAMPLES)]
     Check(CheckArgs),
     /// Print the canonical form of each line, through the same junk rules as `check` (an empty
     /// line where a rule rejects it; `check` says which).
@@ -78,8 +109,10 @@ pub enum Command {
     /// The Kafka stage: URL events in, new URLs to the fetch topic (at least once).
     Gate(gate::GateArgs),
     /// Near-duplicate and rule clusters of pages already fetched (JSON Lines in, JSON/CSV out).
+    #[command(after_help = CLUSTER_EXAMPLES)]
     Cluster(cluster::ClusterArgs),
     /// Render URLs in headless Chromium and cluster them (the seed's `-l urls.txt -o out.json`).
+    #[command(after_help = SIMILAR_EXAMPLES)]
     Similar(similar::SimilarArgs),
     /// The render stage: fetch events in, cluster assignments to the results topic.
     Render(render::RenderArgs),
@@ -91,10 +124,64 @@ pub enum Command {
     /// Learned parameter rules of a namespace (the render stage learns, the gate applies):
     /// list, export, revoke.
     Rules(rules::RulesArgs),
+    /// Print a shell completion script (`crawlsieve completions bash > /etc/bash_completion.d/crawlsieve`).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), or write one page per command into a directory.
+    Man(ManArgs),
+}
+
+/// `crawlsieve completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `crawlsieve man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `crawlsieve.1` and `crawlsieve-COMMAND.1` for every command into DIR instead of
+    /// printing the main page.
+    #[arg(long, env = "CRAWLSIEVE_MAN_DIR", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// `crawlsieve man`: pages generated from the same definitions as `--help`.
+fn man(a: ManArgs) -> Result<()> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let Some(dir) = a.dir else {
+        let mut out = io::stdout().lock();
+        clap_mangen::Man::new(cmd).render(&mut out)?;
+        return Ok(out.flush()?);
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the directory {}", dir.display()))?;
+    let write = |name: &str, c: clap::Command| -> Result<()> {
+        let path = dir.join(format!("{name}.1"));
+        let mut f = BufWriter::new(
+            File::create(&path).with_context(|| format!("cannot create {}", path.display()))?,
+        );
+        clap_mangen::Man::new(c)
+            .render(&mut f)
+            .and_then(|_| f.flush())
+            .with_context(|| format!("writing {}", path.display()))
+    };
+    for sub in cmd.get_subcommands() {
+        let name = format!("crawlsieve-{}", sub.get_name());
+        // The page's title names the command as typed (`crawlsieve dedup`); clap wants a
+        // 'static name, so the few page names are leaked once per run of this command.
+        let title: &'static str = Box::leak(name.clone().into_boxed_str());
+        write(&name, sub.clone().name(title))?;
+    }
+    write("crawlsieve", cmd)?;
+    Ok(())
 }
 
 /// Input files and the line cap.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Input")]
 pub struct InputArgs {
     /// Input files, one candidate a line; `-` or nothing reads stdin.
     #[arg(value_name = "FILE")]
@@ -106,6 +193,7 @@ pub struct InputArgs {
 
 /// Validator and canonicalization settings.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Junk rules and canonicalization")]
 pub struct RuleArgs {
     /// Threshold profile.
     #[arg(long, env = "CRAWLSIEVE_PROFILE", value_enum, default_value_t = Profile::Standard)]
@@ -270,6 +358,7 @@ impl RuleArgs {
 /// Crawl scope (`check` and `dedup`): the same as a configuration's `[scope]`. Nothing given:
 /// every URL is in scope; an empty allow list (domains or patterns) means "everything".
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Crawl scope")]
 pub struct ScopeArgs {
     /// Admit only this domain and its subdomains (repeatable or comma-separated; IDN in either
     /// form). None given: every domain.
@@ -368,6 +457,7 @@ impl ScopeArgs {
 
 /// Output destination.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Output")]
 pub struct OutputArgs {
     /// Write to FILE instead of stdout.
     #[arg(
@@ -405,21 +495,22 @@ pub struct DedupArgs {
     /// Keep the filter in FILE across runs (loaded if present, saved after the output is flushed).
     #[arg(
         long,
+        help_heading = "In-process filter",
         env = "CRAWLSIEVE_STATE",
         value_name = "FILE",
         conflicts_with = "redis"
     )]
     pub state: Option<PathBuf>,
     /// Expected number of distinct URLs (sizes a new filter) [default: 10000000].
-    #[arg(long, env = "CRAWLSIEVE_CAPACITY")]
+    #[arg(long, help_heading = "In-process filter", env = "CRAWLSIEVE_CAPACITY")]
     pub capacity: Option<u64>,
     /// Target false-positive rate at capacity (sizes a new filter) [default: 1e-4].
-    #[arg(long, env = "CRAWLSIEVE_FP_RATE")]
+    #[arg(long, help_heading = "In-process filter", env = "CRAWLSIEVE_FP_RATE")]
     pub fp_rate: Option<f64>,
     #[command(flatten)]
     pub redis: RedisArgs,
     /// No summary on stderr.
-    #[arg(short, long, env = "CRAWLSIEVE_QUIET")]
+    #[arg(short, long, help_heading = "Output", env = "CRAWLSIEVE_QUIET")]
     pub quiet: bool,
 }
 
@@ -468,6 +559,13 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Dedup(a) => dedup(a),
         Command::Check(a) => check(a),
         Command::Canon(a) => canon(a),
+        Command::Completions(a) => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(a.shell, &mut cmd, "crawlsieve", &mut io::stdout());
+            Ok(())
+        }
+        Command::Man(a) => man(a),
         Command::Pattern(a) => pattern_cmd(a),
         Command::Bloom(a) => redis::bloom(a),
         Command::Gate(a) => gate::gate(a),

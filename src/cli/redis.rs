@@ -11,6 +11,7 @@ use crate::redis_filter::{snapshot, Expect, Mode, NamespaceSpec, RedisConfig, Re
 
 /// Where the shared filter lives. Without `--redis`, `dedup` uses an in-process filter.
 #[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Shared filter (Redis)")]
 pub struct RedisArgs {
     /// Share the filter through Redis: `redis://host:port[/db]`; several comma-separated seed
     /// URLs (or --redis-cluster) talk to a Redis Cluster.
