@@ -80,6 +80,12 @@ pub fn check_allow_entry(entry: &str) -> Result<(), String> {
     if entry.is_empty() {
         return Err("empty (HOST, HOST:PORT, IP, IP:PORT or [IPv6]:PORT)".into());
     }
+    if let Some((_, rest)) = entry.split_once("://") {
+        let host = rest.split('/').next().unwrap_or(rest);
+        return Err(format!(
+            "a URL, not a host: write {host} (HOST, HOST:PORT, IP, IP:PORT or [IPv6]:PORT)"
+        ));
+    }
     if let Some(rest) = entry.strip_prefix('[') {
         let Some((h, p)) = rest.split_once(']') else {
             return Err("no closing `]` ([IPv6] or [IPv6]:PORT)".into());

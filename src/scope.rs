@@ -600,8 +600,16 @@ impl Scope {
         for f in &spec.files {
             read_rule_file(f, &mut file_rules, &mut problems)?;
         }
-        // Every rule that does not compile, not only the first.
+        // Every rule that does not compile, not only the first; in file and line order.
         problems.extend(file_rules.iter().filter_map(|r| compile_one(r).err()));
+        let line_of = |e: &ScopeError| match e {
+            ScopeError::Pattern { origin, .. } => origin
+                .rsplit_once(':')
+                .and_then(|(f, n)| Some((f.to_string(), n.parse::<usize>().ok()?)))
+                .unwrap_or((origin.clone(), 0)),
+            _ => (String::new(), 0),
+        };
+        problems.sort_by_key(line_of);
         match problems.len() {
             0 => {}
             1 => return Err(problems.remove(0)),
@@ -830,6 +838,7 @@ fn read_rule_file(
         path: path.to_path_buf(),
         source,
     })?;
+    let (before, problems_before) = (rules.len(), problems.len());
     for (n, line) in text.lines().enumerate() {
         let l = line.trim();
         if l.is_empty() || l.starts_with('#') {
@@ -861,6 +870,14 @@ fn read_rule_file(
             allow,
             pattern: pattern.to_string(),
             origin,
+        });
+    }
+    if rules.len() == before && problems.len() == problems_before {
+        // No rule at all: with Nutch's "no match rejects", every URL would be out of scope.
+        problems.push(ScopeError::Pattern {
+            origin: path.display().to_string(),
+            pattern: String::new(),
+            message: "no rule in the file (+regex to admit, -regex to reject); with none, every URL would be rejected".into(),
         });
     }
     Ok(())

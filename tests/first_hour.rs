@@ -408,3 +408,257 @@ fn completions_and_man_pages_come_from_the_cli_definitions() {
         "every flag is on the page"
     );
 }
+
+/// Found by a second newcomer run (issue 28): `-o` naming an input emptied it; a missing
+/// input was found only after `-o` had emptied the output file.
+#[test]
+fn the_output_never_destroys_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("u.txt");
+    std::fs::write(&f, "https://a.example/\n").unwrap();
+    let p = f.to_str().unwrap();
+    let o = run(&["check", "-o", p, p], b"");
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "https://a.example/\n");
+    let keep = dir.path().join("keep.txt");
+    std::fs::write(&keep, "precious\n").unwrap();
+    let o = run(
+        &["check", "-o", keep.to_str().unwrap(), "no-such-input.txt"],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "precious\n");
+    let o = run(&["check", dir.path().to_str().unwrap()], b"");
+    assert_eq!(o.status.code(), Some(3), "a directory is no input file");
+}
+
+/// Flags that would be silently ignored, or values that make every line fail, are usage or
+/// input errors; the contract's codes hold for them.
+#[test]
+fn silently_useless_runs_are_errors() {
+    let o = run(&["dedup", "--namespace", "foo"], b"https://a.example/\n");
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("--namespace foo needs --redis"),
+        "{}",
+        err(&o)
+    );
+    let o = run(&["check", "--max-len", "0"], b"https://a.example/\n");
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("scope.txt");
+    std::fs::write(&empty, "# only a comment\n").unwrap();
+    let o = run(
+        &["check", "--scope-file", empty.to_str().unwrap()],
+        b"https://a.example/\n",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(err(&o).contains("no rule"), "{}", err(&o));
+    let robots_dir = dir.path().join("robots");
+    std::fs::create_dir(&robots_dir).unwrap();
+    std::fs::write(
+        robots_dir.join("robots.txt"),
+        "User-agent: *\nDisallow: /\n",
+    )
+    .unwrap();
+    let o = run(
+        &["check", "--robots-dir", robots_dir.to_str().unwrap()],
+        b"https://a.example/\n",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("DIR/<host>/robots.txt"), "{}", err(&o));
+    // A relative line printed empty by `canon` is explained once.
+    let o = run(&["canon"], b"a.html\nb.html\n");
+    assert_eq!(out(&o), "\n\n");
+    assert!(
+        err(&o).contains("2 relative line(s) printed empty: give --base"),
+        "{}",
+        err(&o)
+    );
+    // Boolean flags take 1/0, yes/no from the environment too.
+    let o = run_env(
+        &["dedup"],
+        b"https://a.example/\n",
+        &[("CRAWLSIEVE_QUIET", "1")],
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(err(&o), "", "quiet: no summary");
+    // `--allow` given a URL says what to write.
+    let o = run(
+        &[
+            "similar",
+            "-l",
+            "http://127.0.0.1:9/",
+            "-o",
+            "x.json",
+            "--allow",
+            "http://127.0.0.1:8931",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("write 127.0.0.1:8931"), "{}", err(&o));
+    // A gate configuration with a bare host:port for Redis is refused before anything starts.
+    let o = run(
+        &[
+            "gate",
+            "--print-config",
+            "--set",
+            "redis.url=localhost:6391",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("redis://localhost:6391"), "{}", err(&o));
+}
+
+/// `robots` judges absolute http(s) URLs only: anything else is `"allowed": null` with an
+/// error, and the run is partial; a missing file is an input error.
+#[test]
+fn robots_judges_urls_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("robots.txt");
+    std::fs::write(&f, "User-agent: *\nDisallow: /p/\n").unwrap();
+    let o = run(
+        &[
+            "robots",
+            "--file",
+            f.to_str().unwrap(),
+            "--agent",
+            "bot",
+            "not a url",
+            "https://h.example/p/1",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(5), "{}", err(&o));
+    let rows: Vec<serde_json::Value> = out(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        rows[0]["allowed"].is_null() && rows[0]["error"].is_string(),
+        "{rows:?}"
+    );
+    assert_eq!(rows[1]["allowed"], false);
+    let o = run(
+        &[
+            "robots",
+            "--file",
+            "nosuch.txt",
+            "--agent",
+            "bot",
+            "https://h.example/",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+}
+
+/// A file of URLs given to `cluster` is said once to be no JSON Lines, with the way to render
+/// URLs, not 3,000 times.
+#[test]
+fn cluster_of_a_url_list_says_what_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("urls.txt");
+    let urls: String = (0..50)
+        .map(|i| format!("https://a.example/{i}\n"))
+        .collect();
+    std::fs::write(&f, urls).unwrap();
+    let o = run(
+        &[
+            "cluster",
+            f.to_str().unwrap(),
+            "-o",
+            dir.path().join("r.json").to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(5));
+    let e = err(&o);
+    assert!(e.matches("skipped:").count() <= 10, "{e}");
+    assert!(e.contains("crawlsieve similar -l"), "{e}");
+}
+
+/// Redis: a namespace that does not exist is an input error, one made with other parameters a
+/// usage error; `rules revoke` with a URL for a host is refused.
+#[test]
+fn redis_namespace_errors_follow_the_contract() {
+    let redis = common::OwnRedis::start(&[]);
+    let url = redis.url();
+    let o = run(&["bloom", "--redis", &url, "stats", "nope"], b"");
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    let o = run(
+        &[
+            "bloom",
+            "--redis",
+            &url,
+            "create",
+            "ns2",
+            "--capacity",
+            "10000",
+        ],
+        b"",
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let o = run(
+        &[
+            "dedup",
+            "-q",
+            "--redis",
+            &url,
+            "--namespace",
+            "ns2",
+            "--capacity",
+            "5000",
+        ],
+        b"https://a.example/\n",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let o = run(
+        &[
+            "rules",
+            "--redis",
+            &url,
+            "revoke",
+            "https://example.com/",
+            "sid",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+}
+
+/// `similar` on a page whose server does not answer: an error (`unreachable: …`), not the
+/// egress proxy's 502 taken for the site's page, and the run is partial.
+#[test]
+fn similar_reports_an_unreachable_page() {
+    let port = common::free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let o = run(
+        &[
+            "similar",
+            "-l",
+            &format!("http://127.0.0.1:{port}/"),
+            "-o",
+            report.to_str().unwrap(),
+            "--allow",
+            "127.0.0.1",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(5), "{}", err(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let e = r["urls"][0]["error"].as_str().unwrap();
+    assert!(
+        e.starts_with("unreachable") || e.starts_with("navigation"),
+        "{r}"
+    );
+    assert!(
+        err(&o).contains("1 not fetched or not rendered"),
+        "{}",
+        err(&o)
+    );
+}

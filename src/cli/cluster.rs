@@ -36,7 +36,7 @@ pub struct ClusterArgs {
     pub output: Option<PathBuf>,
     /// Use the seed's thresholds and scales exactly (content ≥ 0.97 at scale 16, visual ≥ 0.99
     /// at scale 20; see docs/page-clustering.md).
-    #[arg(long, env = "CRAWLSIEVE_SEED_THRESHOLDS")]
+    #[arg(long, env = "CRAWLSIEVE_SEED_THRESHOLDS", value_parser = clap::builder::BoolishValueParser::new())]
     pub seed_thresholds: bool,
     /// Content-similarity threshold (default 0.95 = SimHash distance ≤ 3).
     #[arg(long, env = "CRAWLSIEVE_CONTENT_THRESHOLD", value_parser = unit_interval)]
@@ -260,7 +260,13 @@ pub fn run(a: ClusterArgs) -> Result<()> {
                 }
                 Err(e) => {
                     unreadable += 1;
-                    eprintln!("crawlsieve cluster: {name}:{n}: skipped: {e}");
+                    // A file that is no JSON Lines at all (a URL list) says so once, not per line.
+                    if unreadable <= 10 {
+                        eprintln!("crawlsieve cluster: {name}:{n}: skipped: {e}");
+                    }
+                    if unreadable == 10 {
+                        eprintln!("crawlsieve cluster: {name}: further skipped lines not listed; `cluster` reads JSON Lines of fetched pages (README, \"Input for cluster\"); to render a list of URLs, use `crawlsieve similar -l FILE`");
+                    }
                 }
             }
         }
@@ -437,20 +443,19 @@ pub(crate) fn report(
             u.error.starts_with("unparsable:")
         }
     };
-    let refused = report
-        .urls
-        .iter()
-        .filter(did_not)
-        .filter(|u| u.error.starts_with("refused"))
-        .count();
+    // Refused by the address policy: a host that is not public (`… resolves to 127.0.0.1, a
+    // loopback address …`), the one refusal `--allow` lifts. A line that is no http(s) URL or
+    // names no host is a failure of its own.
+    let private = |u: &&OutUrl| u.error.starts_with("refused") && u.error.contains(" address");
+    let refused = report.urls.iter().filter(did_not).filter(private).count();
     let failed = report
         .urls
         .iter()
         .filter(did_not)
-        .filter(|u| !u.error.starts_with("refused"))
+        .filter(|u| !private(u))
         .count();
     let mut summary = format!(
-        "crawlsieve {command}: {} pages, {} eligible, {} clusters",
+        "crawlsieve {command}: {} pages, {} eligible (2xx HTML with enough text to compare), {} clusters",
         report.meta.total_urls, report.meta.eligible_html_urls, report.meta.total_clusters
     );
     if refused > 0 {
@@ -459,7 +464,9 @@ pub(crate) fn report(
         ));
     }
     if failed > 0 {
-        summary.push_str(&format!("; {failed} failed (see their `error`)"));
+        summary.push_str(&format!(
+            "; {failed} not fetched or not rendered (see their `error`)"
+        ));
     }
     if report.meta.unreadable_lines > 0 {
         summary.push_str(&format!(

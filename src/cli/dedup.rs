@@ -158,7 +158,7 @@ impl<'a> RedisPipe<'a> {
         let (quiet, at) = (self.quiet, self.f.address());
         move |e, wait| {
             if !quiet {
-                eprintln!("crawlsieve: Redis at {at}: {e}; retrying in {wait:?}");
+                eprintln!("crawlsieve: Redis at {at}: {e}; retrying in {wait:.1?}");
             }
         }
     }

@@ -83,8 +83,28 @@ pub fn code(e: &anyhow::Error) -> i32 {
     }
     for c in e.chain() {
         if let Some(r) = c.downcast_ref::<crate::redis_filter::RedisFilterError>() {
-            if matches!(r, crate::redis_filter::RedisFilterError::Unavailable { .. }) {
-                return Exit::Unreachable as i32;
+            use crate::redis_filter::RedisFilterError as R;
+            return match r {
+                R::Unavailable { .. } => Exit::Unreachable,
+                // Flags that do not fit the namespace, or name a wrong one: usage.
+                R::Params(_) | R::Mismatch { .. } | R::Exists(_) => Exit::Usage,
+                // A namespace that is not there, a snapshot that cannot be read or used.
+                R::NotFound(_) | R::Snapshot(_) | R::Io(_) | R::Corrupt(_) => Exit::Input,
+                R::Server(_) => Exit::Failed,
+            } as i32;
+        }
+        if let Some(c) = c.downcast_ref::<crate::config::ConfigError>() {
+            return match c {
+                crate::config::ConfigError::Read { .. } => Exit::Input,
+                crate::config::ConfigError::Invalid(_) => Exit::Usage,
+            } as i32;
+        }
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+            ) {
+                return Exit::Input as i32;
             }
         }
         if let Some(r) = c.downcast_ref::<::redis::RedisError>() {

@@ -75,7 +75,7 @@ pub struct GateArgs {
     /// Benchmark baseline: copy input messages to the fetch topic unchanged, with the same
     /// client settings, batching and delivery discipline, and no decoding or filter (what the
     /// gate's throughput is compared with; never for production).
-    #[arg(long, env = "CRAWLSIEVE_PASSTHROUGH")]
+    #[arg(long, env = "CRAWLSIEVE_PASSTHROUGH", value_parser = clap::builder::BoolishValueParser::new())]
     pub passthrough: bool,
 }
 

@@ -104,7 +104,7 @@ pub enum Command {
     /// Print the URL pattern of each line, through the same junk rules as `check` (an empty line
     /// where a rule rejects it).
     Pattern(PatternArgs),
-    /// Manage Redis-shared filters: create, stats, export, import, drop.
+    /// Manage Redis-shared filters: create, stats, export, import, drop, forget.
     Bloom(BloomArgs),
     /// The Kafka stage: URL events in, new URLs to the fetch topic (at least once).
     Gate(gate::GateArgs),
@@ -168,12 +168,21 @@ fn man(a: ManArgs) -> Result<()> {
             .and_then(|_| f.flush())
             .with_context(|| format!("writing {}", path.display()))
     };
-    for sub in cmd.get_subcommands() {
-        let name = format!("crawlsieve-{}", sub.get_name());
-        // The page's title names the command as typed (`crawlsieve dedup`); clap wants a
-        // 'static name, so the few page names are leaked once per run of this command.
-        let title: &'static str = Box::leak(name.clone().into_boxed_str());
-        write(&name, sub.clone().name(title))?;
+    // Every command and sub-command (`crawlsieve-bloom-create.1`): the pages refer to each
+    // other by these names. clap wants a 'static name: the few page names are leaked once per
+    // run of this command.
+    fn pages(prefix: &str, cmd: &clap::Command, out: &mut Vec<(String, clap::Command)>) {
+        for sub in cmd.get_subcommands() {
+            let name = format!("{prefix}-{}", sub.get_name());
+            let title: &'static str = Box::leak(name.clone().into_boxed_str());
+            out.push((name.clone(), sub.clone().name(title)));
+            pages(&name, sub, out);
+        }
+    }
+    let mut all = Vec::new();
+    pages("crawlsieve", &cmd, &mut all);
+    for (name, c) in all {
+        write(&name, c)?;
     }
     write("crawlsieve", cmd)?;
     Ok(())
@@ -216,10 +225,10 @@ pub struct RuleArgs {
     )]
     pub strip_params: Vec<String>,
     /// Keep tracking parameters (utm_*, gclid, ...) and session ids.
-    #[arg(long, env = "CRAWLSIEVE_KEEP_TRACKING")]
+    #[arg(long, env = "CRAWLSIEVE_KEEP_TRACKING", value_parser = clap::builder::BoolishValueParser::new())]
     pub keep_tracking: bool,
     /// Keep query parameters in their original order.
-    #[arg(long, env = "CRAWLSIEVE_NO_SORT_QUERY")]
+    #[arg(long, env = "CRAWLSIEVE_NO_SORT_QUERY", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_sort_query: bool,
     /// Opt-in equivalences for deduplication only (the emitted URL is unchanged), comma-separated:
     /// scheme, www, trailing-slash, index, slashes. Each may merge pages a server tells apart.
@@ -227,7 +236,7 @@ pub struct RuleArgs {
     pub merge: Vec<Merge>,
     /// Keep XML namespace and DTD identifiers (`http://www.w3.org/2000/svg`); the loose profile
     /// keeps them too. Otherwise they are rejected as `xml_namespace`.
-    #[arg(long, env = "CRAWLSIEVE_KEEP_XML_NAMESPACES")]
+    #[arg(long, env = "CRAWLSIEVE_KEEP_XML_NAMESPACES", value_parser = clap::builder::BoolishValueParser::new())]
     pub keep_xml_namespaces: bool,
     /// Where the input's candidates were found, decoded accordingly before they are judged:
     /// html_attr (raw attribute values: `&amp;` is `&`), html_text, js (string literals:
@@ -248,7 +257,7 @@ pub struct RuleArgs {
     pub allow_private: Vec<String>,
     /// Turn the spider-trap rules off (`trap_repeated_path`, `trap_too_deep`, `trap_echo`,
     /// `trap_calendar`; a gate's `[sieve.traps]` sets each).
-    #[arg(long, env = "CRAWLSIEVE_NO_TRAPS")]
+    #[arg(long, env = "CRAWLSIEVE_NO_TRAPS", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_traps: bool,
     /// robots.txt files already fetched: `DIR/<host>/robots.txt` (`DIR/<host>:<port>/…` for a
     /// non-default port). A URL its host's file disallows for `--robots-agent` is
@@ -265,27 +274,9 @@ pub struct RuleArgs {
     pub robots_agent: String,
 }
 
-/// `--redis`: one Redis URL, or comma-separated cluster seeds, each `redis://host:port[/db]`
-/// (`rediss://` for TLS, `redis+unix:///path` or `unix:///path` for a socket). A bare
-/// `host:port` is said plainly, not passed on to fail as "did not parse".
+/// `--redis`: one Redis URL, or comma-separated cluster seeds ([`crate::redis_filter::check_urls`]).
 pub(crate) fn redis_urls(s: &str) -> std::result::Result<String, String> {
-    for u in s.split(',').map(str::trim) {
-        let scheme = u.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-        match scheme.as_deref() {
-            Some("redis" | "rediss" | "redis+unix" | "unix") => {
-                if ::redis::IntoConnectionInfo::into_connection_info(u).is_err() {
-                    return Err(format!("{u:?} is not a Redis URL (redis://host:port[/db])"));
-                }
-            }
-            _ => {
-                return Err(format!(
-                    "{u:?} is not a Redis URL: write redis://{} (rediss:// for TLS)",
-                    u.split_once("://").map_or(u, |(_, rest)| rest)
-                ))
-            }
-        }
-    }
-    Ok(s.to_string())
+    crate::redis_filter::check_urls(s).map(|_| s.to_string())
 }
 
 /// `--base`: an absolute http(s) URL, said plainly when it is not one.
@@ -296,6 +287,12 @@ fn parse_base(s: &str) -> std::result::Result<Url, String> {
             "{s:?} is a {} URL; the base must be an http or https page URL (https://host/path)",
             u.scheme()
         )),
+        Err(url::ParseError::RelativeUrlWithoutBase) if s.starts_with('/') || s.starts_with('.') => {
+            Err(format!(
+                "{s:?} is a path: the base is the full URL of the page the candidates were found on (https://host{})",
+                if s.starts_with('/') { s } else { "/page.html" }
+            ))
+        }
         Err(url::ParseError::RelativeUrlWithoutBase) => Err(format!(
             "{s:?} has no scheme: write the page's full URL, e.g. https://{s}"
         )),
@@ -325,7 +322,7 @@ impl RuleArgs {
     }
 
     fn validator(&self) -> Result<Validator> {
-        self.section().validator().map_err(anyhow::Error::msg)
+        self.section().validator().map_err(exit::usage)
     }
 
     fn canonicalizer(&self) -> Canonicalizer {
@@ -336,19 +333,28 @@ impl RuleArgs {
         let mut s = Sieve::new(self.validator()?, self.canonicalizer(), self.base.clone());
         s.context = self.context;
         let section = self.section();
-        s.address = section.address_policy().map_err(anyhow::Error::msg)?;
+        s.address = section.address_policy().map_err(exit::usage)?;
         s.traps = section.traps;
         if let Some(dir) = &self.robots_dir {
-            anyhow::ensure!(
-                dir.is_dir(),
-                "--robots-dir {}: not a directory (expected DIR/<host>/robots.txt files)",
-                dir.display()
-            );
-            anyhow::ensure!(
-                !crate::robots::product_token(&self.robots_agent).is_empty(),
-                "--robots-agent {:?} has no product token (letters, `-` and `_`)",
-                self.robots_agent
-            );
+            if !dir.is_dir() {
+                return Err(exit::input(format!(
+                    "--robots-dir {}: not a directory (expected DIR/<host>/robots.txt files)",
+                    dir.display()
+                )));
+            }
+            if dir.join("robots.txt").is_file() {
+                // One file at the top is a mistake to say: every host passes otherwise.
+                return Err(exit::usage(format!(
+                    "--robots-dir {}: holds robots.txt itself; the files go one directory per host (DIR/<host>/robots.txt, DIR/<host>:<port>/robots.txt)",
+                    dir.display()
+                )));
+            }
+            if crate::robots::product_token(&self.robots_agent).is_empty() {
+                return Err(exit::usage(format!(
+                    "--robots-agent {:?} has no product token (letters, `-` and `_`)",
+                    self.robots_agent
+                )));
+            }
             s.robots = Some(crate::robots::RobotsDir::new(dir, &self.robots_agent));
         }
         Ok(s)
@@ -415,7 +421,7 @@ pub struct ScopeArgs {
     )]
     pub ports: Vec<u16>,
     /// Admit only URLs of the same site (registrable domain) as --base.
-    #[arg(long, env = "CRAWLSIEVE_SAME_SITE")]
+    #[arg(long, env = "CRAWLSIEVE_SAME_SITE", value_parser = clap::builder::BoolishValueParser::new())]
     pub same_site: bool,
 }
 
@@ -510,7 +516,7 @@ pub struct DedupArgs {
     #[command(flatten)]
     pub redis: RedisArgs,
     /// No summary on stderr.
-    #[arg(short, long, help_heading = "Output", env = "CRAWLSIEVE_QUIET")]
+    #[arg(short, long, help_heading = "Output", env = "CRAWLSIEVE_QUIET", value_parser = clap::builder::BoolishValueParser::new())]
     pub quiet: bool,
 }
 
@@ -660,6 +666,32 @@ fn for_each_batch(
             }
             if !more {
                 break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Before anything is written: every input file can be opened, and `-o` is none of them (the
+/// output is created, so emptied, before the inputs are read: `check -o in.txt in.txt` lost
+/// the input, and a missing input was found only after `-o keep.txt` had emptied keep.txt).
+fn check_io(input: &InputArgs, o: &OutputArgs) -> Result<()> {
+    for src in sources(input).into_iter().flatten() {
+        let m = std::fs::metadata(src)
+            .map_err(|e| exit::input(format!("cannot open {}: {e}", src.display())))?;
+        if m.is_dir() {
+            return Err(exit::input(format!(
+                "{} is a directory: give the files in it (one candidate a line)",
+                src.display()
+            )));
+        }
+        if let Some(out) = &o.output {
+            let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
+            if same(src, out) {
+                return Err(exit::usage(format!(
+                    "-o {} is also an input file: it would be emptied before it is read (write to another file)",
+                    out.display()
+                )));
             }
         }
     }
@@ -1002,6 +1034,21 @@ impl Emitter {
 fn dedup(a: DedupArgs) -> Result<()> {
     let mut sieve = a.rules.sieve()?;
     a.scope.apply(&mut sieve)?;
+    check_io(&a.input, &a.output)?;
+    // The state is saved after the run: a directory that is not there would lose it then.
+    if let Some(p) = &a.state {
+        let dir = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            return Err(exit::input(format!(
+                "--state {}: the directory {} does not exist (the state is saved there after the run)",
+                p.display(),
+                dir.display()
+            )));
+        }
+    }
     let mut filter = match a.redis.connect(a.capacity, a.fp_rate)? {
         Some(f) => DedupFilter::Redis(Box::new(f), a.redis.redis_retry_for.0),
         None => DedupFilter::Local(load_or_create(&a)?),
@@ -1084,6 +1131,7 @@ fn dedup(a: DedupArgs) -> Result<()> {
 fn check(a: CheckArgs) -> Result<()> {
     let mut sieve = a.rules.sieve()?;
     a.scope.apply(&mut sieve)?;
+    check_io(&a.input, &a.output)?;
     let mut out = open_output(&a.output)?;
     let mut buf = Vec::with_capacity(OUT_CHUNK + 4096);
     for_each_line(&a.input, None, |line| {
@@ -1104,21 +1152,40 @@ fn check(a: CheckArgs) -> Result<()> {
 
 /// The canonical form of one line through the same rules as `check` and `dedup` (the junk
 /// rules of `--profile`, `--max-len`, `--context`, the base): `None` when they reject it.
-fn canon_line<'a>(sieve: &'a mut Sieve, line: &Line) -> Option<&'a str> {
-    sieve.classify(&line.bytes, line.truncated).ok()
+fn canon_line<'a>(sieve: &'a mut Sieve, line: &Line, no_base: &mut u64) -> Option<&'a str> {
+    match sieve.classify(&line.bytes, line.truncated) {
+        Ok(c) => Some(c),
+        Err(r) => {
+            *no_base += u64::from(r == Reason::NoBase);
+            None
+        }
+    }
+}
+
+/// After `canon` or `pattern`: relative lines printed empty for want of `--base` are said once
+/// on stderr (every line empty, and nothing said, looked like a broken tool).
+fn hint_no_base(command: &str, no_base: u64) {
+    if no_base > 0 {
+        eprintln!(
+            "crawlsieve {command}: {no_base} relative line(s) printed empty: give --base URL (the page they were found on) to resolve them"
+        );
+    }
 }
 
 fn canon(a: CanonArgs) -> Result<()> {
     let mut sieve = a.rules.sieve()?;
+    check_io(&a.input, &a.output)?;
     let mut out = open_output(&a.output)?;
+    let mut no_base = 0;
     for_each_line(&a.input, None, |line| {
-        if let Some(c) = canon_line(&mut sieve, line) {
+        if let Some(c) = canon_line(&mut sieve, line, &mut no_base) {
             out.write_all(c.as_bytes())?;
         }
         out.write_all(b"\n")?;
         Ok(())
     })?;
     out.flush()?;
+    hint_no_base("canon", no_base);
     Ok(())
 }
 
@@ -1131,9 +1198,11 @@ fn pattern_cmd(a: PatternArgs) -> Result<()> {
         }
     }
     let mut sieve = a.rules.sieve()?;
+    check_io(&a.input, &a.output)?;
     let mut out = open_output(&a.output)?;
+    let mut no_base = 0;
     for_each_line(&a.input, None, |line| {
-        if let Some(c) = canon_line(&mut sieve, line) {
+        if let Some(c) = canon_line(&mut sieve, line, &mut no_base) {
             let p = match &a.method {
                 Some(m) => pattern::pattern_with_method(m, c),
                 None => pattern::pattern(c),
@@ -1144,6 +1213,7 @@ fn pattern_cmd(a: PatternArgs) -> Result<()> {
         Ok(())
     })?;
     out.flush()?;
+    hint_no_base("pattern", no_base);
     Ok(())
 }
 

@@ -18,7 +18,7 @@ pub struct RedisArgs {
     #[arg(long, env = "CRAWLSIEVE_REDIS", value_name = "URL", value_parser = super::redis_urls)]
     pub redis: Option<String>,
     /// Use the cluster protocol even with one seed URL.
-    #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER")]
+    #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", value_parser = clap::builder::BoolishValueParser::new())]
     pub redis_cluster: bool,
     /// The namespace (an independent filter per crawl or tenant); created if missing.
     #[arg(long, env = "CRAWLSIEVE_NAMESPACE", default_value = "default")]
@@ -125,6 +125,12 @@ impl RedisArgs {
         fp_rate: Option<f64>,
     ) -> Result<Option<RedisFilter>> {
         let Some(cfg) = self.config() else {
+            if self.namespace != "default" {
+                return Err(super::exit::usage(format!(
+                    "--namespace {} needs --redis URL: the in-process filter has no namespaces (--state FILE keeps it across runs)",
+                    self.namespace
+                )));
+            }
             return Ok(None);
         };
         if self.claim_ttl.0 < Duration::from_secs(1) {
@@ -140,7 +146,7 @@ impl RedisArgs {
         // Redis being late at start is a fault like any other: retry within --redis-retry-for.
         let f = crate::redis_filter::with_retry(
             self.redis_retry_for.0,
-            |e, wait| eprintln!("crawlsieve: Redis at {where_}: {e}; retrying in {wait:?}"),
+            |e, wait| eprintln!("crawlsieve: Redis at {where_}: {e}; retrying in {wait:.1?}"),
             || match RedisFilter::attach(cfg.clone(), ns, &expect) {
                 Err(crate::redis_filter::RedisFilterError::NotFound(_)) => {
                     RedisFilter::create(cfg.clone(), ns, &spec)
@@ -169,7 +175,7 @@ pub struct BloomArgs {
     )]
     pub redis: Option<String>,
     /// Use the cluster protocol even with one seed URL.
-    #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", global = true)]
+    #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", global = true, value_parser = clap::builder::BoolishValueParser::new())]
     pub redis_cluster: bool,
     #[command(subcommand)]
     pub command: BloomCommand,
@@ -211,7 +217,7 @@ pub enum BloomCommand {
         #[arg(long, env = "CRAWLSIEVE_NAMESPACE")]
         namespace: Option<String>,
         /// Drop an existing namespace of that name first.
-        #[arg(long, env = "CRAWLSIEVE_REPLACE")]
+        #[arg(long, env = "CRAWLSIEVE_REPLACE", value_parser = clap::builder::BoolishValueParser::new())]
         replace: bool,
     },
     /// Delete a namespace and all its keys (UNLINK).

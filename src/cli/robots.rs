@@ -29,16 +29,29 @@ pub fn run(a: RobotsArgs) -> Result<()> {
     let body = std::fs::read(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
     let robots = Robots::new(&body);
     if crate::robots::product_token(&a.agent).is_empty() {
-        anyhow::bail!(
+        return Err(super::exit::usage(format!(
             "--agent {:?} has no product token (it must start with letters, `-` or `_`)",
             a.agent
-        );
+        )));
     }
+    let mut not_urls = 0usize;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut judge = |url: &str| -> Result<()> {
         let url = url.trim();
         if url.is_empty() {
+            return Ok(());
+        }
+        // robots.txt rules match a URL's path: something that is no absolute http(s) URL has
+        // none, and must not come out `allowed: true`.
+        let lower = url.to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+            not_urls += 1;
+            serde_json::to_writer(
+                &mut out,
+                &serde_json::json!({"url": url, "allowed": null, "error": "not an absolute http(s) URL"}),
+            )?;
+            out.write_all(b"\n")?;
             return Ok(());
         }
         let mut v = robots.check(&a.agent, &percent_encode(url));
@@ -57,6 +70,11 @@ pub fn run(a: RobotsArgs) -> Result<()> {
         }
     }
     out.flush()?;
+    if not_urls > 0 {
+        return Err(super::exit::partial(format!(
+            "{not_urls} line(s) judged nothing: not an absolute http(s) URL (`\"allowed\": null`)"
+        )));
+    }
     Ok(())
 }
 

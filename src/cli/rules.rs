@@ -1,7 +1,7 @@
 //! `crawlsieve rules …`: the learned parameter rules of a namespace ([`crate::params`]) —
 //! list them, export them, revoke one.
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 
 use crate::redis_filter::{Conn, RedisConfig};
@@ -19,7 +19,7 @@ pub struct RulesArgs {
     )]
     pub redis: Option<String>,
     /// Use the cluster protocol even with one seed URL.
-    #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", global = true)]
+    #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", global = true, value_parser = clap::builder::BoolishValueParser::new())]
     pub redis_cluster: bool,
     /// Namespace whose rules these are.
     #[arg(
@@ -40,7 +40,7 @@ pub enum RulesCommand {
     /// `--revoked`, the revocations instead.
     List {
         /// List the revoked rules (and why) instead of the rules in force.
-        #[arg(long, env = "CRAWLSIEVE_RULES_REVOKED")]
+        #[arg(long, env = "CRAWLSIEVE_RULES_REVOKED", value_parser = clap::builder::BoolishValueParser::new())]
         revoked: bool,
     },
     /// Everything as one JSON document: `{"namespace", "rules": [...], "revoked": [...]}`.
@@ -53,18 +53,21 @@ pub enum RulesCommand {
         /// The parameter name.
         param: String,
         /// Remove an earlier revocation instead, so the rule may be learned again.
-        #[arg(long, env = "CRAWLSIEVE_RULES_CLEAR")]
+        #[arg(long, env = "CRAWLSIEVE_RULES_CLEAR", value_parser = clap::builder::BoolishValueParser::new())]
         clear: bool,
     },
 }
 
 pub(super) fn run(a: RulesArgs) -> Result<()> {
     let Some(url) = a.redis.as_deref() else {
-        bail!("--redis URL (or CRAWLSIEVE_REDIS) is required, e.g. --redis redis://127.0.0.1:6379");
+        return Err(super::exit::usage(
+            "--redis URL (or CRAWLSIEVE_REDIS) is required, e.g. --redis redis://127.0.0.1:6379",
+        ));
     };
     let mut cfg = RedisConfig::new(url);
     cfg.cluster |= a.redis_cluster;
-    let mut conn = Conn::connect(&cfg).with_context(|| format!("connecting to Redis at {url}"))?;
+    let mut conn = Conn::connect(&cfg)
+        .map_err(|e| super::exit::unreachable(format!("connecting to Redis at {url}: {e}")))?;
     let ns = &a.namespace;
     match a.command {
         RulesCommand::List { revoked } => {
@@ -85,6 +88,18 @@ pub(super) fn run(a: RulesArgs) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&doc)?);
         }
         RulesCommand::Revoke { host, param, clear } => {
+            // A rule's host is `host[:port]` as `rules list` shows it; a URL there would write
+            // a revocation no rule ever matches.
+            if host.contains("://") || host.contains('/') || host.is_empty() {
+                return Err(super::exit::usage(format!(
+                    "{host:?} is not a host: write it as `rules list` shows it (host or host:port, no scheme or path)"
+                )));
+            }
+            if param.is_empty() || param.contains(['&', '=', '?']) {
+                return Err(super::exit::usage(format!(
+                    "{param:?} is not a parameter name"
+                )));
+            }
             let out = if clear {
                 let had = crate::params::clear_revocation(&mut conn, ns, &host, &param)?;
                 serde_json::json!({"host": host, "param": param, "revocation_cleared": had})

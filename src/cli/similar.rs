@@ -75,7 +75,7 @@ pub struct SimilarArgs {
     #[arg(long, default_value = "/usr/bin/chromium", env = "CRAWLSIEVE_CHROMIUM")]
     pub chromium: PathBuf,
     /// Use the seed's thresholds and scales exactly.
-    #[arg(long, env = "CRAWLSIEVE_SEED_THRESHOLDS")]
+    #[arg(long, env = "CRAWLSIEVE_SEED_THRESHOLDS", value_parser = clap::builder::BoolishValueParser::new())]
     pub seed_thresholds: bool,
     /// The seed's similarity threshold, in 0..1: the structure-similarity threshold (the
     /// seed's default 0.85 is ours). The seed only echoed it in `meta.sim_threshold`; here it
@@ -88,7 +88,7 @@ pub struct SimilarArgs {
     pub sim_threshold: Option<f64>,
     /// Do not probe each host (and first path segment) with a URL that cannot exist: no page is
     /// then classified `soft_404` (docs/render.md, "Soft 404s").
-    #[arg(long = "no-soft-404-probe", env = "CRAWLSIEVE_NO_SOFT_404_PROBE")]
+    #[arg(long = "no-soft-404-probe", env = "CRAWLSIEVE_NO_SOFT_404_PROBE", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_soft_404_probe: bool,
 }
 

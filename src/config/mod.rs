@@ -197,6 +197,9 @@ impl Config {
             bad("kafka.batch_linger_ms must be at most 60000".into());
         }
         let r = &self.redis;
+        if let Err(e) = crate::redis_filter::check_urls(&r.url) {
+            bad(format!("redis.url: {e}"));
+        }
         if r.claim_ttl.0 < Duration::from_secs(1) {
             bad(format!(
                 "redis.claim_ttl must be at least 1s, got {}",

@@ -283,8 +283,10 @@ const CLUSTER_NODE: &str = "Redis answered MOVED: this is a Redis Cluster node; 
 /// message, cut to 300 characters (a failed pipeline lists every command).
 fn describe(e: &redis::RedisError) -> String {
     let text = e.to_string();
-    let refused = text.contains("Connection refused") || text.contains("os error 111");
-    let what = if e.is_connection_refusal() || refused {
+    let refused = e.is_connection_refusal()
+        || text.contains("Connection refused")
+        || text.contains("os error 111");
+    let what = if refused {
         // Before the timeout test: a refused connect can also count as "timed out" to redis-rs.
         "connection refused (is Redis running at that address?)"
     } else if e.is_timeout()
@@ -307,6 +309,9 @@ fn describe(e: &redis::RedisError) -> String {
     }
     if what.is_empty() {
         msg
+    } else if refused {
+        // The OS's "Connection refused (os error 111)" says nothing more.
+        what.to_string()
     } else {
         format!("{what}: {msg}")
     }
@@ -519,4 +524,28 @@ pub fn with_retry<T>(
             r => return r,
         }
     }
+}
+
+/// One Redis URL, or comma-separated cluster seeds, each `redis://host:port[/db]` (`rediss://`
+/// for TLS, `redis+unix:///path` or `unix:///path` for a socket): checked where it is given
+/// (`--redis`, `redis.url`), so a bare `host:port` is said plainly, not passed on to fail later
+/// as "did not parse".
+pub fn check_urls(s: &str) -> Result<(), String> {
+    for u in s.split(',').map(str::trim) {
+        let scheme = u.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        match scheme.as_deref() {
+            Some("redis" | "rediss" | "redis+unix" | "unix") => {
+                if redis::IntoConnectionInfo::into_connection_info(u).is_err() {
+                    return Err(format!("{u:?} is not a Redis URL (redis://host:port[/db])"));
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "{u:?} is not a Redis URL: write redis://{} (rediss:// for TLS)",
+                    u.split_once("://").map_or(u, |(_, rest)| rest)
+                ))
+            }
+        }
+    }
+    Ok(())
 }

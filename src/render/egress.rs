@@ -37,6 +37,20 @@ use super::safety::{system_lookup, Lookup, Policy, Refused};
 
 /// Longest a connection to a target may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The header on every answer the proxy gives itself (never on a target's): `refused …` or
+/// `unreachable …`, so the renderer tells the proxy's 403/502 from a site's own.
+pub const EGRESS_HEADER: &str = "x-crawlsieve-egress";
+
+/// The proxy's own answer `status`, with `why` in the body and in [`EGRESS_HEADER`].
+fn own_answer(status: StatusCode, why: &str) -> Response<Body> {
+    let mut r = text(status, format!("{why}\n"));
+    let v = why.replace(['\r', '\n'], " ");
+    if let Ok(v) = hyper::header::HeaderValue::from_str(&v) {
+        r.headers_mut().insert(EGRESS_HEADER, v);
+    }
+    r
+}
+
 /// Refusals kept for [`Egress::refusals`].
 const KEEP_REFUSALS: usize = 64;
 
@@ -162,7 +176,7 @@ async fn connect(
                 Refused::Unresolved(_) => StatusCode::BAD_GATEWAY,
                 _ => StatusCode::FORBIDDEN,
             };
-            return Err(text(status, format!("refused by crawlsieve: {e}\n")));
+            return Err(own_answer(status, &format!("refused by crawlsieve: {e}")));
         }
     };
     // Every address was checked: try them in order (`localhost` may answer on one family only).
@@ -174,12 +188,15 @@ async fn connect(
                 let _ = s.set_nodelay(true);
                 return Ok(s);
             }
-            Ok(Err(e)) => last = format!("{addr}: {e}\n"),
-            Err(_) => last = format!("{addr}: no answer\n"),
+            Ok(Err(e)) => last = format!("{addr}: {e}"),
+            Err(_) => last = format!("{addr}: no answer"),
         }
     }
     st.failed.fetch_add(1, Ordering::Relaxed);
-    Err(text(StatusCode::BAD_GATEWAY, last))
+    Err(own_answer(
+        StatusCode::BAD_GATEWAY,
+        &format!("unreachable: {host}:{port} ({last})"),
+    ))
 }
 
 async fn handle(

@@ -98,6 +98,9 @@ pub struct Rendered {
     pub redirect_chain: Vec<String>,
     /// HTTP status of the main document (0 when none was received).
     pub status: u16,
+    /// The egress proxy's own answer to the main document (`unreachable …`, `refused …`),
+    /// empty when the site answered; [`Renderer::render`] turns it into the error.
+    pub proxy_error: String,
     /// Content-Type (MIME type) of the main document.
     pub content_type: String,
     /// The rendered DOM, serialized.
@@ -133,7 +136,7 @@ impl Rendered {
             "refused"
         } else if e.starts_with("timeout") {
             "timeout"
-        } else if e.starts_with("navigat") {
+        } else if e.starts_with("navigat") || e.starts_with("unreachable") {
             "navigation"
         } else if e.starts_with("unparsable") {
             "unparsable"
@@ -409,6 +412,16 @@ impl Renderer {
         if let Err(e) = self.render_inner(url, &mut out).await {
             out.error = format!("{e:#}");
         }
+        if out.error.is_empty() && !out.proxy_error.is_empty() {
+            // `unreachable: host:port (…)` or `refused by crawlsieve: …` (as `refused: …`).
+            out.error = match out.proxy_error.strip_prefix("refused by crawlsieve: ") {
+                Some(why) => format!("refused: {why}"),
+                None => out.proxy_error.clone(),
+            };
+            out.html.clear();
+            out.phash = None;
+            out.phash_dct = None;
+        }
         // A script can build a DOM no parser should be fed (100,000 nested elements, a tag with
         // 200,000 attributes): refused here, in linear time, before any feature is extracted.
         if out.error.is_empty() {
@@ -612,6 +625,21 @@ impl Renderer {
             if Some(&ev.request_id) == id.as_ref() {
                 out.status = ev.response.status as u16;
                 out.content_type = ev.response.mime_type.clone();
+                // The egress proxy answered itself (the target refused the connection or did
+                // not answer): not the site's page, an error of the render.
+                if let Some(why) = ev
+                    .response
+                    .headers
+                    .inner()
+                    .as_object()
+                    .and_then(|h| {
+                        h.iter()
+                            .find(|(k, _)| k.eq_ignore_ascii_case(egress::EGRESS_HEADER))
+                    })
+                    .and_then(|(_, v)| v.as_str())
+                {
+                    out.proxy_error = why.to_string();
+                }
             }
         }
         // Settle on events, not fixed polls: an observer in the page notes every DOM change
