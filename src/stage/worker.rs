@@ -395,9 +395,31 @@ struct GroupContext<S: Stage> {
     /// Partitions this consumer holds (the process gauge is the sum over its workers).
     assigned: std::sync::atomic::AtomicI64,
     topic: String,
+    /// `kafka.brokers`, named when none of them can be reached.
+    brokers: String,
 }
 
 impl<S: Stage + Send + 'static> ClientContext for GroupContext<S> {
+    /// librdkafka's errors: "all brokers down" names the configured brokers (it said only
+    /// "AllBrokersDown" every 10 s, never where); the client keeps retrying, as a service
+    /// must, and `/readyz` stays not ready until a broker answers.
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        if error.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::AllBrokersDown) {
+            tracing::warn!(
+                brokers = %self.brokers,
+                "no Kafka broker reachable at {} (kafka.brokers): {reason}; retrying",
+                self.brokers
+            );
+        } else if error.rdkafka_error_code()
+            == Some(rdkafka::types::RDKafkaErrorCode::BrokerTransportFailure)
+        {
+            // One broker's connection failed; the client reconnects by itself.
+            tracing::warn!("librdkafka: {error}: {reason}");
+        } else {
+            tracing::error!("librdkafka: {error}: {reason}");
+        }
+    }
+
     /// librdkafka statistics (every `statistics.interval.ms`): the lag of each partition this
     /// consumer holds — high watermark minus committed offset, so messages in flight count.
     fn stats(&self, stats: rdkafka::Statistics) {
@@ -609,6 +631,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
             metrics: metrics.clone(),
             assigned: Default::default(),
             topic: input.clone(),
+            brokers: k.brokers.clone(),
         };
         let consumer: BaseConsumer<GroupContext<S>> = client_config(
             k,
