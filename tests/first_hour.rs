@@ -662,3 +662,23 @@ fn similar_reports_an_unreachable_page() {
         err(&o)
     );
 }
+
+/// `similar -o` into a directory that is not there fails before any page is rendered;
+/// `--max-line-bytes 0` (every line `too_long`) is a usage error.
+#[test]
+fn hopeless_outputs_and_limits_fail_first() {
+    let o = run(
+        &[
+            "similar",
+            "-l",
+            "http://127.0.0.1:9/",
+            "-o",
+            "/nonexistent-dir/r.json",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(err(&o).contains("/nonexistent-dir"), "{}", err(&o));
+    let o = run(&["check", "--max-line-bytes", "0"], b"https://a.example/\n");
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+}

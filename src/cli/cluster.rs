@@ -500,6 +500,18 @@ pub enum ReportFormat {
 /// The report format `path` names (`.json`, `.csv`, `.html`/`.htm`); any other name is a
 /// usage error, before any work is done (a `report.txt` silently written as JSON surprised).
 pub fn report_format(path: &std::path::Path) -> Result<ReportFormat> {
+    // The directory must be there before any page is rendered, not after.
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if !dir.is_dir() {
+        return Err(super::exit::input(format!(
+            "-o {}: the directory {} does not exist",
+            path.display(),
+            dir.display()
+        )));
+    }
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());

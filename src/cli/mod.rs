@@ -196,7 +196,12 @@ pub struct InputArgs {
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Bytes kept of one input line; longer lines are rejected as `too_long`.
-    #[arg(long, env = "CRAWLSIEVE_MAX_LINE_BYTES", default_value_t = 1 << 20)]
+    #[arg(
+        long,
+        env = "CRAWLSIEVE_MAX_LINE_BYTES",
+        default_value_t = 1 << 20,
+        value_parser = at_least_one_byte
+    )]
     pub max_line_bytes: usize,
 }
 
@@ -277,6 +282,15 @@ pub struct RuleArgs {
 /// `--redis`: one Redis URL, or comma-separated cluster seeds ([`crate::redis_filter::check_urls`]).
 pub(crate) fn redis_urls(s: &str) -> std::result::Result<String, String> {
     crate::redis_filter::check_urls(s).map(|_| s.to_string())
+}
+
+/// `--max-line-bytes`: at least 1 (0 made every line `too_long`).
+fn at_least_one_byte(s: &str) -> std::result::Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("0 would make every line too_long: give at least 1 (default 1048576)".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{s:?}: {e}")),
+    }
 }
 
 /// `--base`: an absolute http(s) URL, said plainly when it is not one.
