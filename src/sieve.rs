@@ -88,7 +88,9 @@ pub struct Sieve {
 /// author as a character reference, and is part of the value: it is percent-encoded here so
 /// the residue trimming leaves it (`q=%27hello%27`, what a browser requests).
 fn protect_decoded_end(raw: &str, decoded: &mut String) {
-    const RESIDUE: [char; 3] = ['\'', '>', '\\'];
+    // Quotes and `>` only: a `\` the author typed before a reference is the author's (a browser
+    // reads it as `/`), and stays as the rest of the pipeline treats it.
+    const RESIDUE: [char; 2] = ['\'', '>'];
     let raw_tail = raw.len() - raw.trim_end_matches(RESIDUE).len();
     let kept = decoded.trim_end_matches(RESIDUE).len();
     let tail = decoded.len() - kept; // ASCII: bytes are characters
@@ -194,7 +196,7 @@ impl Sieve {
         }
         // A relative candidate with no page to resolve it against (no source, no base) is
         // nothing a fetcher can fetch: `no_base`, as the gate and the API say it.
-        if !(self.buf.starts_with("https://") || self.buf.starts_with("http://")) {
+        if crate::url::lex::scheme_of(self.buf.as_bytes()).is_none() {
             return Err(Reason::NoBase);
         }
         // A host that is this machine or its network, by literal or localhost name, whatever

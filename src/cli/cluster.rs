@@ -32,7 +32,7 @@ pub struct ClusterArgs {
     pub warc: Vec<PathBuf>,
     /// Output file: `.json` (default: JSON on stdout), `.csv`, or `.html` (a self-contained
     /// page: clusters as rows of thumbnails, filterable by host and class).
-    #[arg(short = 'o', long, env = "CRAWLSIEVE_OUTPUT")]
+    #[arg(short = 'o', long, env = "CRAWLSIEVE_REPORT")]
     pub output: Option<PathBuf>,
     /// Use the seed's thresholds and scales exactly (content ≥ 0.97 at scale 16, visual ≥ 0.99
     /// at scale 20; see docs/page-clustering.md).

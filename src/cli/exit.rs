@@ -135,7 +135,15 @@ pub fn message(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for c in e.chain() {
         let s = c.to_string();
-        if s.is_empty() || out.contains(&s) {
+        // Case aside: "connection refused (…)" already says "Connection refused (os error 111)".
+        let said = out.to_ascii_lowercase();
+        let core = s
+            .to_ascii_lowercase()
+            .split(" (os error")
+            .next()
+            .unwrap_or("")
+            .to_string();
+        if s.is_empty() || said.contains(&s.to_ascii_lowercase()) || said.contains(&core) {
             continue;
         }
         if !out.is_empty() {

@@ -26,12 +26,7 @@ pub struct StageArgs {
     pub config: Option<PathBuf>,
     /// Override one setting (repeatable): `--set kafka.batch_size=500`,
     /// `--set 'kafka.client."security.protocol"=SASL_SSL'`.
-    #[arg(
-        long = "set",
-        env = "CRAWLSIEVE_SET",
-        value_delimiter = ';',
-        value_name = "SECTION.KEY=VALUE"
-    )]
+    #[arg(long = "set", env = "CRAWLSIEVE_SET", value_name = "SECTION.KEY=VALUE")]
     pub sets: Vec<String>,
     /// Print the effective configuration (defaults, file, environment, --set; passwords
     /// redacted) and exit.

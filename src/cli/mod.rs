@@ -690,6 +690,30 @@ fn for_each_batch(
 /// output is created, so emptied, before the inputs are read: `check -o in.txt in.txt` lost
 /// the input, and a missing input was found only after `-o keep.txt` had emptied keep.txt).
 fn check_io(input: &InputArgs, o: &OutputArgs) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // The output file, if it exists already (by device and inode: a hard link or another
+    // spelling of the same path is the same file).
+    let out_id = o
+        .output
+        .as_ref()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .filter(|m| m.is_file())
+        .map(|m| (m.dev(), m.ino()));
+    let clash = |what: &str| {
+        exit::usage(format!(
+            "-o {} is also the input ({what}): it would be emptied before it is read (write to another file)",
+            o.output.as_deref().unwrap_or(Path::new("")).display()
+        ))
+    };
+    if let Some(id) = out_id {
+        // `check -o urls.txt < urls.txt`: standard input is that very file.
+        let stdin_id = std::fs::metadata("/proc/self/fd/0")
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        if sources(input).contains(&None) && stdin_id == Some(id) {
+            return Err(clash("standard input"));
+        }
+    }
     for src in sources(input).into_iter().flatten() {
         let m = std::fs::metadata(src)
             .map_err(|e| exit::input(format!("cannot open {}: {e}", src.display())))?;
@@ -699,14 +723,8 @@ fn check_io(input: &InputArgs, o: &OutputArgs) -> Result<()> {
                 src.display()
             )));
         }
-        if let Some(out) = &o.output {
-            let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
-            if same(src, out) {
-                return Err(exit::usage(format!(
-                    "-o {} is also an input file: it would be emptied before it is read (write to another file)",
-                    out.display()
-                )));
-            }
+        if out_id == Some((m.dev(), m.ino())) {
+            return Err(clash(&src.display().to_string()));
         }
     }
     Ok(())

@@ -125,7 +125,10 @@ impl RedisArgs {
         fp_rate: Option<f64>,
     ) -> Result<Option<RedisFilter>> {
         let Some(cfg) = self.config() else {
-            if self.namespace != "default" {
+            // Said on the command line only: CRAWLSIEVE_NAMESPACE may be set for `bloom`/`rules`.
+            let on_command_line =
+                std::env::args().any(|a| a == "--namespace" || a.starts_with("--namespace="));
+            if on_command_line {
                 return Err(super::exit::usage(format!(
                     "--namespace {} needs --redis URL: the in-process filter has no namespaces (--state FILE keeps it across runs)",
                     self.namespace
@@ -214,7 +217,7 @@ pub enum BloomCommand {
         /// Snapshot file.
         file: PathBuf,
         /// Target namespace [default: the one it was exported from].
-        #[arg(long, env = "CRAWLSIEVE_NAMESPACE")]
+        #[arg(long, env = "CRAWLSIEVE_IMPORT_NAMESPACE")]
         namespace: Option<String>,
         /// Drop an existing namespace of that name first.
         #[arg(long, env = "CRAWLSIEVE_REPLACE", value_parser = clap::builder::BoolishValueParser::new())]

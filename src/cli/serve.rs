@@ -13,12 +13,7 @@ pub struct ServeArgs {
     #[arg(long, short = 'c', env = "CRAWLSIEVE_CONFIG")]
     pub config: Option<std::path::PathBuf>,
     /// Override one setting (repeatable): `--set serve.listen=0.0.0.0:8080`.
-    #[arg(
-        long = "set",
-        env = "CRAWLSIEVE_SET",
-        value_delimiter = ';',
-        value_name = "SECTION.KEY=VALUE"
-    )]
+    #[arg(long = "set", env = "CRAWLSIEVE_SET", value_name = "SECTION.KEY=VALUE")]
     pub sets: Vec<String>,
     /// Print the effective configuration (passwords redacted) and exit.
     #[arg(long)]

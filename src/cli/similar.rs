@@ -30,7 +30,7 @@ pub struct SimilarArgs {
     )]
     pub list: String,
     /// Output: `.json`, `.csv`, or `.html` (a self-contained report with thumbnails).
-    #[arg(short = 'o', long = "output", env = "CRAWLSIEVE_OUTPUT")]
+    #[arg(short = 'o', long = "output", env = "CRAWLSIEVE_REPORT")]
     pub output: PathBuf,
     /// Pages rendered at once (browser tabs).
     #[arg(

@@ -258,12 +258,29 @@ async fn handle(
         .await
     {
         Ok(x) => x,
-        Err(e) => return text(StatusCode::BAD_GATEWAY, format!("{host}: {e}\n")),
+        Err(e) => {
+            st.failed.fetch_add(1, Ordering::Relaxed);
+            return own_answer(
+                StatusCode::BAD_GATEWAY,
+                &format!("unreachable: {host}:{port} ({e})"),
+            );
+        }
     };
     tokio::spawn(conn);
     match sender.send_request(Request::from_parts(parts, body)).await {
-        Ok(resp) => resp.map(|b| b.boxed()),
-        Err(e) => text(StatusCode::BAD_GATEWAY, format!("{host}: {e}\n")),
+        Ok(mut resp) => {
+            // Only the proxy may say it answered itself: a site sending the header would have
+            // its page taken for a refusal (and the operator told to `--allow` what it names).
+            resp.headers_mut().remove(EGRESS_HEADER);
+            resp.map(|b| b.boxed())
+        }
+        Err(e) => {
+            st.failed.fetch_add(1, Ordering::Relaxed);
+            own_answer(
+                StatusCode::BAD_GATEWAY,
+                &format!("unreachable: {host}:{port} ({e})"),
+            )
+        }
     }
 }
 
@@ -301,6 +318,56 @@ mod tests {
         let mut out = Vec::new();
         let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out)).await;
         String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// Found by review: a site sending the proxy's own header would have its page taken for
+    /// a refusal. The proxy strips it from every site's answer, and puts it on its own: a
+    /// refusal, a target that refuses the connection, one that closes it without answering.
+    #[tokio::test]
+    async fn only_the_proxy_says_it_answered_itself() {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let spoof = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = s.read(&mut buf).await;
+                    let _ = s
+                        .write_all(b"HTTP/1.1 200 OK\r\nX-Crawlsieve-Egress: refused by crawlsieve: h resolves to 10.0.0.5, a private address\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+                        .await;
+                });
+            }
+        });
+        let closes = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let hangs_up = closes.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((s, _)) = closes.accept().await {
+                drop(s);
+            }
+        });
+        let nobody = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        let e = Egress::start(Policy {
+            allow: vec!["127.0.0.1".into()],
+        })
+        .await
+        .unwrap();
+        let get = |a: SocketAddr| format!("GET http://{a}/x HTTP/1.1\r\nHost: {a}\r\n\r\n");
+        let r = ask(e.addr(), get(spoof)).await.to_ascii_lowercase();
+        assert!(
+            r.starts_with("http/1.1 200") && !r.contains(EGRESS_HEADER),
+            "{r}"
+        );
+        for target in [hangs_up, nobody] {
+            let r = ask(e.addr(), get(target)).await.to_ascii_lowercase();
+            assert!(
+                r.starts_with("http/1.1 502")
+                    && r.contains(&format!("{EGRESS_HEADER}: unreachable")),
+                "{r}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -101,9 +101,11 @@ fn regex_source(b: &[u8], js: bool) -> bool {
 }
 
 /// (Scripts) the identifier of an XML or RDF vocabulary beyond the fixed list of
-/// [`super::xml_namespace`]: an absolute http(s) URL with no query whose host is a namespace
-/// host (`ns.…`, `xmlns.…`, `schemas.…`, `purl.org`), or whose path has a `ns` segment
-/// (`…/ns/`, `…/ns`). (Not every URL ending in `#`: on the shared corpus that took JSON
+/// [`super::xml_namespace`]: an absolute http(s) URL with no query on a namespace host
+/// (`xmlns.…`, `schemas.…`, and the vocabularies' own hosts `ns.adobe.com`, `purl.org`), or
+/// whose path *ends* in a `ns` segment (`…/ns/`, `…/ns`). Not any host starting with `ns.`
+/// (`ns.nl` is a railway's site) nor a `ns` segment inside a path (`/jobs/ns/halifax`,
+/// `/ns/index.html`): found by review. (Not every URL ending in `#`: on the shared corpus that took JSON
 /// Schema's `http://json-schema.org/draft-07/schema#`, which serves the meta-schema.)
 ///
 /// Why no request matches: a script holds these as names to compare element and attribute
@@ -129,16 +131,17 @@ fn namespace_like(b: &[u8]) -> bool {
         .position(|&c| matches!(c, b'/' | b'#'))
         .unwrap_or(rest.len());
     let host = rest[..host_end].to_ascii_lowercase();
-    if host.starts_with(b"ns.")
-        || host.starts_with(b"xmlns.")
+    if host.starts_with(b"xmlns.")
         || host.starts_with(b"schemas.")
         || host == b"purl.org"
+        || host == b"ns.adobe.com"
     {
         return true;
     }
     let path = &rest[host_end..];
     let path = path.split(|&c| c == b'#').next().unwrap_or(path);
-    path.split(|&c| c == b'/').any(|seg| seg == b"ns")
+    let path = path.strip_suffix(b"/").unwrap_or(path);
+    path.rsplit(|&c| c == b'/').next() == Some(&b"ns"[..])
 }
 
 /// The rules for a relative candidate found in a script (no scheme, not `//host`), run with
@@ -220,14 +223,22 @@ fn loader_request(b: &[u8]) -> bool {
         return false;
     }
     let lower = name.to_ascii_lowercase();
-    lower.ends_with(b"loader")
-        || !lower.contains(&b'/')
-            && !lower.contains(&b'.')
-            && lower.first().is_some_and(u8::is_ascii_alphabetic)
+    if lower.ends_with(b"loader") {
+        return true;
+    }
+    // A loader plugin (`text!./tpl.html`): a bare name, no query, then a path (found by review:
+    // `search?q=wow!great` is a search, not a plugin).
+    let after = &b[bang + 1..];
+    !prefix.contains(&b'?')
+        && !lower.contains(&b'/')
+        && !lower.contains(&b'.')
+        && lower.first().is_some_and(u8::is_ascii_alphabetic)
+        && (after.starts_with(b"./") || after.starts_with(b"../") || after.contains(&b'/'))
 }
 
-/// (Scripts) a path into a package's dependencies or its manifest: a `node_modules` segment
-/// (`../node_modules/x/index.js`) or a `package.json` at the end (`./package.json`).
+/// (Scripts) a path into a package's dependencies or its manifest: a `node_modules` module id
+/// (`../node_modules/x/lib/util`, a bundler's `/../node_modules/x/index.js`) or a
+/// `package.json` at the end (`./package.json`).
 ///
 /// Why no request matches: bundlers and Node resolve these at build time; a published script
 /// does not ask the browser for files by their place in its author's `node_modules` tree,
@@ -235,35 +246,87 @@ fn loader_request(b: &[u8]) -> bool {
 /// attribute, is not judged here.)
 fn package_internal(b: &[u8]) -> bool {
     let path = b.split(|&c| c == b'?').next().unwrap_or(b);
+    let last = path.rsplit(|&c| c == b'/').next().unwrap_or(path);
+    if last == b"package.json" {
+        return true;
+    }
+    // A file a site serves from its `node_modules` (`/node_modules/jquery/dist/jquery.min.js`
+    // in a service worker's precache list) is requested: only module ids count — no web
+    // extension, or a bundler's `/../node_modules/…` (found by review).
     path.split(|&c| c == b'/').any(|s| s == b"node_modules")
-        || path.rsplit(|&c| c == b'/').next() == Some(&b"package.json"[..])
+        && (!super::js::has_web_extension(last) || path.starts_with(b"/../"))
 }
 
 /// A device or kernel file of a Unix system: `/dev/null`, `/dev/tty0`, `/dev/stdin`,
-/// `/dev/sda1`, `/proc/self/…`, `/proc/123/…`, `/proc/cpuinfo`, `/sys/class/…`.
+/// `/dev/sda1`, `/proc/self/…`, `/proc/123/status`, `/proc/cpuinfo`, `/sys/class/…`.
 ///
 /// Why no request matches: these are paths of the machine a program runs on, written in
 /// scripts (Node code shipped to the browser) and manuals; as root-relative URLs they would
 /// ask the site for `/dev/null`, which no site serves as a page. Only these device and kernel
 /// names count: a site's own `/dev/` section (`/dev/blog/`) passes.
 pub(super) fn device_path(b: &[u8]) -> bool {
-    const DEV: [&[u8]; 16] = [
-        b"null", b"zero", b"random", b"urandom", b"tty", b"pts", b"std", b"fd", b"shm", b"sd",
-        b"hd", b"nvme", b"loop", b"mapper", b"disk", b"console",
-    ];
-    const PROC: [&[u8]; 6] = [b"self", b"cpuinfo", b"meminfo", b"mounts", b"sys", b"net"];
-    const SYS: [&[u8]; 6] = [b"class", b"devices", b"kernel", b"fs", b"block", b"bus"];
-    let seg = |p: &[u8]| -> Option<&[u8]> { b.strip_prefix(p) };
-    if let Some(rest) = seg(b"/dev/") {
-        return DEV.iter().any(|d| rest.starts_with(d));
+    // Whole segments only (found by review: `/dev/sdk/…`, `/dev/standards/`, `/dev/hdr-guide`
+    // and `/proc/2021/paper.pdf` are pages of sites).
+    fn seg(rest: &[u8]) -> (&[u8], &[u8]) {
+        match rest.iter().position(|&c| c == b'/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, &[]),
+        }
     }
-    if let Some(rest) = seg(b"/proc/") {
-        let name = rest.split(|&c| c == b'/').next().unwrap_or(rest);
-        return PROC.contains(&name) || !name.is_empty() && name.iter().all(u8::is_ascii_digit);
+    let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
+    let letter_digits = |s: &[u8], prefix: &[u8]| {
+        s.strip_prefix(prefix).is_some_and(|r| {
+            r.first().is_some_and(u8::is_ascii_lowercase) && r.len() <= 3 && digits(&r[1..])
+        })
+    };
+    if let Some(rest) = b.strip_prefix(b"/dev/") {
+        let (name, after) = seg(rest);
+        // A device is a file: nothing under it, but for the directories `fd/`, `pts/`, `shm/`.
+        if !after.is_empty() && !matches!(name, b"fd" | b"pts" | b"shm") {
+            return false;
+        }
+        return matches!(
+            name,
+            b"null"
+                | b"zero"
+                | b"random"
+                | b"urandom"
+                | b"stdin"
+                | b"stdout"
+                | b"stderr"
+                | b"shm"
+                | b"pts"
+                | b"fd"
+        ) || name
+            .strip_prefix(b"tty")
+            .is_some_and(|r| r.len() <= 4 && r.iter().all(u8::is_ascii_alphanumeric))
+            || letter_digits(name, b"sd")
+            || letter_digits(name, b"hd")
+            || name
+                .strip_prefix(b"loop")
+                .is_some_and(|r| !r.is_empty() && digits(r))
+            || name
+                .strip_prefix(b"nvme")
+                .is_some_and(|r| r.first().is_some_and(u8::is_ascii_digit));
     }
-    if let Some(rest) = seg(b"/sys/") {
-        let name = rest.split(|&c| c == b'/').next().unwrap_or(rest);
-        return SYS.contains(&name);
+    if let Some(rest) = b.strip_prefix(b"/proc/") {
+        let (name, after) = seg(rest);
+        if matches!(name, b"self" | b"cpuinfo" | b"meminfo" | b"mounts") {
+            return true;
+        }
+        // `/proc/<pid>/status`: a process id, then one of a process's files.
+        let (file, _) = seg(after.strip_prefix(b"/").unwrap_or(after));
+        return !name.is_empty()
+            && digits(name)
+            && matches!(
+                file,
+                b"status" | b"cmdline" | b"maps" | b"environ" | b"stat" | b"fd" | b"exe"
+            );
+    }
+    if let Some(rest) = b.strip_prefix(b"/sys/") {
+        let (name, after) = seg(rest);
+        return matches!(name, b"class" | b"devices" | b"kernel" | b"block" | b"bus")
+            && !after.is_empty();
     }
     false
 }
@@ -367,7 +430,7 @@ mod tests {
             ("-!babel-loader!./z.mjs", Context::Js, Reason::LoaderRequest),
             ("text!./tpl.html", Context::Js, Reason::LoaderRequest),
             (
-                "../node_modules/x/index.js",
+                "../node_modules/x/lib/util",
                 Context::Js,
                 Reason::PackageInternal,
             ),
@@ -380,6 +443,13 @@ mod tests {
             ),
             ("(?:x|y)/z", Context::Js, Reason::RegexSource),
             ("/dev/tty0", Context::Js, Reason::DevicePath),
+            ("/dev/sda1", Context::Text, Reason::DevicePath),
+            ("/proc/123/status", Context::Js, Reason::DevicePath),
+            (
+                "/../node_modules/util/util.js",
+                Context::Js,
+                Reason::PackageInternal,
+            ),
             ("/proc/self/status", Context::Text, Reason::DevicePath),
             (
                 "http://ns.adobe.com/xap/1.0/",
@@ -427,6 +497,18 @@ mod tests {
             ("images\\a.png", Context::Js),
             // Found on the shared corpus: a `!` after an empty loader name panicked.
             ("?x!y", Context::Js),
+            // Found by review: real pages the first version took.
+            ("/dev/sdk/android.html", Context::Js),
+            ("/dev/hdr-guide", Context::Text),
+            ("/dev/standards/", Context::Js),
+            ("/dev/console/login", Context::Js),
+            ("/dev/random-notes/", Context::Js),
+            ("/proc/2021/paper.pdf", Context::Text),
+            ("https://ns.nl/en/journeyplanner", Context::Js),
+            ("https://h.example.org/ns/index.html", Context::Js),
+            ("https://h.example.org/jobs/ns/halifax", Context::Js),
+            ("/node_modules/jquery/dist/jquery.min.js", Context::Js),
+            ("search?q=wow!great", Context::Js),
             // Not judged where the page's author wrote what the browser requests.
             (".menu-item", Context::HtmlAttr),
             ("http://user:secret@h.example.net/", Context::HtmlAttr),
