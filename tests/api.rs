@@ -745,7 +745,8 @@ fn serve_logs_json_lines() {
         "{listening}"
     );
     assert_eq!(listening["fields"]["tokens"], 1, "{listening}");
-    // A fatal error is a JSON line too (exit status 1).
+    // A fatal error is a JSON line too (a configuration value that is wrong: exit status 2,
+    // the usage code of the exit-code contract).
     let out = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
         .args([
             "serve",
@@ -757,7 +758,7 @@ fn serve_logs_json_lines() {
         .env_remove("CRAWLSIEVE_CONFIG")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let lines = common::json_log_lines(&String::from_utf8_lossy(&out.stderr));
     let e = common::log_event(&lines, "error");
     assert_eq!(e["level"], "ERROR", "{e}");

@@ -703,3 +703,36 @@ fn the_output_is_never_the_input_by_another_name() {
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "https://a.example/\n");
 }
+
+/// From the third newcomer run: `-o` naming the `--state` file lost the output to the saved
+/// filter; a byte-order mark became part of the first URL; `completions | head` panicked;
+/// `dedup` with relative lines and no `--base` said nothing about it.
+#[test]
+fn state_bom_pipes_and_relative_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("s.bloom");
+    let s = state.to_str().unwrap();
+    let o = run(
+        &["dedup", "-q", "--state", s, "-o", s],
+        b"https://a.example/\n",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let o = run(
+        &["dedup", "-q", "--base", "https://docs.example.org/guide/"],
+        b"\xEF\xBB\xBFhttps://a.example/x\n",
+    );
+    assert_eq!(out(&o), "https://a.example/x\n");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args(["completions", "zsh"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader went away at once, as `| head -1` does
+    let o = child.wait_with_output().unwrap();
+    assert_ne!(o.status.code(), Some(101), "no panic: {}", err(&o));
+    let o = run(&["dedup"], b"a.html\n");
+    assert!(err(&o).contains("give --base URL"), "{}", err(&o));
+    let o = run(&["dedup", "--fp-rate", "2"], b"https://a.example/\n");
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+}

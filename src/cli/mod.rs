@@ -582,8 +582,12 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Completions(a) => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
-            clap_complete::generate(a.shell, &mut cmd, "crawlsieve", &mut io::stdout());
-            Ok(())
+            // Into a buffer first: clap_complete panics on a closed pipe (`| head`).
+            let mut buf = Vec::new();
+            clap_complete::generate(a.shell, &mut cmd, "crawlsieve", &mut buf);
+            let mut out = io::stdout().lock();
+            out.write_all(&buf)?;
+            Ok(out.flush()?)
         }
         Command::Man(a) => man(a),
         Command::Pattern(a) => pattern_cmd(a),
@@ -636,10 +640,14 @@ fn for_each_line(
     let mut line = Line::default();
     for src in sources(input) {
         let mut r = LineReader::new(open_source(src)?, input.max_line_bytes);
+        let mut first = true;
         while r
             .read_line(&mut line)
             .with_context(|| format!("reading {}", source_name(src)))?
         {
+            if std::mem::take(&mut first) {
+                strip_bom(&mut line);
+            }
             f(&line)?;
             if let Some(p) = progress {
                 p.tick(line.bytes.len() as u64 + 1);
@@ -647,6 +655,14 @@ fn for_each_line(
         }
     }
     Ok(())
+}
+
+/// A UTF-8 byte-order mark at the start of a file (Windows editors write one) is no part of
+/// the first candidate (it became `%EF%BB%BFhttps://…`).
+fn strip_bom(line: &mut Line) {
+    if line.bytes.starts_with(b"\xEF\xBB\xBF") {
+        line.bytes.drain(..3);
+    }
 }
 
 /// Lines a `dedup` batch holds: enough to overlap the filter's cache misses, small enough to
@@ -664,10 +680,14 @@ fn for_each_batch(
     let mut filled = 0;
     for src in sources(input) {
         let mut r = LineReader::new(open_source(src)?, input.max_line_bytes);
+        let mut first = true;
         loop {
             let more = r
                 .read_line(&mut batch[filled])
                 .with_context(|| format!("reading {}", source_name(src)))?;
+            if more && std::mem::take(&mut first) {
+                strip_bom(&mut batch[filled]);
+            }
             if more {
                 if let Some(p) = progress {
                     p.tick(batch[filled].bytes.len() as u64 + 1);
@@ -969,6 +989,13 @@ impl Summary {
         for (r, n) in by {
             writeln!(w, "  rejected {:<22} {n}", r.code())?;
         }
+        let no_base = self.rejected[Reason::NoBase.index()];
+        if no_base > 0 {
+            writeln!(
+                w,
+                "  {no_base} relative line(s) had nothing to resolve them against: give --base URL (the page they were found on)"
+            )?;
+        }
         Ok(())
     }
 }
@@ -999,10 +1026,12 @@ fn load_or_create(a: &DedupArgs) -> Result<BloomFilter> {
             return Ok(f);
         }
     }
-    Ok(BloomFilter::new(BloomParams::new(
+    let params = BloomParams::new(
         a.capacity.unwrap_or(DEFAULT_CAPACITY),
         a.fp_rate.unwrap_or(DEFAULT_FP_RATE),
-    )?)?)
+    )
+    .map_err(|e| exit::usage(format!("--capacity/--fp-rate: {e}")))?;
+    Ok(BloomFilter::new(params)?)
 }
 
 /// The filter `dedup` uses: in-process (default) or a Redis namespace.
@@ -1067,7 +1096,16 @@ fn dedup(a: DedupArgs) -> Result<()> {
     let mut sieve = a.rules.sieve()?;
     a.scope.apply(&mut sieve)?;
     check_io(&a.input, &a.output)?;
-    // The state is saved after the run: a directory that is not there would lose it then.
+    // The state is saved after the run: a directory that is not there would lose it then, and
+    // an output written to the state file would be overwritten by it.
+    if let (Some(p), Some(o)) = (&a.state, &a.output.output) {
+        if p == o || matches!((p.canonicalize(), o.canonicalize()), (Ok(x), Ok(y)) if x == y) {
+            return Err(exit::usage(format!(
+                "-o {} is the --state file: the saved filter would overwrite the output",
+                o.display()
+            )));
+        }
+    }
     if let Some(p) = &a.state {
         let dir = p
             .parent()
