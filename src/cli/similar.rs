@@ -353,10 +353,9 @@ async fn soft_404_templates(r: &Arc<Renderer>, pages: &[Rendered], batch: usize)
     // whether unknown URLs get the home page ([`soft404::serves_home`]).
     let mut homes: Vec<String> = Vec::new();
     for p in pages.iter().filter(judged) {
-        if soft404::is_section_root(&p.url) {
-            let origin = soft404::origin_scope(&p.url).to_string();
+        if let Some((origin, sample)) = soft404::origin_probe_for(&p.url) {
             if seen.insert(origin.clone()) {
-                if let Some(u) = soft404::fresh_probe(&format!("{origin}/"), &origin) {
+                if let Some(u) = soft404::fresh_probe(&sample, &origin) {
                     scopes.push((origin.clone(), u));
                 }
             }
@@ -401,15 +400,16 @@ async fn soft_404_templates(r: &Arc<Renderer>, pages: &[Rendered], batch: usize)
     // Origins whose template is their home page: their sections' roots stay spared.
     let mut serve_home = std::collections::HashSet::new();
     for (o, h) in homes.iter().zip(&home_pages) {
-        let home = h.error.is_empty().then(|| {
-            let at = if h.final_url.is_empty() {
-                h.url.as_str()
-            } else {
-                h.final_url.as_str()
-            };
-            (at, h.html.as_str())
+        let home = h.error.is_empty().then(|| soft404::Rendered {
+            url: &h.url,
+            final_url: &h.final_url,
+            status: h.status,
+            html: &h.html,
         });
-        if out.get(o).is_some_and(|t| soft404::serves_home(t, home)) {
+        if out
+            .get(o)
+            .is_some_and(|t| soft404::serves_home(t, home.as_ref()))
+        {
             serve_home.insert(o.clone());
         }
     }

@@ -277,16 +277,11 @@ impl GateCore {
         Ok(Ok(self.names.len() - 1))
     }
 
-    /// Sieve one candidate (against the current source): its canonical form, or why not. A
-    /// relative candidate that no source resolved is `no_base`: a fetcher cannot fetch it.
+    /// Sieve one candidate (against the current source): its canonical form, or why not (a
+    /// relative candidate that no source resolved is `no_base`, the sieve's own verdict).
     /// [`Sieve::dedup_fingerprint`] then works on the candidate.
     fn sieve_url(&mut self, url: &str) -> Result<String, Reason> {
-        let c = self.sieve.classify(url.as_bytes(), false)?;
-        if c.starts_with("https://") || c.starts_with("http://") {
-            Ok(c.to_string())
-        } else {
-            Err(Reason::NoBase)
-        }
+        self.sieve.classify(url.as_bytes(), false).map(String::from)
     }
 
     /// `skip[i]` = whether `patterns[i]` was verified similar in namespace `ns` (all false when

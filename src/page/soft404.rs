@@ -223,17 +223,27 @@ fn section_roots_judged(t: &Template, site: Option<&Template>) -> bool {
     }
 }
 
-/// Whether the origin's template `t` is the site's home page: the origin's root (`home_html`,
-/// rendered at `home_final_url`) shows the template's words, or lands where the template
-/// redirects. A home page not rendered (`None`) counts as one: section roots stay spared.
-pub fn serves_home(t: &Template, home: Option<(&str, &str)>) -> bool {
-    let Some((final_url, html)) = home else {
+/// Whether the origin's template `t` is the site's home page: the origin's root, as rendered
+/// (`home`), shows the template's words, or lands where the template redirects. A home page
+/// not rendered (`None`) counts as one: section roots stay spared.
+pub fn serves_home(t: &Template, home: Option<&Rendered>) -> bool {
+    let Some(home) = home else {
         return true;
     };
     match t {
-        Template::Redirect(to) => canon(final_url) == *to,
-        Template::Page(w) => jaccard(w, &words(html, final_url)) >= SAME_WORDS,
+        Template::Redirect(to) => canon(home.at()) == *to,
+        Template::Page(w) => jaccard(w, &words(home.html, home.at())) >= SAME_WORDS,
     }
+}
+
+/// For a section's root (`/manual/`): the origin's scope key and the URL its probe is derived
+/// from (`scheme://authority/`), as the render stage and `similar` add them to their probes.
+pub fn origin_probe_for(url: &str) -> Option<(String, String)> {
+    is_section_root(url).then(|| {
+        let origin = origin_scope(url).to_string();
+        let sample = format!("{origin}/");
+        (origin, sample)
+    })
 }
 
 /// Whether `name` (a last path segment) is a directory index document: `index.*` or
@@ -291,6 +301,17 @@ pub struct Rendered<'a> {
     pub html: &'a str,
 }
 
+impl Rendered<'_> {
+    /// Where the page ended: its final URL, else the URL asked for.
+    pub fn at(&self) -> &str {
+        if self.final_url.is_empty() {
+            self.url
+        } else {
+            self.final_url
+        }
+    }
+}
+
 /// Which pages of one scope are its soft 404s, given the scope's template `t` and the origin's
 /// (`site`, `None` when not known). Only 2xx pages, and never the origin's root (`/`,
 /// `/index.html`). A redirect template: pages asked elsewhere that end on its landing URL. A
@@ -313,16 +334,9 @@ pub fn pages_words(t: &Template, pages: &[Rendered]) -> Vec<Option<HashSet<Strin
         Template::Page(_) => pages
             .iter()
             .map(|p| {
-                (200..300).contains(&p.status).then(|| {
-                    words(
-                        p.html,
-                        if p.final_url.is_empty() {
-                            p.url
-                        } else {
-                            p.final_url
-                        },
-                    )
-                })
+                (200..300)
+                    .contains(&p.status)
+                    .then(|| words(p.html, p.at()))
             })
             .collect(),
     }
@@ -344,11 +358,7 @@ pub fn judge_words(
         Template::Redirect(to) => pages
             .iter()
             .map(|p| {
-                let fin = if p.final_url.is_empty() {
-                    p.url
-                } else {
-                    p.final_url
-                };
+                let fin = p.at();
                 let (origin, _) = origin_and_path(p.url);
                 let asked = canon(&format!("{origin}{}", directory_path(p.url)));
                 // A section's root landing inside its own section (`/app/` → `/app/dashboard`,
@@ -694,9 +704,17 @@ mod tests {
             Template::from_probe("https://h.example/tok0123456789", "", 200, &home).unwrap();
         assert!(serves_home(
             &site_home,
-            Some(("https://h.example/en/", &home))
+            Some(&r(
+                "https://h.example/",
+                "https://h.example/en/",
+                200,
+                &home
+            ))
         ));
-        assert!(!serves_home(&site, Some(("https://h.example/", &home))));
+        assert!(!serves_home(
+            &site,
+            Some(&r("https://h.example/", "", 200, &home))
+        ));
         assert!(
             serves_home(&site, None),
             "a home page not rendered spares the roots"

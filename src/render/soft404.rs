@@ -241,19 +241,15 @@ impl Probes {
                 .filter(|a| a.error.is_empty() || a.status >= 400)
                 .map(|a| {
                     let template = Template::from_probe(&probe, &a.final_url, a.status, &a.html);
-                    let serves_home = template.as_ref().is_some_and(|t| {
-                        soft404::serves_home(
-                            t,
-                            home.as_ref().map(|h| {
-                                let at = if h.final_url.is_empty() {
-                                    h.url.as_str()
-                                } else {
-                                    h.final_url.as_str()
-                                };
-                                (at, h.html.as_str())
-                            }),
-                        )
+                    let home = home.as_ref().map(|h| soft404::Rendered {
+                        url: &h.url,
+                        final_url: &h.final_url,
+                        status: h.status,
+                        html: &h.html,
                     });
+                    let serves_home = template
+                        .as_ref()
+                        .is_some_and(|t| soft404::serves_home(t, home.as_ref()));
                     Record {
                         v: 1,
                         template,

@@ -197,11 +197,9 @@ impl RenderStage {
         // A section's root (`/manual/`) is judged against the origin's answer too (only the
         // pages judged: 2xx, rendered, in scope).
         for &i in by.values().flatten() {
-            let url = &rendered[i].0.url;
-            if soft404::is_section_root(url) {
-                let origin = soft404::origin_scope(url).to_string();
+            if let Some((origin, sample)) = soft404::origin_probe_for(&rendered[i].0.url) {
                 if !wanted.iter().any(|(s, _)| *s == origin) {
-                    wanted.push((origin.clone(), format!("{origin}/")));
+                    wanted.push((origin, sample));
                 }
             }
         }
