@@ -241,7 +241,7 @@ fn as_event(i: usize, line: &str) -> Vec<u8> {
         },
         None => ("https://unknown.example", line),
     };
-    let url = if i % 2 == 0 { line } else { rest };
+    let url = if i.is_multiple_of(2) { line } else { rest };
     let ev = serde_json::json!({
         "url": url,
         "source": format!("{origin}/page/{}", i % 97),

@@ -78,7 +78,7 @@ fn domains(lines: &[Vec<u8>]) -> Vec<String> {
         hosts
             .into_iter()
             .map(|(h, _)| h)
-            .filter(|h| psl::suffix(h.as_bytes()).map_or(true, |s| s.as_bytes() != h.as_bytes())),
+            .filter(|h| psl::suffix(h.as_bytes()).is_none_or(|s| s.as_bytes() != h.as_bytes())),
     );
     out.truncate(10_000);
     let mut i = 0;

@@ -133,7 +133,7 @@ impl Policy {
             let (h, p) = parse_allow(entry.trim());
             let same =
                 h.eq_ignore_ascii_case(host) || ip.is_some_and(|ip| h.parse::<IpAddr>() == Ok(ip));
-            same && p.map_or(true, |p| p == port)
+            same && p.is_none_or(|p| p == port)
         })
     }
 

@@ -501,7 +501,7 @@ impl RobotsDir {
             };
             self.rules.insert(host.to_string(), rules);
         }
-        self.rules[host].as_ref().map_or(true, |r| r.allowed(url))
+        self.rules[host].as_ref().is_none_or(|r| r.allowed(url))
     }
 }
 

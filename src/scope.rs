@@ -116,12 +116,36 @@ pub enum ScopeError {
         /// What is wrong with it.
         message: String,
     },
+    /// A scope file whose rules, taken together, cannot be what was meant (none at all, or
+    /// only `-` rules: every URL rejected).
+    #[error("{path}: {message}")]
+    File {
+        /// The file (or files, comma-separated).
+        path: String,
+        /// What is wrong and what to write.
+        message: String,
+    },
     /// Another setting out of range.
     #[error("{0}")]
     Setting(String),
     /// Several of the above, every one found (a scope file with three bad lines says three).
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Many(Vec<ScopeError>),
+}
+
+impl ScopeError {
+    /// Whether the fault is in a file the scope reads (a scope file that cannot be read, or a
+    /// line of one that is no rule) rather than in a flag or setting: an input error (exit 3)
+    /// for the command line, where a flag's or setting's own value is a usage error (exit 2).
+    pub fn is_input(&self) -> bool {
+        match self {
+            ScopeError::Read { .. } | ScopeError::File { .. } => true,
+            // Rules from files are `file:line`; from flags and settings `key[i]`.
+            ScopeError::Pattern { origin, .. } => !origin.ends_with(']'),
+            ScopeError::Many(v) => v.iter().any(ScopeError::is_input),
+            ScopeError::Domain { .. } | ScopeError::Setting(_) => false,
+        }
+    }
 }
 
 /// A compiled scope. Cheap to share (`Arc`), `Send + Sync`.
@@ -365,10 +389,10 @@ impl Patterns {
                 .min()
         });
         if let Some(set) = &self.always_set {
-            if best.map_or(true, |b| self.always_index[0] < b) {
+            if best.is_none_or(|b| self.always_index[0] < b) {
                 if let Some(k) = set.matches(url).iter().next() {
                     let i = self.always_index[k];
-                    if best.map_or(true, |b| i < b) {
+                    if best.is_none_or(|b| i < b) {
                         best = Some(i);
                     }
                 }
@@ -404,7 +428,7 @@ fn need(h: &regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>> {
             // join into their cross product (`.js`, `.css`); the best run or child wins.
             let mut best: Option<Vec<Vec<u8>>> = None;
             let consider = |cand: Vec<Vec<u8>>, best: &mut Option<Vec<Vec<u8>>>| {
-                if !cand.is_empty() && best.as_ref().map_or(true, |b| score(&cand) > score(b)) {
+                if !cand.is_empty() && best.as_ref().is_none_or(|b| score(&cand) > score(b)) {
                     *best = Some(cand);
                 }
             };
@@ -599,6 +623,19 @@ impl Scope {
         let mut problems = Vec::new();
         for f in &spec.files {
             read_rule_file(f, &mut file_rules, &mut problems)?;
+        }
+        // Only `-` rules: with "no match rejects", what they do not reject is rejected too, so
+        // every URL is. Never what was meant (Nutch's own file ends with `+.`).
+        if !file_rules.is_empty() && file_rules.iter().all(|r| !r.allow) {
+            problems.push(ScopeError::File {
+                path: spec
+                    .files
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                message: "only `-` (reject) rules: a URL no rule matches is rejected too, so every URL would be; end the file with `+.` to admit what the `-` rules do not reject".into(),
+            });
         }
         // Every rule that does not compile, not only the first; in file and line order.
         problems.extend(file_rules.iter().filter_map(|r| compile_one(r).err()));
@@ -874,9 +911,8 @@ fn read_rule_file(
     }
     if rules.len() == before && problems.len() == problems_before {
         // No rule at all: with Nutch's "no match rejects", every URL would be out of scope.
-        problems.push(ScopeError::Pattern {
-            origin: path.display().to_string(),
-            pattern: String::new(),
+        problems.push(ScopeError::File {
+            path: path.display().to_string(),
             message: "no rule in the file (+regex to admit, -regex to reject); with none, every URL would be rejected".into(),
         });
     }

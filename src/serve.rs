@@ -915,9 +915,11 @@ pub fn router(cfg: &Config, tokens: &[String], metrics: ApiMetrics) -> Router {
 pub fn run(cfg: &Config, stop: Stop) -> Result<()> {
     let tokens = load_tokens(&cfg.serve, std::env::var(TOKENS_ENV).ok())?;
     if tokens.is_empty() && !cfg.serve.allow_anonymous {
-        anyhow::bail!(
+        // A setting missing: the contract's usage error (exit 2), like any wrong configuration.
+        return Err(crate::config::ConfigError::Invalid(vec![format!(
             "no API tokens: set {TOKENS_ENV} (comma-separated) or serve.token_file, or serve.allow_anonymous = true for a trusted network"
-        );
+        )])
+        .into());
     }
     crate::redis_filter::tier::set_budget(cfg.redis.local_tier_memory);
     let metrics = ApiMetrics::new();

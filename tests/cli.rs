@@ -169,7 +169,7 @@ fn bad_input_gets_reason_codes_and_never_hurts_other_lines() {
     input.extend_from_slice(b"/bell\x07char\n");
     input.extend_from_slice(b"\n");
     input.extend_from_slice(b"http://example.com/");
-    input.extend(std::iter::repeat(b'a').take(3 << 20)); // a 3 MiB line
+    input.extend(std::iter::repeat_n(b'a', 3 << 20)); // a 3 MiB line
     input.extend_from_slice(b"\n");
     input.extend_from_slice(b"http://example.com/after\r\n");
     let out = stdout(&run(&["check"], &input));

@@ -653,6 +653,8 @@ fn similar_reports_an_unreachable_page() {
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let e = r["urls"][0]["error"].as_str().unwrap();
     assert!(e.starts_with("unreachable: 127.0.0.1:"), "{r}");
+    // No status was received: the proxy's own 502 is not the site's.
+    assert_eq!(r["urls"][0]["status_code"], 0, "{r}");
     assert!(
         err(&o).contains("1 not fetched or not rendered"),
         "{}",
@@ -735,4 +737,300 @@ fn state_bom_pipes_and_relative_lines() {
     assert!(err(&o).contains("give --base URL"), "{}", err(&o));
     let o = run(&["dedup", "--fp-rate", "2"], b"https://a.example/\n");
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+}
+
+/// Fourth newcomer run: every code of the contract where it was 1, 2 or 3 by accident. `serve`
+/// without tokens is a setting missing (2, was 1); a flag's regular expression that does not
+/// compile is a usage error (2, was 3); a scope file named by the configuration that is not
+/// there is input (3, was 2); a directory where a file is wanted, read or written, is input (3,
+/// was 1).
+#[test]
+fn each_mistake_has_its_contract_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_env(&["serve"], b"", &[("CRAWLSIEVE_API_TOKENS", "")]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("no API tokens"), "{}", err(&o));
+
+    let o = run(&["check", "--allow", "(["], b"");
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("--allow") && !err(&o).contains("allow[0]"),
+        "{}",
+        err(&o)
+    );
+
+    let cfg = dir.path().join("gate.toml");
+    let missing = dir.path().join("missing-scope.txt");
+    std::fs::write(
+        &cfg,
+        format!("[scope]\nfiles = [{:?}]\n", missing.display().to_string()),
+    )
+    .unwrap();
+    let o = run(
+        &["gate", "-c", cfg.to_str().unwrap(), "--print-config"],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(err(&o).contains("missing-scope.txt"), "{}", err(&o));
+
+    let d = dir.path().to_str().unwrap();
+    let o = run(
+        &["robots", "--file", d, "--agent", "x", "http://a.example/"],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(err(&o).contains(d), "{}", err(&o));
+    let o = run(&["check", "-o", d], b"https://a.example/\n");
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(err(&o).contains(d), "{}", err(&o));
+}
+
+/// A scope file of `-` rules only rejects every URL (Nutch's "no match rejects"): an input
+/// error that says to end it with `+.`, not a run that silently keeps nothing.
+#[test]
+fn a_scope_file_that_can_only_reject_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("deny-only.txt");
+    std::fs::write(&f, "# only denials\n-/admin/\n-\\.pdf$\n").unwrap();
+    let o = run(
+        &["check", "--scope-file", f.to_str().unwrap()],
+        b"https://a.example/\n",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(
+        err(&o).contains("deny-only.txt") && err(&o).contains("+."),
+        "{}",
+        err(&o)
+    );
+    // With the catch-all it is the scope that was meant.
+    std::fs::write(&f, "-/admin/\n+.\n").unwrap();
+    let o = run(
+        &["check", "--scope-file", f.to_str().unwrap()],
+        b"https://a.example/\nhttps://a.example/admin/x\n",
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        out(&o).contains("\"keep\"") && out(&o).contains("denied_by_rule"),
+        "{}",
+        out(&o)
+    );
+}
+
+/// `robots` reads standard input for `-` as for no URL at all, and warns (exit 0: the file is
+/// valid) when the file has no `User-agent:` line — every URL is then allowed, which a wrong
+/// file shows too.
+#[test]
+fn robots_reads_dash_and_warns_of_a_file_with_no_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("robots.txt");
+    std::fs::write(&f, "User-agent: *\nDisallow: /private/\n").unwrap();
+    let o = run(
+        &[
+            "robots",
+            "--file",
+            f.to_str().unwrap(),
+            "--agent",
+            "bot",
+            "-",
+        ],
+        b"https://a.example/private/x\nhttps://a.example/ok\n",
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let v: Vec<serde_json::Value> = out(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        v.iter().map(|j| j["allowed"].clone()).collect::<Vec<_>>(),
+        [serde_json::json!(false), serde_json::json!(true)]
+    );
+    assert!(err(&o).is_empty(), "{}", err(&o));
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "hello\nDisallow is a word\n").unwrap();
+    let o = run(
+        &[
+            "robots",
+            "--file",
+            notes.to_str().unwrap(),
+            "--agent",
+            "bot",
+        ],
+        b"https://a.example/x\n",
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        err(&o).contains("notes.txt") && err(&o).contains("User-agent"),
+        "{}",
+        err(&o)
+    );
+}
+
+/// `rules` on a namespace with neither a filter nor rules is a typo (3), not an empty list;
+/// `bloom` names the Redis it could not reach; `--window 3` (three seconds, where days were
+/// meant) must be written with its unit.
+#[test]
+fn redis_commands_name_what_is_not_there() {
+    let redis = common::OwnRedis::start(&[]);
+    let url = redis.url();
+    let o = run(
+        &["rules", "--redis", &url, "--namespace", "nope", "list"],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(
+        err(&o).contains("\"nope\"") && err(&o).contains(&url),
+        "{}",
+        err(&o)
+    );
+    let o = run(
+        &["bloom", "--redis", &url, "create", "w1", "--window", "3"],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("3d"), "{}", err(&o));
+    let o = run(
+        &["bloom", "--redis", &url, "create", "w1", "--window", "3d"],
+        b"",
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let o = run(
+        &["rules", "--redis", &url, "--namespace", "w1", "list"],
+        b"",
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    // The mismatch is said in the flags' words (it said `Fingerprints ≠ Bloom`, `259200s`).
+    let o = run(
+        &[
+            "dedup",
+            "-q",
+            "--redis",
+            &url,
+            "--namespace",
+            "w1",
+            "--mode",
+            "bloom",
+            "--window",
+            "1h",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("mode: fingerprints ≠ bloom") && err(&o).contains("window: 3days ≠ 1h"),
+        "{}",
+        err(&o)
+    );
+    let down = format!("redis://127.0.0.1:{}", common::free_port());
+    let o = run(&["bloom", "--redis", &down, "stats", "w1"], b"");
+    assert_eq!(o.status.code(), Some(4), "{}", err(&o));
+    assert!(err(&o).contains(&down), "{}", err(&o));
+}
+
+/// A gate or render stage with no broker at its address exits 4 within
+/// `kafka.startup_timeout`, naming the brokers (it logged ~20 warnings a second for ever).
+#[test]
+fn a_stage_with_no_broker_exits_4() {
+    let port = common::free_port();
+    for stage in ["gate", "render"] {
+        let t = std::time::Instant::now();
+        let o = run(
+            &[
+                stage,
+                "--set",
+                &format!("kafka.brokers=127.0.0.1:{port}"),
+                "--set",
+                "kafka.startup_timeout=2s",
+            ],
+            b"",
+        );
+        assert_eq!(o.status.code(), Some(4), "{stage}: {}", err(&o));
+        assert!(
+            err(&o).contains(&format!("127.0.0.1:{port}")) && err(&o).contains("kafka.brokers"),
+            "{}",
+            err(&o)
+        );
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(60),
+            "{stage} gave up"
+        );
+    }
+}
+
+/// `similar`: `--http-timeout 0s` is a usage error; `-l -` reads standard input; a line that is
+/// no absolute URL is skipped with its line number and a fix (`host:port/x` was taken for a
+/// relative URL), and counted as a skipped input line, not as a page that failed.
+#[test]
+fn similar_lists_say_which_line_is_no_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let o = run(
+        &[
+            "similar",
+            "-l",
+            "http://127.0.0.1:9/",
+            "-o",
+            report.to_str().unwrap(),
+            "--http-timeout",
+            "0s",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let port = common::free_port();
+    let o = run(
+        &[
+            "similar",
+            "-l",
+            "-",
+            "-o",
+            report.to_str().unwrap(),
+            "--allow",
+            "127.0.0.1",
+            "--no-soft-404-probe",
+        ],
+        format!("http://127.0.0.1:{port}/a\n127.0.0.1:{port}/x\n").as_bytes(),
+    );
+    assert_eq!(o.status.code(), Some(5), "{}", err(&o));
+    assert!(
+        err(&o).contains("standard input:2")
+            && err(&o).contains(&format!("http://127.0.0.1:{port}/x")),
+        "{}",
+        err(&o)
+    );
+    assert!(err(&o).contains("1 input lines skipped"), "{}", err(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(r["urls"].as_array().unwrap().len(), 1, "{r}");
+}
+
+/// A URL still in the quotes of the string it was lifted from names a real page: kept, quotes
+/// removed (it was `js_fragment`).
+#[test]
+fn a_quoted_absolute_url_is_kept() {
+    let o = run(
+        &["check"],
+        b"\"https://a.example/x\"\n'http://b.example/'\n\"/relative.html\"\n",
+    );
+    let v: Vec<serde_json::Value> = out(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(v[0]["canonical"], "https://a.example/x");
+    assert_eq!(v[1]["canonical"], "http://b.example/");
+    assert_eq!(v[2]["verdict"], "reject");
+}
+
+/// A `phash` in `cluster`'s input that is not a hash is said (it was ignored silently).
+#[test]
+fn a_phash_that_is_not_one_is_said() {
+    let line = br#"{"url":"https://a.example/","status":200,"html":"<html><body><p>x</p></body></html>","phash":"zz"}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let o = run(&["cluster", "-", "-o", report.to_str().unwrap()], line);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        err(&o).contains("stdin:1: phash \"zz\" ignored"),
+        "{}",
+        err(&o)
+    );
 }

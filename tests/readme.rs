@@ -84,7 +84,7 @@ fn the_readme_examples_print_what_the_readme_says() {
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&o.stdout);
-        let ok = o.status.success() && e.expected.as_ref().map_or(true, |want| *want == stdout);
+        let ok = o.status.success() && e.expected.as_ref().is_none_or(|want| *want == stdout);
         if !ok {
             failed.push(format!(
                 "README.md:{}: $ {}\n  exit: {:?}\n  expected:\n{}\n  got:\n{}\n  stderr:\n{}",

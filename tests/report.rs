@@ -24,7 +24,7 @@ fn page_png(seed: u32, banner: [u8; 3]) -> Vec<u8> {
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
-        if in_text && x % 3 != 0 {
+        if in_text && !x.is_multiple_of(3) {
             image::Rgb([30, 30, 30])
         } else {
             image::Rgb([255, 255, 255])

@@ -245,10 +245,17 @@ pub fn run(a: ClusterArgs) -> Result<()> {
                         Page::parse(&p.url, &p.final_url, status, &p.content_type, &p.html);
                     page.0.redirect_chain = p.redirect_chain;
                     page.0.features.timings = p.timings;
-                    page.0.features.phash = p
-                        .phash
-                        .as_ref()
-                        .and_then(|h| u64::from_str_radix(h, 16).ok());
+                    // A hash that is not 1–16 hex digits is said, and the page compared
+                    // without it (text and structure still are), as a thumbnail that is not one.
+                    page.0.features.phash = p.phash.as_ref().and_then(|h| {
+                        let v = (h.len() <= 16)
+                            .then(|| u64::from_str_radix(h, 16).ok())
+                            .flatten();
+                        if v.is_none() {
+                            eprintln!("crawlsieve cluster: {name}:{n}: phash {h:?} ignored: not 1 to 16 hex digits (a 64-bit perceptual hash)");
+                        }
+                        v
+                    });
                     add(page, p.error, &mut pages, &mut errors);
                     thumbs.push(p.thumbnail.filter(|t| {
                         let ok = super::report_html::is_data_image(t);

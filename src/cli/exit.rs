@@ -95,14 +95,20 @@ pub fn code(e: &anyhow::Error) -> i32 {
         }
         if let Some(c) = c.downcast_ref::<crate::config::ConfigError>() {
             return match c {
-                crate::config::ConfigError::Read { .. } => Exit::Input,
+                crate::config::ConfigError::Read { .. } | crate::config::ConfigError::Files(_) => {
+                    Exit::Input
+                }
                 crate::config::ConfigError::Invalid(_) => Exit::Usage,
             } as i32;
         }
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
             if matches!(
                 io.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::PermissionDenied
+                    | std::io::ErrorKind::IsADirectory
+                    | std::io::ErrorKind::NotADirectory
+                    | std::io::ErrorKind::InvalidData
             ) {
                 return Exit::Input as i32;
             }
@@ -119,6 +125,7 @@ pub fn code(e: &anyhow::Error) -> i32 {
                     rdkafka::types::RDKafkaErrorCode::AllBrokersDown
                         | rdkafka::types::RDKafkaErrorCode::BrokerTransportFailure
                         | rdkafka::types::RDKafkaErrorCode::MessageTimedOut
+                        | rdkafka::types::RDKafkaErrorCode::OperationTimedOut
                 )
             ) {
                 return Exit::Unreachable as i32;

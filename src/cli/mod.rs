@@ -463,16 +463,29 @@ impl ScopeArgs {
             ));
         }
         sieve.scope = crate::scope::Scope::new(&self.spec())
-            .map_err(|e| match e {
-                // A scope file that cannot be read, or rules in one that are wrong: input.
-                crate::scope::ScopeError::Read { .. }
-                | crate::scope::ScopeError::Pattern { .. }
-                | crate::scope::ScopeError::Many(_) => exit::input(e.to_string()),
-                _ => exit::usage(e.to_string()),
+            .map_err(|e| {
+                // A scope file that cannot be read, or rules in one that are wrong: input. A
+                // flag's own value: usage, named as the flag (`--allow`, not `allow[0]`).
+                if e.is_input() {
+                    exit::input(e.to_string())
+                } else {
+                    exit::usage(flag_names(&e.to_string()))
+                }
             })?
             .map(std::sync::Arc::new);
         Ok(())
     }
+}
+
+/// A scope error's message with the settings' names (`allow[0]`, `deny_domains`) written as
+/// the flags that set them (`--allow`, `--deny-domain`).
+fn flag_names(m: &str) -> String {
+    let re = regex::Regex::new(r"\b(allow|deny)\[\d+\]").expect("a valid pattern");
+    re.replace_all(m, "--$1")
+        .replace("allow_domains:", "--allow-domain")
+        .replace("deny_domains:", "--deny-domain")
+        .replace("schemes:", "--scheme")
+        .replace("ports:", "--port")
 }
 
 /// Output destination.

@@ -58,9 +58,21 @@ pub struct CreateArgs {
     /// (Bloom + 64-bit fingerprints: no false drops), `fingerprints` (fastest; FP 6e-8).
     #[arg(long, env = "CRAWLSIEVE_MODE", value_enum)]
     pub mode: Option<Mode>,
-    /// Recrawl window: a URL counts as new again this long after it was last new (e.g. 30d).
-    #[arg(long, env = "CRAWLSIEVE_WINDOW")]
+    /// Recrawl window: a URL counts as new again this long after it was last new (e.g. 30d;
+    /// the unit must be written: a bare `3` would be 3 seconds).
+    #[arg(long, env = "CRAWLSIEVE_WINDOW", value_parser = with_unit)]
     pub window: Option<Dur>,
+}
+
+/// A duration whose unit is written: a recrawl window of `3` read as three seconds (where
+/// days were meant) would make every URL new again at once.
+fn with_unit(s: &str) -> std::result::Result<Dur, String> {
+    if s.trim().bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "{s:?} has no unit: write it, e.g. {s}d, {s}h or {s}m ({s}s if seconds are meant)"
+        ));
+    }
+    s.parse()
 }
 
 impl CreateArgs {
@@ -249,6 +261,24 @@ fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
 }
 
 pub(super) fn bloom(a: BloomArgs) -> Result<()> {
+    let at = a.redis.clone().unwrap_or_default();
+    // Redis unreachable: say which Redis (the error alone said "connection refused").
+    bloom_at(a).map_err(|e| {
+        let unreachable = e.chain().any(|c| {
+            matches!(
+                c.downcast_ref::<crate::redis_filter::RedisFilterError>(),
+                Some(crate::redis_filter::RedisFilterError::Unavailable { .. })
+            )
+        });
+        if unreachable && !format!("{e:#}").contains(&at) {
+            e.context(format!("Redis at {at}"))
+        } else {
+            e
+        }
+    })
+}
+
+fn bloom_at(a: BloomArgs) -> Result<()> {
     let Some(url) = a.redis.as_deref() else {
         return Err(super::exit::usage(
             "--redis URL (or CRAWLSIEVE_REDIS) is required: redis://host:port of the Redis that holds the namespace",

@@ -18,7 +18,7 @@ pub struct RobotsArgs {
     /// group.
     #[arg(long, env = "CRAWLSIEVE_ROBOTS_AGENT", value_name = "AGENT")]
     pub agent: String,
-    /// URLs to judge (absolute); none given: one per line on stdin. Non-ASCII bytes and spaces
+    /// URLs to judge (absolute); none given, or `-`: one per line on stdin. Non-ASCII bytes and spaces
     /// are percent-encoded before matching (RFC 9309 §2.2.2).
     pub urls: Vec<String>,
 }
@@ -28,6 +28,13 @@ pub struct RobotsArgs {
 pub fn run(a: RobotsArgs) -> Result<()> {
     let body = std::fs::read(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
     let robots = Robots::new(&body);
+    if !has_groups(&body) {
+        // Valid (every URL is allowed), but a user who gave the wrong file should hear it.
+        eprintln!(
+            "crawlsieve: warning: {} has no `User-agent:` line, so no rule applies and every URL is allowed: is it a robots.txt file?",
+            a.file.display()
+        );
+    }
     if crate::robots::product_token(&a.agent).is_empty() {
         return Err(super::exit::usage(format!(
             "--agent {:?} has no product token (it must start with letters, `-` or `_`)",
@@ -60,7 +67,7 @@ pub fn run(a: RobotsArgs) -> Result<()> {
         out.write_all(b"\n")?;
         Ok(())
     };
-    if a.urls.is_empty() {
+    if a.urls.is_empty() || a.urls == ["-"] {
         for line in std::io::stdin().lock().lines() {
             judge(&line.context("reading stdin")?)?;
         }
@@ -76,6 +83,19 @@ pub fn run(a: RobotsArgs) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Whether `body` has a `User-agent:` line (a group): without one no rule applies (RFC 9309
+/// §2.1), which a file that is not a robots.txt file at all shows too.
+/// An empty file is a robots.txt file that allows everything: not warned of.
+fn has_groups(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(body);
+    text.trim().is_empty()
+        || text.lines().any(|l| {
+            l.trim_start_matches('\u{feff}')
+                .split_once(':')
+                .is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case("user-agent"))
+        })
 }
 
 /// `url` with bytes outside printable ASCII percent-encoded (escapes already there stay).

@@ -66,9 +66,45 @@ pub(super) fn run(a: RulesArgs) -> Result<()> {
     };
     let mut cfg = RedisConfig::new(url);
     cfg.cluster |= a.redis_cluster;
+    if let RulesCommand::Revoke { host, param, .. } = &a.command {
+        // A rule's host is `host[:port]` as `rules list` shows it; a URL there would write a
+        // revocation no rule ever matches.
+        if host.contains("://") || host.contains('/') || host.is_empty() {
+            return Err(super::exit::usage(format!(
+                "{host:?} is not a host: write it as `rules list` shows it (host or host:port, no scheme or path)"
+            )));
+        }
+        if param.is_empty() || param.contains(['&', '=', '?']) {
+            return Err(super::exit::usage(format!(
+                "{param:?} is not a parameter name"
+            )));
+        }
+    }
     let mut conn = Conn::connect(&cfg)
         .map_err(|e| super::exit::unreachable(format!("connecting to Redis at {url}: {e}")))?;
     let ns = &a.namespace;
+    if !crate::redis_filter::layout::is_namespace(ns) {
+        return Err(super::exit::usage(format!(
+            "--namespace {ns:?} is not a namespace name (1–64 of A–Z a–z 0–9 . _ -)"
+        )));
+    }
+    // A namespace with no filter and no rules is a typo (or the wrong Redis): say so rather
+    // than list nothing or write a revocation no gate reads. A namespace whose filter was
+    // dropped but whose rules remain is still listed.
+    let (r, x, _) = crate::params::keys(ns);
+    let there: u64 = conn
+        .query(
+            redis::cmd("EXISTS")
+                .arg(crate::redis_filter::layout::Keys::meta(ns))
+                .arg(&r)
+                .arg(&x),
+        )
+        .map_err(|e| super::exit::unreachable(format!("Redis at {url}: {e}")))?;
+    if there == 0 {
+        return Err(super::exit::input(format!(
+            "namespace {ns:?} has no filter and no rules in Redis at {url}: check --namespace (the gates' and render stages' redis.namespace)"
+        )));
+    }
     match a.command {
         RulesCommand::List { revoked } => {
             let (rules, revs) = crate::params::list(&mut conn, ns)?;
@@ -88,18 +124,6 @@ pub(super) fn run(a: RulesArgs) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&doc)?);
         }
         RulesCommand::Revoke { host, param, clear } => {
-            // A rule's host is `host[:port]` as `rules list` shows it; a URL there would write
-            // a revocation no rule ever matches.
-            if host.contains("://") || host.contains('/') || host.is_empty() {
-                return Err(super::exit::usage(format!(
-                    "{host:?} is not a host: write it as `rules list` shows it (host or host:port, no scheme or path)"
-                )));
-            }
-            if param.is_empty() || param.contains(['&', '=', '?']) {
-                return Err(super::exit::usage(format!(
-                    "{param:?} is not a parameter name"
-                )));
-            }
             let out = if clear {
                 let had = crate::params::clear_revocation(&mut conn, ns, &host, &param)?;
                 serde_json::json!({"host": host, "param": param, "revocation_cleared": had})

@@ -21,7 +21,8 @@ use super::Dur;
 /// are accepted with one dash too, as the seed spells them).
 #[derive(Debug, Args)]
 pub struct SimilarArgs {
-    /// URLs: a file (one per line; blank lines and `#` comments skipped) or a comma list.
+    /// URLs: a file (one per line; blank lines and `#` comments skipped; `-`: standard input)
+    /// or a comma list of absolute URLs.
     #[arg(
         short = 'l',
         long = "list",
@@ -120,38 +121,89 @@ pub fn normalize_args(args: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// The URLs of `-l`: a file's lines, or a comma-separated list of absolute URLs. Anything else
-/// (a file name that does not exist, a bare word) is an input error, not a one-URL list.
-fn urls(list: &str) -> Result<Vec<String>> {
+/// The URLs of `-l`: a file's lines (`-`: standard input's), or a comma-separated list of
+/// absolute URLs. Anything else (a file name that does not exist, a bare word) is an input
+/// error, not a one-URL list. A line of a file that is no absolute http(s) URL is skipped with
+/// a warning naming it (and counted: the run is then partial); returns the URLs and that count.
+fn urls(list: &str) -> Result<(Vec<String>, usize)> {
     let path = std::path::Path::new(list);
-    let text = if path.is_file() {
-        std::fs::read_to_string(list)
-            .map_err(|e| super::exit::input(format!("-l {list}: cannot read the file: {e}")))?
+    let (text, from_file) = if list == "-" {
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut t)
+            .map_err(|e| super::exit::input(format!("-l -: cannot read standard input: {e}")))?;
+        (t, true)
+    } else if path.is_file() {
+        let t = std::fs::read_to_string(list)
+            .map_err(|e| super::exit::input(format!("-l {list}: cannot read the file: {e}")))?;
+        (t, true)
     } else {
         let items: Vec<&str> = list
             .split(',')
             .map(str::trim)
             .filter(|u| !u.is_empty())
             .collect();
-        if let Some(bad) = items.iter().find(|u| !u.contains("://")) {
-            return Err(super::exit::input(if items.len() == 1 {
-                format!("-l {list}: no such file, and not a URL (give a file of URLs, one per line, or a comma-separated list of absolute URLs)")
-            } else {
-                format!("-l: {bad:?} is not an absolute URL (a comma-separated list takes absolute URLs: https://host/path)")
-            }));
+        if let Some(bad) = items.iter().find(|u| absolute(u).is_err()) {
+            return Err(super::exit::input(
+                if items.len() == 1 && !bad.contains("://") {
+                    format!("-l {list}: no such file, and not a URL (give a file of URLs, one per line, or a comma-separated list of absolute URLs)")
+                } else {
+                    format!(
+                        "-l: {bad:?} is not an absolute http(s) URL: {}",
+                        absolute(bad).unwrap_err()
+                    )
+                },
+            ));
         }
-        items.join("\n")
+        (items.join("\n"), false)
     };
-    let v: Vec<String> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(String::from)
-        .collect();
-    if v.is_empty() {
-        return Err(super::exit::input(format!("-l {list}: no URL in it")));
+    let name = if list == "-" { "standard input" } else { list };
+    let mut v = Vec::new();
+    let mut skipped = 0;
+    for (n, l) in text.lines().enumerate() {
+        let l = l.trim().trim_start_matches('\u{feff}');
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        match absolute(l) {
+            Ok(()) => v.push(l.to_string()),
+            Err(why) if from_file => {
+                skipped += 1;
+                eprintln!(
+                    "crawlsieve similar: {name}:{}: skipped {l:?}: not an absolute http(s) URL: {why}",
+                    n + 1
+                );
+            }
+            Err(_) => unreachable!("a list's items are checked above"),
+        }
     }
-    Ok(v)
+    if v.is_empty() {
+        return Err(super::exit::input(format!(
+            "-l {list}: no absolute http(s) URL in it"
+        )));
+    }
+    Ok((v, skipped))
+}
+
+/// Whether `u` is an absolute http(s) URL with a host; if not, why, with the fix when it is
+/// only the scheme that is missing (`host:8080/x` would otherwise read as scheme `host`).
+fn absolute(u: &str) -> std::result::Result<(), String> {
+    let lower = u.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        let looks_like_host = u
+            .split(['/', '?', '#'])
+            .next()
+            .is_some_and(|h| h.contains('.') || h.contains(':') || h == "localhost");
+        return Err(if looks_like_host && !u.contains("://") {
+            format!("no scheme (write http://{u} or https://{u})")
+        } else {
+            "it does not start with http:// or https://".into()
+        });
+    }
+    match url::Url::parse(u) {
+        Ok(p) if p.host_str().is_some_and(|h| !h.is_empty()) => Ok(()),
+        Ok(_) => Err("no host".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Run `crawlsieve similar`.
@@ -161,7 +213,22 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         crate::net::check_allow_entry(x)
             .map_err(|e| super::exit::usage(format!("--allow {x}: {e}")))?;
     }
-    let list = urls(&a.list)?;
+    for (flag, d) in [
+        ("--http-timeout", a.http_timeout),
+        ("--page-timeout", a.page_timeout),
+    ] {
+        if d.0.is_zero() {
+            return Err(super::exit::usage(format!(
+                "{flag} 0s: every page would time out at once; give a duration, e.g. 10s"
+            )));
+        }
+    }
+    if a.threads == 0 || a.batch_size == 0 {
+        return Err(super::exit::usage(
+            "--threads and --batch-size must be at least 1",
+        ));
+    }
+    let (list, skipped) = urls(&a.list)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .worker_threads(2)
@@ -255,7 +322,15 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         probes: &probes,
         learned: &learned,
     };
-    super::cluster::report(&pages, errors, &extras, 0, &t, Some(&a.output), "similar")
+    super::cluster::report(
+        &pages,
+        errors,
+        &extras,
+        skipped,
+        &t,
+        Some(&a.output),
+        "similar",
+    )
 }
 
 /// Render every URL of `list`, `batch` at a time, with a progress bar on a terminal.

@@ -32,7 +32,7 @@ impl std::fmt::Display for Dur {
     /// The largest unit that writes it exactly: `24h`, `90s`, `500ms`, `0s`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ms = self.0.as_millis();
-        if self.0.subsec_nanos() % 1_000_000 != 0 {
+        if !self.0.subsec_nanos().is_multiple_of(1_000_000) {
             return write!(f, "{}ns", self.0.as_nanos());
         }
         if ms == 0 {
@@ -44,7 +44,7 @@ impl std::fmt::Display for Dur {
             ("m", 60_000),
             ("s", 1_000),
         ] {
-            if ms % n == 0 {
+            if ms.is_multiple_of(n) {
                 return write!(f, "{}{unit}", ms / n);
             }
         }

@@ -19,6 +19,10 @@ pub enum ConfigError {
     /// Not TOML, or problems with its keys and values: every one found, a line each.
     #[error("{}", problems(.0))]
     Invalid(Vec<String>),
+    /// The settings are right, but files they name cannot be read or are malformed (a scope
+    /// file): every one found, a line each.
+    #[error("{}", problems(.0))]
+    Files(Vec<String>),
 }
 
 fn problems(v: &[String]) -> String {
@@ -43,7 +47,7 @@ impl ConfigError {
     /// The problems, one per entry (empty for a read error).
     pub fn problems(&self) -> &[String] {
         match self {
-            ConfigError::Invalid(v) => v,
+            ConfigError::Invalid(v) | ConfigError::Files(v) => v,
             ConfigError::Read { .. } => &[],
         }
     }
@@ -109,12 +113,19 @@ pub fn load(
     legacy(component, &mut user);
     merge(&mut doc, user);
     let cfg = typed(doc, &mut errors);
+    let mut files = Vec::new();
     if let Some(cfg) = &cfg {
         errors.extend(cfg.problems(component));
+        files = cfg.scope_problems(true);
     }
     match cfg {
-        Some(cfg) if errors.is_empty() => Ok(cfg),
-        _ => Err(ConfigError::Invalid(errors)),
+        Some(cfg) if errors.is_empty() && files.is_empty() => Ok(cfg),
+        // Only files at fault: an input error (exit 3), not a usage error.
+        Some(_) if errors.is_empty() => Err(ConfigError::Files(files)),
+        _ => {
+            errors.extend(files);
+            Err(ConfigError::Invalid(errors))
+        }
     }
 }
 

@@ -30,6 +30,7 @@
 //! batch_linger_ms = 20                 # wait at most this long to fill a batch
 //! max_message_bytes = 1048576
 //! workers = 1                          # consumers (threads) in this process
+//! startup_timeout = "30s"               # no broker answers at start within this: exit 4
 //! [kafka.client]                       # passed to librdkafka as is (SASL/TLS, timeouts, ...)
 //! "security.protocol" = "SASL_SSL"
 //! [kafka.consumer]                     # consumer-only librdkafka properties
@@ -156,6 +157,23 @@ impl Config {
     }
 
     /// What the types alone cannot check, for `component`: every problem, one line each.
+    /// The problems of `[scope]` and `[scopes.NS]`: those of the files they read when `files`
+    /// (a scope file that cannot be read, a line of one that is no rule: input errors), else
+    /// those of the settings' own values.
+    pub fn scope_problems(&self, files: bool) -> Vec<String> {
+        let specs = std::iter::once(("scope".to_string(), &self.scope)).chain(
+            self.scopes
+                .iter()
+                .map(|(ns, s)| (format!("scopes.{ns}"), s)),
+        );
+        specs
+            .filter_map(|(key, spec)| match crate::scope::shared(spec) {
+                Err(e) if e.is_input() == files => Some(format!("{key}: {e}")),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn problems(&self, component: Component) -> Vec<String> {
         let mut out = Vec::new();
         let mut bad = |m: String| out.push(m);
@@ -242,18 +260,15 @@ impl Config {
         if let Err(e) = self.sieve.validator() {
             bad(format!("sieve: {e}"));
         }
-        if let Err(e) = crate::scope::shared(&self.scope) {
-            bad(format!("scope: {e}"));
-        }
-        for (ns, spec) in &self.scopes {
+        for ns in self.scopes.keys() {
             if !crate::redis_filter::layout::is_namespace(ns) {
                 bad(format!(
                     "scopes.{ns}: not a namespace name (1–64 of A–Z a–z 0–9 . _ -)"
                 ));
             }
-            if let Err(e) = crate::scope::shared(spec) {
-                bad(format!("scopes.{ns}: {e}"));
-            }
+        }
+        for m in self.scope_problems(false) {
+            bad(m);
         }
         let sv = &self.serve;
         if sv.listen.parse::<std::net::SocketAddr>().is_err() {

@@ -259,6 +259,10 @@ pub struct KafkaConfig {
     /// Consumers in this process (each a thread with its own consumer, producer and Redis
     /// connection; partitions are spread over them by the group protocol).
     pub workers: usize,
+    /// At start, how long to wait for a broker of `brokers` to answer before giving up (exit
+    /// 4, naming the brokers): a wrong address fails at once instead of retrying for ever.
+    /// Once a broker has answered, outages are waited out. `0s`: wait at start too.
+    pub startup_timeout: Dur,
     /// librdkafka properties for both clients, passed through (`security.protocol`, `sasl.*`,
     /// `ssl.*`, …). Values may be strings, numbers or booleans.
     #[serde(deserialize_with = "scalar_map")]
@@ -307,6 +311,7 @@ impl Default for KafkaConfig {
             batch_linger_ms: 20,
             max_message_bytes: crate::events::DEFAULT_MAX_MESSAGE_BYTES,
             workers: 1,
+            startup_timeout: Dur(Duration::from_secs(30)),
             client: BTreeMap::new(),
             consumer: BTreeMap::new(),
             producer: BTreeMap::new(),

@@ -929,7 +929,7 @@ impl GateCore {
     fn adoption_due(&self, ns: usize) -> bool {
         let state = &self.namespaces[&self.names[ns]];
         let every = state.filter.lease_ttl() / 2;
-        self.adopted_at[ns].map_or(true, |t| t.elapsed() >= every)
+        self.adopted_at[ns].is_none_or(|t| t.elapsed() >= every)
     }
 
     /// 5. The records, in input order: skipped patterns are rejected, each new URL's publisher

@@ -21,12 +21,16 @@ use rdkafka::{ClientContext, Message, Offset, TopicPartitionList};
 
 /// Notes each rebalance: partitions assigned afresh start from their committed offsets, not
 /// paused, so what the mover knew of its paused partitions no longer holds.
-#[derive(Default)]
 struct MoverContext {
     rebalanced: AtomicBool,
+    errors: crate::stage::worker::KafkaErrors,
 }
 
-impl ClientContext for MoverContext {}
+impl ClientContext for MoverContext {
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        self.errors.log(&error, reason);
+    }
+}
 
 impl ConsumerContext for MoverContext {
     fn post_rebalance(&self, _: &BaseConsumer<Self>, _: &Rebalance<'_>) {
@@ -68,7 +72,10 @@ impl Mover {
             .remove("group.protocol")
             .remove("group.remote.assignor");
         let consumer: MoverConsumer = cc
-            .create_with_context(MoverContext::default())
+            .create_with_context(MoverContext {
+                rebalanced: AtomicBool::new(false),
+                errors: crate::stage::worker::KafkaErrors::new(&k.brokers),
+            })
             .context("creating the robots wait topic's consumer")?;
         // Fail loudly at start: without the topic every held URL would stall the gate.
         let md = consumer

@@ -146,7 +146,7 @@ pub fn spawn(cfg: &Config, probe: ProbeMetrics, filter: Option<FilterMetrics>) {
                 if let Err(e) = &ok {
                     tracing::debug!(error = %e, "redis probe failed");
                 }
-                let due = last_stats.map_or(true, |l| l.elapsed() >= stats_every);
+                let due = last_stats.is_none_or(|l| l.elapsed() >= stats_every);
                 if let Some(fm) = filter.as_ref().filter(|_| ok.is_ok()) {
                     if !stats_every.is_zero() && due {
                         last_stats = Some(Instant::now());

@@ -92,9 +92,9 @@ impl Sampler {
 
     /// Whether more pages of `pattern` should be sampled.
     pub fn wants(&self, pattern: &str) -> bool {
-        self.states.get(pattern).map_or(true, |s| {
-            s.verdict.is_none() && s.failures < self.max_failures
-        })
+        self.states
+            .get(pattern)
+            .is_none_or(|s| s.verdict.is_none() && s.failures < self.max_failures)
     }
 
     /// The current verdict.

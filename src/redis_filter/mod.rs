@@ -193,6 +193,15 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// The name the flag and the setting take (`--mode fingerprints`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Bloom => "bloom",
+            Mode::Exact => "exact",
+            Mode::Fingerprints => "fingerprints",
+        }
+    }
+
     fn store(self) -> layout::Store {
         match self {
             Mode::Bloom => layout::Store::Bloom,
@@ -350,10 +359,14 @@ impl Expect {
             d.push(format!("hashes: {} ≠ {k}", s.k));
         }
         if let Some(m) = self.mode.filter(|&m| m != s.mode) {
-            d.push(format!("mode: {:?} ≠ {m:?}", s.mode));
+            d.push(format!("mode: {} ≠ {}", s.mode.name(), m.name()));
         }
         if let Some(w) = self.window.filter(|&w| w != s.window) {
-            let show = |w: Option<u64>| w.map_or("none".to_string(), |s| format!("{s}s"));
+            let show = |w: Option<u64>| {
+                w.map_or("none".to_string(), |s| {
+                    humantime::format_duration(std::time::Duration::from_secs(s)).to_string()
+                })
+            };
             d.push(format!("window: {} ≠ {}", show(s.window), show(w)));
         }
         if let Some(n) = self.shards.filter(|&n| Some(n) != s.shards) {

@@ -421,6 +421,10 @@ impl Renderer {
             out.html.clear();
             out.phash = None;
             out.phash_dct = None;
+            // The 502 was the proxy's, not the site's: no status was received (0, as the
+            // schemas say), so no report shows a refused connection as a server error.
+            out.status = 0;
+            out.content_type.clear();
         }
         // A script can build a DOM no parser should be fed (100,000 nested elements, a tag with
         // 200,000 attributes): refused here, in linear time, before any feature is extracted.

@@ -413,7 +413,7 @@ impl Stage for RenderStage {
             // error, login or WAF page looks the same whatever the URL), as requested, of a
             // scope whose answer to unknown URLs is known (with probes on: a soft 404 not yet
             // classed would look the same whatever the parameter).
-            let scope_known = self.probes.as_ref().map_or(true, |pr| {
+            let scope_known = self.probes.as_ref().is_none_or(|pr| {
                 use crate::page::soft404;
                 pr.knows(&soft404::scope_key(&ev.url))
                     && (!soft404::is_section_root(&ev.url)

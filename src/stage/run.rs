@@ -95,6 +95,7 @@ where
         workers = cfg.kafka.workers,
         "starting"
     );
+    super::worker::reach_brokers(&cfg.kafka, &topics.input)?;
     let started = Instant::now();
     let (make, topics) = (&make, &topics);
     let results: Vec<Result<Report>> = std::thread::scope(|s| {

@@ -60,15 +60,89 @@ fn permanent(e: &KafkaError) -> bool {
     )
 }
 
+/// librdkafka's client errors, logged for an operator: "all brokers down" names the
+/// configured brokers (librdkafka says only "AllBrokersDown", never where), and each kind of
+/// error is logged at most once per [`KafkaErrors::EVERY`] with the count of those not logged
+/// (a client retrying a dead broker reports a failure per attempt, per client: a gate's
+/// consumer, producer and mover said ~20 lines a second). The clients keep retrying, as a
+/// service must; `/readyz` stays not ready until a broker answers.
+pub(crate) struct KafkaErrors {
+    brokers: String,
+    /// Per error kind: when it was last logged, and how many since.
+    last: Mutex<HashMap<String, (Instant, u64)>>,
+}
+
+impl KafkaErrors {
+    /// At most one line per kind of error in this long.
+    pub(crate) const EVERY: Duration = Duration::from_secs(10);
+
+    /// The errors of clients of `brokers` (`kafka.brokers`).
+    pub(crate) fn new(brokers: &str) -> KafkaErrors {
+        KafkaErrors {
+            brokers: brokers.to_string(),
+            last: Mutex::default(),
+        }
+    }
+
+    /// Log `error` (`reason`: librdkafka's words) unless its kind was logged less than
+    /// [`KafkaErrors::EVERY`] ago.
+    pub(crate) fn log(&self, error: &KafkaError, reason: &str) {
+        let code = error.rdkafka_error_code();
+        let kind = format!("{code:?}");
+        let suppressed = {
+            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+            let now = Instant::now();
+            match last.get_mut(&kind) {
+                Some((at, n)) if now.duration_since(*at) < Self::EVERY => {
+                    *n += 1;
+                    return;
+                }
+                Some((at, n)) => {
+                    *at = now;
+                    std::mem::take(n)
+                }
+                None => {
+                    last.insert(kind, (now, 0));
+                    0
+                }
+            }
+        };
+        let more = if suppressed > 0 {
+            format!(
+                " ({suppressed} more like it in the last {}s)",
+                Self::EVERY.as_secs()
+            )
+        } else {
+            String::new()
+        };
+        match code {
+            Some(RDKafkaErrorCode::AllBrokersDown) => tracing::warn!(
+                brokers = %self.brokers,
+                "no Kafka broker reachable at {} (kafka.brokers): {reason}; retrying{more}",
+                self.brokers
+            ),
+            // One broker's connection failed; the client reconnects by itself.
+            Some(RDKafkaErrorCode::BrokerTransportFailure) => {
+                tracing::warn!("librdkafka: {error}: {reason}{more}")
+            }
+            _ => tracing::error!("librdkafka: {error}: {reason}{more}"),
+        }
+    }
+}
+
 /// Producer callbacks (on the producer's polling thread): every delivery report, counted per
 /// attempt; the worker waits on `reported`.
-#[derive(Default)]
 struct Deliveries {
     tallies: Mutex<HashMap<usize, Tally>>,
     reported: Condvar,
+    errors: KafkaErrors,
 }
 
-impl ClientContext for Deliveries {}
+impl ClientContext for Deliveries {
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.errors.log(&error, reason);
+    }
+}
 
 impl ProducerContext for Deliveries {
     type DeliveryOpaque = usize;
@@ -353,7 +427,7 @@ impl<S: Stage> Pipeline<S> {
     fn to_commit(&self, all: bool, only: Option<&[i32]>) -> Vec<(i32, i64)> {
         self.offsets
             .iter()
-            .filter(|(p, _)| only.map_or(true, |o| o.contains(p)))
+            .filter(|(p, _)| only.is_none_or(|o| o.contains(p)))
             .filter_map(|(&p, po)| {
                 let o = if all {
                     po.committable()
@@ -395,29 +469,13 @@ struct GroupContext<S: Stage> {
     /// Partitions this consumer holds (the process gauge is the sum over its workers).
     assigned: std::sync::atomic::AtomicI64,
     topic: String,
-    /// `kafka.brokers`, named when none of them can be reached.
-    brokers: String,
+    /// librdkafka's errors, logged ([`KafkaErrors`]).
+    errors: KafkaErrors,
 }
 
 impl<S: Stage + Send + 'static> ClientContext for GroupContext<S> {
-    /// librdkafka's errors: "all brokers down" names the configured brokers (it said only
-    /// "AllBrokersDown" every 10 s, never where); the client keeps retrying, as a service
-    /// must, and `/readyz` stays not ready until a broker answers.
     fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
-        if error.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::AllBrokersDown) {
-            tracing::warn!(
-                brokers = %self.brokers,
-                "no Kafka broker reachable at {} (kafka.brokers): {reason}; retrying",
-                self.brokers
-            );
-        } else if error.rdkafka_error_code()
-            == Some(rdkafka::types::RDKafkaErrorCode::BrokerTransportFailure)
-        {
-            // One broker's connection failed; the client reconnects by itself.
-            tracing::warn!("librdkafka: {error}: {reason}");
-        } else {
-            tracing::error!("librdkafka: {error}: {reason}");
-        }
+        self.errors.log(&error, reason);
     }
 
     /// librdkafka statistics (every `statistics.interval.ms`): the lag of each partition this
@@ -580,6 +638,36 @@ pub(crate) fn client_config(
     c
 }
 
+/// Wait at most `kafka.startup_timeout` for a broker of `kafka.brokers` to answer a metadata
+/// request (about `topic`); `0s` waits for ever (the workers' clients retry). A broker that
+/// never answers is an error that names the brokers (the command exits 4, unreachable),
+/// instead of a process that logs retries and never starts.
+pub(crate) fn reach_brokers(k: &KafkaConfig, topic: &str) -> Result<()> {
+    let wait = k.startup_timeout.0;
+    if wait.is_zero() {
+        return Ok(());
+    }
+    let probe: BaseConsumer<Quiet> =
+        client_config(k, &[("client.id", "crawlsieve-probe")], &k.consumer)
+            .create_with_context(Quiet)
+            .context("creating a Kafka client")?;
+    probe.fetch_metadata(Some(topic), wait).map(drop).map_err(|e| {
+        anyhow::Error::new(e).context(format!(
+            "no Kafka broker answered at {} (kafka.brokers) within {} (kafka.startup_timeout): is it running, and is the address right?",
+            k.brokers, k.startup_timeout
+        ))
+    })
+}
+
+/// The start-up probe's client: its errors are the probe's answer, not lines of their own.
+struct Quiet;
+
+impl ClientContext for Quiet {
+    fn error(&self, _: KafkaError, _: &str) {}
+}
+
+impl ConsumerContext for Quiet {}
+
 impl<S: Stage + Send + 'static> Worker<S> {
     /// Connect worker `id` of stage `name` (`gate`, `render`: its Kafka clients are
     /// `crawlsieve-<name>-<id>`); the group is joined on the first poll.
@@ -612,7 +700,11 @@ impl<S: Stage + Send + 'static> Worker<S> {
             ],
             &k.producer,
         )
-        .create_with_context(Deliveries::default())
+        .create_with_context(Deliveries {
+            tallies: Mutex::default(),
+            reported: Condvar::new(),
+            errors: KafkaErrors::new(&k.brokers),
+        })
         .context("creating the Kafka producer")?;
         let input = topics.input.clone();
         let pipeline = Arc::new(Mutex::new(Pipeline {
@@ -631,7 +723,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
             metrics: metrics.clone(),
             assigned: Default::default(),
             topic: input.clone(),
-            brokers: k.brokers.clone(),
+            errors: KafkaErrors::new(&k.brokers),
         };
         let consumer: BaseConsumer<GroupContext<S>> = client_config(
             k,
@@ -843,7 +935,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
                 // The same error every poll while a broker is away: say it once per 10 s.
                 let msg = e.to_string();
                 let now = Instant::now();
-                if last_error.as_ref().map_or(true, |(m, t)| {
+                if last_error.as_ref().is_none_or(|(m, t)| {
                     *m != msg || now.duration_since(*t) > Duration::from_secs(10)
                 }) {
                     tracing::warn!(error = %msg, "consumer");

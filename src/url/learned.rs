@@ -56,7 +56,7 @@ impl LearnedRules {
             return None;
         }
         let n = self.verify_one_in;
-        if n > 0 && xxhash_rust::xxh3::xxh3_64(canonical.as_bytes()) % n == 0 {
+        if n > 0 && xxhash_rust::xxh3::xxh3_64(canonical.as_bytes()).is_multiple_of(n) {
             return None;
         }
         Some(s)

@@ -219,7 +219,7 @@ fn dashed_date(text: &str) -> Option<i64> {
     let b = text.as_bytes();
     let ends = |j: usize| {
         b.get(j)
-            .map_or(true, |c| matches!(c, b'/' | b'&' | b'#' | b'.'))
+            .is_none_or(|c| matches!(c, b'/' | b'&' | b'#' | b'.'))
     };
     let mut i = 0;
     while i + 7 <= b.len() {

@@ -12,8 +12,8 @@ pub(super) fn trim(s: &str) -> &str {
 /// What the validator and the canonicalizer look at: [`trim`]med, tabs and newlines removed (as
 /// the WHATWG parser does), then extraction residue removed
 /// — trailing backslashes (JS string escapes), single quotes and `>` (`<https://x/issue/1>`); and,
-/// for an absolute URL, anything from the first `"`, `<` or backtick on
-/// (`http://h/x.js"></script>` → `http://h/x.js`).
+/// for an absolute URL, the quote it was lifted in (`"https://h/x"`) and anything from the
+/// first `"`, `<` or backtick on (`http://h/x.js"></script>` → `http://h/x.js`).
 /// A relative candidate is not cut: `/api/" + id` must stay recognisable as code.
 pub fn clean(s: &str) -> Cow<'_, str> {
     // One pass tells which of the rare bytes occur at all; most candidates skip every search.
@@ -69,6 +69,19 @@ pub(super) static CLEAN_CLASS: [u8; 256] = {
 /// bytes may occur (`u8::MAX`: unknown).
 pub(super) fn clean_stripped(s: &str, mask: u8) -> &str {
     let mut t = trim(s);
+    // An absolute URL still in the quotes of the string it was lifted from (`"https://h/x"`,
+    // `'https://h/x'`): the opening quote is residue like the closing one (which the cut and
+    // the residue trimming below remove). It names a real page; judging the quote made it
+    // `js_fragment`.
+    if let [b'"' | b'\'' | b'`', rest @ ..] = t.as_bytes() {
+        let head = &rest[..rest.len().min(8)];
+        if head.len() >= 7
+            && (head[..7].eq_ignore_ascii_case(b"http://")
+                || (head.len() == 8 && head.eq_ignore_ascii_case(b"https://")))
+        {
+            t = &t[1..];
+        }
+    }
     // The fragment goes first (canonicalization drops it), so that residue before it is trailing
     // residue: `6'#x` and `6'` must clean alike. A fragment-only candidate is kept for the rules.
     if mask & K_HASH != 0 {

@@ -60,9 +60,9 @@ fn tex_macro(b: &[u8]) -> bool {
         return false;
     }
     let rest = &b[1 + word..];
-    let next_ok = rest.first().map_or(true, |c| {
-        matches!(c, b'{' | b'[' | b'(' | b'\\' | b' ' | b'^' | b'_')
-    });
+    let next_ok = rest
+        .first()
+        .is_none_or(|c| matches!(c, b'{' | b'[' | b'(' | b'\\' | b' ' | b'^' | b'_'));
     next_ok && !b.iter().any(|&c| c == b'/' || c == b'.')
 }
 
