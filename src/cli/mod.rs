@@ -243,6 +243,11 @@ pub struct RuleArgs {
     /// keeps them too. Otherwise they are rejected as `xml_namespace`.
     #[arg(long, env = "CRAWLSIEVE_KEEP_XML_NAMESPACES", value_parser = clap::builder::BoolishValueParser::new())]
     pub keep_xml_namespaces: bool,
+    /// Keep URLs written in text (`--context text|html_text`) with a reserved host
+    /// (`example.com`, `.test`) or a single-label one (`http://server/`), as an intranet crawl
+    /// wants; the loose profile keeps them too. Otherwise: `reserved_host`, `single_label_host`.
+    #[arg(long, env = "CRAWLSIEVE_KEEP_PLACEHOLDER_HOSTS", value_parser = clap::builder::BoolishValueParser::new())]
+    pub keep_placeholder_hosts: bool,
     /// Where the input's candidates were found, decoded accordingly before they are judged:
     /// html_attr (raw attribute values: `&amp;` is `&`), html_text, js (string literals:
     /// `\/` is `/`; module specifiers, dotted identifiers, version and format strings are
@@ -322,6 +327,7 @@ impl RuleArgs {
             max_len: self.max_len,
             encoding_ratio: self.encoding_ratio,
             keep_xml_namespaces: self.keep_xml_namespaces.then_some(true),
+            keep_placeholder_hosts: self.keep_placeholder_hosts.then_some(true),
             strip_params: self.strip_params.clone(),
             keep_tracking: self.keep_tracking,
             sort_query: !self.no_sort_query,

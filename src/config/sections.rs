@@ -78,6 +78,11 @@ pub struct SieveSection {
     /// Keep XML namespace and DTD identifiers (`http://www.w3.org/2000/svg`) instead of
     /// rejecting them as `xml_namespace` (default: the profile's; only `loose` keeps them).
     pub keep_xml_namespaces: Option<bool>,
+    /// Keep URLs written in text with a reserved (`example.com`, `.test`) or single-label
+    /// (`http://server/`) host instead of rejecting them as `reserved_host` /
+    /// `single_label_host` (default: the profile's; only `loose` keeps them). An intranet
+    /// crawl turns it on.
+    pub keep_placeholder_hosts: Option<bool>,
     /// Extra query parameters to drop (`name` or `prefix*`).
     pub strip_params: Vec<String>,
     /// Keep tracking parameters (utm_*, gclid, …) and session ids.
@@ -103,6 +108,7 @@ impl Default for SieveSection {
             max_len: None,
             encoding_ratio: None,
             keep_xml_namespaces: None,
+            keep_placeholder_hosts: None,
             strip_params: Vec::new(),
             keep_tracking: false,
             sort_query: true,
@@ -130,6 +136,9 @@ impl SieveSection {
         }
         if let Some(k) = self.keep_xml_namespaces {
             cfg.keep_xml_namespaces = k;
+        }
+        if let Some(k) = self.keep_placeholder_hosts {
+            cfg.keep_placeholder_hosts = k;
         }
         crate::url::Validator::new(cfg).map_err(|e| format!("invalid validator settings: {e}"))
     }

@@ -134,11 +134,17 @@ pub enum Reason {
     /// Taken back out of the filter (fingerprints and exact modes), so a later window, a raised
     /// budget or a forget lets it in.
     HostBudget,
+    /// (Text) a URL written with a name reserved for documentation and tests (`example.com`,
+    /// `.example`, `.test`, `.invalid`): no crawl of the public web reaches it.
+    ReservedHost,
+    /// (Text) a URL written with a single-label host (`http://server/`): a name only inside
+    /// someone's network.
+    SingleLabelHost,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 56] = [
+    pub const ALL: [Reason; 58] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -195,6 +201,8 @@ impl Reason {
         Reason::TrapCalendar,
         Reason::RobotsDisallowed,
         Reason::HostBudget,
+        Reason::ReservedHost,
+        Reason::SingleLabelHost,
     ];
 
     /// The stable machine-readable code.
@@ -256,6 +264,8 @@ impl Reason {
             Reason::TrapCalendar => "trap_calendar",
             Reason::RobotsDisallowed => "robots_disallowed",
             Reason::HostBudget => "host_budget",
+            Reason::ReservedHost => "reserved_host",
+            Reason::SingleLabelHost => "single_label_host",
         }
     }
 

@@ -332,12 +332,85 @@ pub(super) fn device_path(b: &[u8]) -> bool {
 }
 
 /// The rules for a candidate found in text (`text`, `html_text`), after cleaning.
-pub(super) fn text_kinds(b: &[u8], scheme: Option<&[u8]>) -> Option<Reason> {
+pub(super) fn text_kinds(
+    b: &[u8],
+    scheme: Option<&[u8]>,
+    keep_placeholder_hosts: bool,
+) -> Option<Reason> {
     if credentials(b, scheme) {
         return Some(Reason::Credentials);
     }
+    if !keep_placeholder_hosts {
+        if let Some(r) = placeholder_host(b, scheme) {
+            return Some(r);
+        }
+    }
     if scheme.is_none() && device_path(b) {
         return Some(Reason::DevicePath);
+    }
+    None
+}
+
+/// The host a candidate is *written* with (an absolute or protocol-relative URL), lowercased,
+/// without user info, port or a trailing dot; `None` for a relative candidate (whose host is
+/// its page's: never judged here, so a crawl of a test site follows its relative links).
+fn written_host(b: &[u8], scheme: Option<&[u8]>) -> Option<String> {
+    let rest = match scheme {
+        Some(s) => &b[s.len() + 1..],
+        None => b,
+    };
+    let rest = rest.strip_prefix(b"//")?;
+    let end = rest
+        .iter()
+        .position(|&c| matches!(c, b'/' | b'?' | b'#' | b'\\'))
+        .unwrap_or(rest.len());
+    let auth = &rest[..end];
+    let auth = match auth.iter().rposition(|&c| c == b'@') {
+        Some(at) => &auth[at + 1..],
+        None => auth,
+    };
+    if auth.first() == Some(&b'[') {
+        return None; // an IPv6 literal: the address policy's
+    }
+    let host = match auth.iter().rposition(|&c| c == b':') {
+        Some(c) => &auth[..c],
+        None => auth,
+    };
+    let host = std::str::from_utf8(host).ok()?.trim_end_matches('.');
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
+/// (Text) a URL written with a host no crawl of the public web reaches: a name reserved for
+/// documentation and tests — `example.com`, `example.net`, `example.org` and their subdomains
+/// (RFC 2606), the top-level names `.example`, `.test`, `.invalid` (RFC 2606, RFC 6761) —
+/// (`reserved_host`); or a single label (`http://server/x`, `http://intranet:8080/`), which
+/// resolves only inside someone's network (`single_label_host`). `localhost` names and IP
+/// literals are the address policy's (`private_address`).
+///
+/// Why no request matches: manuals and READMEs write these to show the form of a URL
+/// (`https://example.com/api/v1`, `http://yourserver/`); the names are reserved never to be
+/// delegated, or, with one label, are not names on the public web at all. A policy, off in
+/// `loose` and with `keep_placeholder_hosts` (an intranet crawl). Only the host a candidate is
+/// written with is judged: a relative link of a page on a test site still resolves and passes.
+fn placeholder_host(b: &[u8], scheme: Option<&[u8]>) -> Option<Reason> {
+    let host = written_host(b, scheme)?;
+    if host == "localhost" || host.ends_with(".localhost") {
+        return None;
+    }
+    let reserved_second = ["example.com", "example.net", "example.org"];
+    if reserved_second.iter().any(|r| {
+        host.strip_suffix(r)
+            .is_some_and(|p| p.is_empty() || p.ends_with('.'))
+    }) {
+        return Some(Reason::ReservedHost);
+    }
+    let tld = host.rsplit('.').next().unwrap_or(&host);
+    if host.contains('.') && matches!(tld, "example" | "test" | "invalid") {
+        return Some(Reason::ReservedHost);
+    }
+    // One label, not a number (`http://2130706433/` is an IPv4 literal: the address policy's).
+    if !host.contains('.') && !host.bytes().all(|c| c.is_ascii_digit() || c == b'x') {
+        return Some(Reason::SingleLabelHost);
     }
     None
 }
@@ -477,6 +550,62 @@ mod tests {
     }
 
     /// What each rule must leave alone: real requests that look alike.
+    /// Issue 27: a host written in text that no public-web crawl reaches is a policy — on by
+    /// default, off in `loose` and with `keep_placeholder_hosts` (intranets); it judges the host
+    /// a URL is written with, never a relative candidate's page.
+    #[test]
+    fn placeholder_hosts_written_in_text() {
+        for (s, r) in [
+            ("https://example.com/api/v1", Reason::ReservedHost),
+            ("http://www.example.org./x", Reason::ReservedHost),
+            ("//cdn.example.net/a.js", Reason::ReservedHost),
+            ("https://user:pw@example.com/", Reason::Credentials),
+            ("http://docs.example/x", Reason::ReservedHost),
+            ("https://a.test:8443/", Reason::ReservedHost),
+            ("http://b.invalid/", Reason::ReservedHost),
+            ("http://server/x", Reason::SingleLabelHost),
+            ("http://intranet:8080/", Reason::SingleLabelHost),
+        ] {
+            assert_eq!(judge(s, Context::Text), Err(r), "{s:?}");
+            assert_eq!(judge(s, Context::HtmlText), Err(r), "{s:?}");
+            for ctx in [Context::Unknown, Context::HtmlAttr, Context::Js] {
+                if r != Reason::Credentials {
+                    assert_eq!(judge(s, ctx), Ok(()), "{s:?} in {ctx:?}");
+                }
+            }
+            let loose = Validator::with_profile(crate::url::Profile::Loose);
+            if r != Reason::Credentials {
+                assert!(loose.check_bytes_in(s.as_bytes(), Context::Text).is_ok());
+            }
+            let mut cfg = crate::url::ValidatorConfig::default();
+            cfg.keep_placeholder_hosts = true;
+            let intranet = Validator::new(cfg).unwrap();
+            if r != Reason::Credentials {
+                assert!(intranet.check_bytes_in(s.as_bytes(), Context::Text).is_ok());
+            }
+        }
+        for s in [
+            "https://notexample.com/",
+            "https://example.com.au/",
+            "https://www.example-site.org/",
+            "https://testing.dev/",
+            "http://localhost:8000/",
+            "http://2130706433/",
+            "http://[::1]/",
+            "relative/page.html",
+            "/abs/path",
+            "https://contest.io/",
+        ] {
+            assert!(
+                !matches!(
+                    judge(s, Context::Text),
+                    Err(Reason::ReservedHost | Reason::SingleLabelHost)
+                ),
+                "{s:?}"
+            );
+        }
+    }
+
     #[test]
     fn real_requests_that_look_alike_pass() {
         for (s, ctx) in [
@@ -490,9 +619,9 @@ mod tests {
             ("https://h.example.net/ns-guide.html", Context::Js),
             ("https://h.example.net/page?x=1#", Context::Js),
             ("http://json-schema.org/draft-07/schema#", Context::Js),
-            ("https://user@h.example.net/", Context::Text),
-            ("https://h.example.net/a?b=1&c=2", Context::Text),
-            ("https://h.example.net/a&#39;", Context::Text),
+            ("https://user@h.docs-site.net/", Context::Text),
+            ("https://h.docs-site.net/a?b=1&c=2", Context::Text),
+            ("https://h.docs-site.net/a&#39;", Context::Text),
             ("..\\docs\\index.html", Context::Text),
             ("images\\a.png", Context::Js),
             // Found on the shared corpus: a `!` after an empty loader name panicked.

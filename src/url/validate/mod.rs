@@ -94,6 +94,12 @@ pub struct ValidatorConfig {
     /// but never a page a crawl wants. Off (rejected as `xml_namespace`) except in `loose`.
     #[serde(default)]
     pub keep_xml_namespaces: bool,
+    /// Keep URLs written in text with a host no crawl of the public web can reach: the names
+    /// reserved for documentation and testing (`example.com`, `.example`, `.test`, `.invalid`;
+    /// `reserved_host`) and single-label hosts (`http://server/`; `single_label_host`). Off
+    /// (rejected) except in `loose`; turn it on for a crawl of an intranet.
+    #[serde(default)]
+    pub keep_placeholder_hosts: bool,
     /// Schemes that a fetcher loads; any other explicit scheme is `non_fetchable_scheme`.
     pub fetchable_schemes: Vec<String>,
 }
@@ -117,6 +123,7 @@ impl ValidatorConfig {
             encoding_ratio,
             reject_whitespace,
             keep_xml_namespaces: p == Profile::Loose,
+            keep_placeholder_hosts: p == Profile::Loose,
             fetchable_schemes: vec!["http".into(), "https".into()],
         }
     }
@@ -401,7 +408,7 @@ impl Validator {
             }
         }
         if matches!(ctx, Context::Text | Context::HtmlText) {
-            if let Some(r) = kinds::text_kinds(b, scheme) {
+            if let Some(r) = kinds::text_kinds(b, scheme, self.cfg.keep_placeholder_hosts) {
                 return Err(r);
             }
         }
