@@ -577,9 +577,11 @@ mod tests {
             if r != Reason::Credentials {
                 assert!(loose.check_bytes_in(s.as_bytes(), Context::Text).is_ok());
             }
-            let mut cfg = crate::url::ValidatorConfig::default();
-            cfg.keep_placeholder_hosts = true;
-            let intranet = Validator::new(cfg).unwrap();
+            let intranet = Validator::new(crate::url::ValidatorConfig {
+                keep_placeholder_hosts: true,
+                ..Default::default()
+            })
+            .unwrap();
             if r != Reason::Credentials {
                 assert!(intranet.check_bytes_in(s.as_bytes(), Context::Text).is_ok());
             }
