@@ -27,6 +27,11 @@ impl<R: BufRead> LineReader<R> {
         }
     }
 
+    /// The reader underneath.
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
     /// Read the next line into `line` (reused); `Ok(false)` at end of input.
     pub fn read_line(&mut self, line: &mut Line) -> io::Result<bool> {
         line.bytes.clear();

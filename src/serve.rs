@@ -606,7 +606,7 @@ impl Api {
                 return Err(error(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "invalid_request",
-                    format!("{e} (expected {{\"namespace\": string, \"urls\": [string, ...]}})"),
+                    format!("{e} (expected {{\"urls\": [string, ...]}}, optionally \"namespace\", \"source\", \"context\", \"check_only\")"),
                 ))
             }
             Err(ParseError::Malformed(e)) => {
@@ -627,6 +627,23 @@ impl Api {
                 "invalid_request",
                 format!("namespace {ns:?}: use 1–64 of A–Z a–z 0–9 . _ -"),
             ));
+        }
+        // A source that is no page's URL would resolve nothing: every relative candidate
+        // would come back `no_base`, which says nothing of the mistake (the CLI's `--base
+        // docs.example.org` is a usage error too).
+        if let Some(s) = req.source.as_deref().filter(|s| !s.is_empty()) {
+            let ok = url::Url::parse(s)
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+            if !ok {
+                return Err(error(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_request",
+                    format!(
+                        "source {s:?} is not an absolute http(s) URL: give the full URL of the page the candidates were found on, e.g. https://{}",
+                        s.trim_start_matches('/')
+                    ),
+                ));
+            }
         }
         Ok(Admitted {
             req,

@@ -255,6 +255,26 @@ fn auth_limits_and_malformed_input_get_clear_errors() {
     drop_ns(REDIS, &[n]);
 }
 
+/// A `source` that is no page's absolute URL is a mistake to say (422), not a request whose
+/// relative candidates all come back `no_base` (fifth newcomer run).
+#[test]
+fn a_source_without_a_scheme_is_refused() {
+    let s = Server::start(REDIS, &[]);
+    let n = ns("badsource");
+    let body = json!({"namespace": n, "source": "docs.example.org", "urls": ["settings.html"]});
+    let (code, _, v) = s.post(Some(TOKEN), body.to_string().as_bytes());
+    assert_eq!(code, 422, "{v}");
+    assert_eq!(v["error"]["code"], "invalid_request", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("https://docs.example.org"),
+        "{v}"
+    );
+    drop_ns(REDIS, &[n]);
+}
+
 #[test]
 fn verdicts_follow_the_gate_rules() {
     let s = Server::start(REDIS, &[]);

@@ -1034,3 +1034,147 @@ fn a_phash_that_is_not_one_is_said() {
         err(&o)
     );
 }
+
+/// Fifth newcomer run: a pipe's results come out as its lines do, not at its end (`tail -f log
+/// | crawlsieve dedup -`): lines written, then the writer quiet, the output must be there.
+#[test]
+fn results_stream_while_the_input_is_quiet() {
+    use std::io::{BufRead, Write};
+    for cmd in [&["dedup", "-q"][..], &["check"][..], &["canon"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+            .args(cmd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"https://s.example/1\nhttps://s.example/2\n")
+            .unwrap();
+        stdin.flush().unwrap();
+        // Read two lines while stdin stays open (a reader thread: the test fails, not hangs).
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = std::io::BufReader::new(stdout);
+            for _ in 0..2 {
+                let mut l = String::new();
+                r.read_line(&mut l).unwrap();
+                tx.send(l).unwrap();
+            }
+        });
+        for _ in 0..2 {
+            let l = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("{cmd:?}: no output while the input is open"));
+            assert!(l.contains("s.example/"), "{l}");
+        }
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
+    }
+}
+
+/// More of the contract: a closed stdout is exit 1 without a panic; zero timeouts and windows
+/// are usage errors; directories and non-WARC files where files are wanted are input errors;
+/// a configuration that is not TOML is a malformed file (3); a robots.txt of `--robots-dir`
+/// that cannot be read is said before anything passes.
+#[test]
+fn more_mistakes_follow_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    // A closed pipe: no panic.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args(["gate", "--print-config"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert!(!err(&o).contains("panicked"), "{}", err(&o));
+
+    let o = run(
+        &[
+            "dedup",
+            "--redis",
+            "redis://127.0.0.1:9",
+            "--redis-timeout",
+            "0s",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let o = run(
+        &["dedup", "--redis", "redis://127.0.0.1:9", "--window", "0s"],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+
+    let page = dir.path().join("p.jsonl");
+    std::fs::write(
+        &page,
+        "{\"url\":\"https://a.example/\",\"status\":200,\"html\":\"<p>x</p>\"}\n",
+    )
+    .unwrap();
+    let o = run(&["cluster", page.to_str().unwrap(), "-o", d], b"");
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(err(&o).contains("is a directory"), "{}", err(&o));
+    let report = dir.path().join("r.json");
+    let o = run(
+        &["cluster", "--warc", d, "-o", report.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    let o = run(
+        &[
+            "cluster",
+            "--warc",
+            page.to_str().unwrap(),
+            "-o",
+            report.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(err(&o).contains("no WARC response record"), "{}", err(&o));
+    let o = run(&["similar", "-l", d, "-o", report.to_str().unwrap()], b"");
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    let o = run(
+        &[
+            "similar",
+            "-l",
+            "http://127.0.0.1:9/",
+            "-o",
+            report.to_str().unwrap(),
+            "--chromium",
+            "/nonexistent/chromium",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", err(&o));
+    assert!(
+        err(&o).contains("--chromium /nonexistent/chromium"),
+        "{}",
+        err(&o)
+    );
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[kafka\nbrokers = 1\n").unwrap();
+    let o = run(
+        &["gate", "-c", bad.to_str().unwrap(), "--print-config"],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    let o = run(&["man", "--dir", page.to_str().unwrap()], b"");
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+
+    let robots = dir.path().join("robots");
+    std::fs::create_dir_all(robots.join("h.example.net").join("robots.txt")).unwrap();
+    let o = run(
+        &["check", "--robots-dir", robots.to_str().unwrap()],
+        b"https://h.example.net/private/x\n",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(err(&o).contains("h.example.net/robots.txt"), "{}", err(&o));
+}

@@ -180,8 +180,27 @@ pub fn run(a: ClusterArgs) -> Result<()> {
         });
     }
     for w in &a.warc {
-        let f = std::fs::File::open(w).with_context(|| format!("cannot open {}", w.display()))?;
+        if w.is_dir() {
+            return Err(super::exit::input(format!(
+                "--warc {}: is a directory (give the WARC files in it)",
+                w.display()
+            )));
+        }
+        let f = std::fs::File::open(w)
+            .map_err(|e| super::exit::input(format!("--warc {}: cannot open: {e}", w.display())))?;
         let warc = crate::page::warc::read(std::io::BufReader::new(f));
+        // Nothing readable at all: not a WARC file (or an empty one), an input error — not a
+        // report of nothing, exit 5.
+        if warc.responses.is_empty() {
+            let why = warc
+                .errors
+                .first()
+                .map_or("no record in it".to_string(), |e| e.to_string());
+            return Err(super::exit::input(format!(
+                "--warc {}: no WARC response record could be read ({why})",
+                w.display()
+            )));
+        }
         let rs = &warc.responses;
         for (start, end, chain) in crate::page::warc::resolve(rs) {
             let (s, e) = (&rs[start], &rs[end]);
@@ -269,7 +288,7 @@ pub fn run(a: ClusterArgs) -> Result<()> {
                     unreadable += 1;
                     // A file that is no JSON Lines at all (a URL list) says so once, not per line.
                     if unreadable <= 10 {
-                        eprintln!("crawlsieve cluster: {name}:{n}: skipped: {e}");
+                        eprintln!("crawlsieve cluster: {name}:{n}: skipped: not a JSON object of a fetched page ({e})");
                     }
                     if unreadable == 10 {
                         eprintln!("crawlsieve cluster: {name}: further skipped lines not listed; `cluster` reads JSON Lines of fetched pages (README, \"Input for cluster\"); to render a list of URLs, use `crawlsieve similar -l FILE`");
@@ -507,6 +526,13 @@ pub enum ReportFormat {
 /// The report format `path` names (`.json`, `.csv`, `.html`/`.htm`); any other name is a
 /// usage error, before any work is done (a `report.txt` silently written as JSON surprised).
 pub fn report_format(path: &std::path::Path) -> Result<ReportFormat> {
+    if path.is_dir() {
+        return Err(super::exit::input(format!(
+            "-o {}: is a directory; name the report file in it ({}/report.html, .json or .csv)",
+            path.display(),
+            path.display()
+        )));
+    }
     // The directory must be there before any page is rendered, not after.
     let dir = path
         .parent()

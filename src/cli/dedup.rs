@@ -62,6 +62,12 @@ impl<'a> RedisPipe<'a> {
         self.drain_to(REDIS_DEPTH, em)
     }
 
+    /// Complete every batch in flight (the input is quiet): its lines are written and flushed.
+    pub(super) fn drain(&mut self, em: &mut Emitter) -> Result<()> {
+        self.drain_to(0, em)?;
+        em.out.flush().context("writing the output")
+    }
+
     /// Complete batches until at most `keep` are in flight: emit each, flush the output, then
     /// clear its outbox entry (with the next exchange).
     fn drain_to(&mut self, keep: usize, em: &mut Emitter) -> Result<()> {

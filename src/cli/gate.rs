@@ -54,10 +54,8 @@ impl StageArgs {
 /// Print `cfg` with its secrets redacted when asked; whether it was.
 pub fn print_config(cfg: &Config, asked: bool) -> Result<bool> {
     if asked {
-        print!(
-            "{}",
-            toml::to_string(&cfg.redacted()).context("printing the configuration")?
-        );
+        let text = toml::to_string(&cfg.redacted()).context("printing the configuration")?;
+        super::out_line(text.trim_end())?;
     }
     Ok(asked)
 }

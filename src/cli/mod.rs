@@ -5,7 +5,7 @@
 //! nothing imports it (`tests/layers.rs`).
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write};
+use std::io::{self, BufReader, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -156,6 +156,12 @@ fn man(a: ManArgs) -> Result<()> {
         clap_mangen::Man::new(cmd).render(&mut out)?;
         return Ok(out.flush()?);
     };
+    if dir.exists() && !dir.is_dir() {
+        return Err(exit::input(format!(
+            "man --dir {}: is a file, not a directory",
+            dir.display()
+        )));
+    }
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create the directory {}", dir.display()))?;
     let write = |name: &str, c: clap::Command| -> Result<()> {
@@ -369,6 +375,30 @@ impl RuleArgs {
                     dir.display()
                 )));
             }
+            // A host's robots.txt that cannot be read (a directory, no permission) would let
+            // every URL of the host pass: said before anything is judged, every one of them.
+            let mut unreadable = Vec::new();
+            if let Ok(hosts) = std::fs::read_dir(dir) {
+                for h in hosts.flatten() {
+                    let f = h.path().join("robots.txt");
+                    if f.symlink_metadata().is_err() {
+                        continue; // no file: the host passes, as documented
+                    }
+                    if let Err(e) = File::open(&f)
+                        .and_then(|mut x| io::Read::read(&mut x, &mut [0u8; 1]).map(drop))
+                    {
+                        unreadable.push(format!("{}: {e}", f.display()));
+                    }
+                }
+            }
+            if !unreadable.is_empty() {
+                unreadable.sort();
+                return Err(exit::input(format!(
+                    "--robots-dir: {} robots.txt file(s) cannot be read (their hosts' URLs would all pass): {}",
+                    unreadable.len(),
+                    unreadable.join("; ")
+                )));
+            }
             if crate::robots::product_token(&self.robots_agent).is_empty() {
                 return Err(exit::usage(format!(
                     "--robots-agent {:?} has no product token (letters, `-` and `_`)",
@@ -481,6 +511,17 @@ impl ScopeArgs {
             .map(std::sync::Arc::new);
         Ok(())
     }
+}
+
+/// Write `s` and a newline to standard output. A closed pipe (`| head`) is an error (the run
+/// exits 1, quietly: see `main`), never a panic as `println!` makes it.
+pub(crate) fn out_line(s: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut o = std::io::stdout().lock();
+    o.write_all(s.as_bytes())?;
+    o.write_all(b"\n")?;
+    o.flush()?;
+    Ok(())
 }
 
 /// A scope error's message with the settings' names (`allow[0]`, `deny_domains`) written as
@@ -640,34 +681,75 @@ fn source_name(src: Option<&Path>) -> String {
     src.map_or("stdin".into(), |p| p.display().to_string())
 }
 
-fn open_source(src: Option<&Path>) -> Result<Box<dyn BufRead>> {
+/// An input and its file descriptor (to ask whether a read would wait: [`would_wait`]).
+struct Source {
+    reader: BufReader<Box<dyn io::Read>>,
+    fd: std::os::fd::RawFd,
+}
+
+fn open_source(src: Option<&Path>) -> Result<Source> {
+    use std::os::fd::AsRawFd;
     Ok(match src {
-        None => Box::new(BufReader::with_capacity(1 << 16, io::stdin().lock())),
-        Some(p) => Box::new(BufReader::with_capacity(
-            1 << 16,
-            File::open(p).map_err(|e| exit::input(format!("cannot open {}: {e}", p.display())))?,
-        )),
+        None => Source {
+            reader: BufReader::with_capacity(1 << 16, Box::new(io::stdin().lock())),
+            fd: io::stdin().as_raw_fd(),
+        },
+        Some(p) => {
+            let f = File::open(p)
+                .map_err(|e| exit::input(format!("cannot open {}: {e}", p.display())))?;
+            let fd = f.as_raw_fd();
+            Source {
+                reader: BufReader::with_capacity(1 << 16, Box::new(f)),
+                fd,
+            }
+        }
     })
 }
 
-/// Iterate over every line of every input, in order.
+/// Whether reading the next line from `r` may wait for its writer: nothing left in its buffer
+/// and nothing ready on the descriptor (a pipe whose writer is quiet: `tail -f log | crawlsieve
+/// dedup`). A regular file is always ready; the check is one `poll` per buffer of 64 KiB.
+fn would_wait(r: &LineReader<BufReader<Box<dyn io::Read>>>, fd: std::os::fd::RawFd) -> bool {
+    if !r.get_ref().buffer().is_empty() {
+        return false;
+    }
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, a zero timeout.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n == 0
+}
+
+/// Iterate over every line of every input, in order: `f(Some(line))`; `f(None)` when the
+/// input is quiet and the next read would wait for its writer — write out what is held, so a
+/// pipe's results come out as its lines do, not at its end.
 fn for_each_line(
     input: &InputArgs,
     progress: Option<&Progress>,
-    mut f: impl FnMut(&Line) -> Result<()>,
+    mut f: impl FnMut(Option<&Line>) -> Result<()>,
 ) -> Result<()> {
     let mut line = Line::default();
     for src in sources(input) {
-        let mut r = LineReader::new(open_source(src)?, input.max_line_bytes);
+        let s = open_source(src)?;
+        let mut r = LineReader::new(s.reader, input.max_line_bytes);
         let mut first = true;
-        while r
-            .read_line(&mut line)
-            .with_context(|| format!("reading {}", source_name(src)))?
-        {
+        loop {
+            if would_wait(&r, s.fd) {
+                f(None)?;
+            }
+            if !r
+                .read_line(&mut line)
+                .with_context(|| format!("reading {}", source_name(src)))?
+            {
+                break;
+            }
             if std::mem::take(&mut first) {
                 strip_bom(&mut line);
             }
-            f(&line)?;
+            f(Some(&line))?;
             if let Some(p) = progress {
                 p.tick(line.bytes.len() as u64 + 1);
             }
@@ -689,18 +771,25 @@ fn strip_bom(line: &mut Line) {
 const BATCH_LINES: usize = 512;
 
 /// Iterate over the input in batches of up to [`BATCH_LINES`] lines, in order. Lines are read
-/// straight into reused slots.
+/// straight into reused slots. `f(lines, quiet)`: `quiet` when the input is quiet and the next
+/// read would wait for its writer (the batch is then short, possibly empty): deliver everything
+/// held, so a pipe's new URLs come out as its lines do, not at its end.
 fn for_each_batch(
     input: &InputArgs,
     progress: Option<&Progress>,
-    mut f: impl FnMut(&[Line]) -> Result<()>,
+    mut f: impl FnMut(&[Line], bool) -> Result<()>,
 ) -> Result<()> {
     let mut batch: Vec<Line> = (0..BATCH_LINES).map(|_| Line::default()).collect();
     let mut filled = 0;
     for src in sources(input) {
-        let mut r = LineReader::new(open_source(src)?, input.max_line_bytes);
+        let s = open_source(src)?;
+        let mut r = LineReader::new(s.reader, input.max_line_bytes);
         let mut first = true;
         loop {
+            if would_wait(&r, s.fd) {
+                f(&batch[..filled], true)?;
+                filled = 0;
+            }
             let more = r
                 .read_line(&mut batch[filled])
                 .with_context(|| format!("reading {}", source_name(src)))?;
@@ -714,7 +803,7 @@ fn for_each_batch(
                 filled += 1;
             }
             if filled == BATCH_LINES || (!more && filled > 0) {
-                f(&batch[..filled])?;
+                f(&batch[..filled], false)?;
                 filled = 0;
             }
             if !more {
@@ -778,7 +867,10 @@ fn open_output(o: &OutputArgs) -> Result<Box<dyn Write>> {
             ),
             name: p.display().to_string(),
         }),
-        None => Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock())),
+        None => Box::new(Named {
+            inner: BufWriter::with_capacity(1 << 16, io::stdout().lock()),
+            name: "standard output".into(),
+        }),
     })
 }
 
@@ -1153,24 +1245,38 @@ fn dedup(a: DedupArgs) -> Result<()> {
     let mut res = BatchResult::default();
     match &mut filter {
         DedupFilter::Local(f) => {
-            for_each_batch(&a.input, progress.as_ref(), |lines| {
+            for_each_batch(&a.input, progress.as_ref(), |lines, quiet| {
                 sieve.classify_batch(lines.iter().map(|l| (&l.bytes[..], l.truncated)), &mut res);
                 match res.decide(&mut *f) {
                     Ok(()) => {}
                     Err(e) => match e {},
                 }
-                em.emit(&res, lines)
+                em.emit(&res, lines)?;
+                if quiet {
+                    em.out.flush().context("writing the output")?;
+                }
+                Ok(())
             })?;
         }
         DedupFilter::Redis(f, budget) => {
             let mut pipe = dedup::RedisPipe::new(f, *budget, a.quiet);
             pipe.adopt(&mut em)?;
-            for_each_batch(&a.input, progress.as_ref(), |lines| {
-                let (mut res, mut kept) = pipe.pool.pop().unwrap_or_default();
-                sieve.classify_batch(lines.iter().map(|l| (&l.bytes[..], l.truncated)), &mut res);
-                kept.clear();
-                kept.extend_from_slice(lines);
-                pipe.push(res, kept, &mut em)
+            for_each_batch(&a.input, progress.as_ref(), |lines, quiet| {
+                if !lines.is_empty() {
+                    let (mut res, mut kept) = pipe.pool.pop().unwrap_or_default();
+                    sieve.classify_batch(
+                        lines.iter().map(|l| (&l.bytes[..], l.truncated)),
+                        &mut res,
+                    );
+                    kept.clear();
+                    kept.extend_from_slice(lines);
+                    pipe.push(res, kept, &mut em)?;
+                }
+                if quiet {
+                    // Complete what is in flight: its new URLs are written and flushed.
+                    pipe.drain(&mut em)?;
+                }
+                Ok(())
             })?;
             pipe.finish(&mut em)?;
         }
@@ -1224,6 +1330,11 @@ fn check(a: CheckArgs) -> Result<()> {
     let mut out = open_output(&a.output)?;
     let mut buf = Vec::with_capacity(OUT_CHUNK + 4096);
     for_each_line(&a.input, None, |line| {
+        let Some(line) = line else {
+            out.write_all(&buf)?;
+            buf.clear();
+            return Ok(out.flush()?);
+        };
         match sieve.classify(&line.bytes, line.truncated) {
             Ok(c) => write_json_line(&mut buf, &line.bytes, "keep", None, Some(c)),
             Err(r) => write_json_line(&mut buf, &line.bytes, "reject", Some(r), None),
@@ -1267,6 +1378,9 @@ fn canon(a: CanonArgs) -> Result<()> {
     let mut out = open_output(&a.output)?;
     let mut no_base = 0;
     for_each_line(&a.input, None, |line| {
+        let Some(line) = line else {
+            return Ok(out.flush()?);
+        };
         if let Some(c) = canon_line(&mut sieve, line, &mut no_base) {
             out.write_all(c.as_bytes())?;
         }
@@ -1291,6 +1405,9 @@ fn pattern_cmd(a: PatternArgs) -> Result<()> {
     let mut out = open_output(&a.output)?;
     let mut no_base = 0;
     for_each_line(&a.input, None, |line| {
+        let Some(line) = line else {
+            return Ok(out.flush()?);
+        };
         if let Some(c) = canon_line(&mut sieve, line, &mut no_base) {
             let p = match &a.method {
                 Some(m) => pattern::pattern_with_method(m, c),

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
 use crate::config::Dur;
@@ -107,11 +107,13 @@ impl CreateArgs {
     fn window_secs(&self) -> Result<Option<u64>> {
         match self.window {
             None => Ok(None),
-            Some(w) if w.0.subsec_nanos() != 0 || w.0.as_secs() == 0 => bail!(
-                "--window must be a whole number of seconds, at least 1s (got {:?}): windows \
-                 rotate on whole seconds",
-                w.0
-            ),
+            Some(w) if w.0.subsec_nanos() != 0 || w.0.as_secs() == 0 => {
+                Err(super::exit::usage(format!(
+                    "--window must be a whole number of seconds, at least 1s (got {}): windows \
+                     rotate on whole seconds",
+                    w
+                )))
+            }
             Some(w) => Ok(Some(w.0.as_secs())),
         }
     }
@@ -149,10 +151,15 @@ impl RedisArgs {
             return Ok(None);
         };
         if self.claim_ttl.0 < Duration::from_secs(1) {
-            bail!(
-                "--claim-ttl must be at least 1s (got {:?})",
-                self.claim_ttl.0
-            );
+            return Err(super::exit::usage(format!(
+                "--claim-ttl must be at least 1s (got {})",
+                self.claim_ttl
+            )));
+        }
+        if self.redis_timeout.0.is_zero() {
+            return Err(super::exit::usage(
+                "--redis-timeout 0s: every reply would time out; give a duration, e.g. 2s",
+            ));
         }
         let ns = &self.namespace;
         let expect = self.create.expect(capacity, fp_rate)?;
@@ -256,8 +263,7 @@ pub enum BloomCommand {
 }
 
 fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(v)?);
-    Ok(())
+    super::out_line(&serde_json::to_string_pretty(v)?)
 }
 
 pub(super) fn bloom(a: BloomArgs) -> Result<()> {
@@ -301,6 +307,12 @@ fn bloom_at(a: BloomArgs) -> Result<()> {
         BloomCommand::Stats { namespace } => {
             let mut f = RedisFilter::attach(cfg, &namespace, &Expect::default())?;
             print_json(&f.stats()?)
+        }
+        BloomCommand::Export { file, .. } | BloomCommand::Import { file, .. } if file.is_dir() => {
+            Err(super::exit::input(format!(
+                "{}: is a directory (name the snapshot file)",
+                file.display()
+            )))
         }
         BloomCommand::Export { namespace, file } => print_json(
             &snapshot::export(&cfg, &namespace, &file)

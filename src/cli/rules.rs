@@ -110,18 +110,18 @@ pub(super) fn run(a: RulesArgs) -> Result<()> {
             let (rules, revs) = crate::params::list(&mut conn, ns)?;
             if revoked {
                 for r in revs {
-                    println!("{}", serde_json::to_string(&r)?);
+                    super::out_line(&serde_json::to_string(&r)?)?;
                 }
             } else {
                 for r in rules {
-                    println!("{}", serde_json::to_string(&r)?);
+                    super::out_line(&serde_json::to_string(&r)?)?;
                 }
             }
         }
         RulesCommand::Export => {
             let (rules, revs) = crate::params::list(&mut conn, ns)?;
             let doc = serde_json::json!({"namespace": ns, "rules": rules, "revoked": revs});
-            println!("{}", serde_json::to_string_pretty(&doc)?);
+            super::out_line(&serde_json::to_string_pretty(&doc)?)?;
         }
         RulesCommand::Revoke { host, param, clear } => {
             let out = if clear {
@@ -131,7 +131,7 @@ pub(super) fn run(a: RulesArgs) -> Result<()> {
                 let had = crate::params::revoke(&mut conn, ns, &host, &param, "operator")?;
                 serde_json::json!({"host": host, "param": param, "revoked": true, "was_in_force": had})
             };
-            println!("{}", serde_json::to_string(&out)?);
+            super::out_line(&serde_json::to_string(&out)?)?;
         }
     }
     Ok(())

@@ -127,6 +127,11 @@ pub fn normalize_args(args: Vec<String>) -> Vec<String> {
 /// a warning naming it (and counted: the run is then partial); returns the URLs and that count.
 fn urls(list: &str) -> Result<(Vec<String>, usize)> {
     let path = std::path::Path::new(list);
+    if path.is_dir() {
+        return Err(super::exit::input(format!(
+            "-l {list}: is a directory (give a file of URLs, one per line)"
+        )));
+    }
     let (text, from_file) = if list == "-" {
         let mut t = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut t)
@@ -229,6 +234,12 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         ));
     }
     let (list, skipped) = urls(&a.list)?;
+    if !a.chromium.is_file() {
+        return Err(super::exit::unreachable(format!(
+            "--chromium {}: no such program; install Debian's chromium (apt-get install chromium) or give the path of a Chromium binary",
+            a.chromium.display()
+        )));
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .worker_threads(2)

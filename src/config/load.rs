@@ -72,8 +72,9 @@ pub fn load(
                 path: p.display().to_string(),
                 source,
             })?;
+            // Not TOML at all: a malformed file (input), not a wrong setting.
             text.parse::<toml::Table>()
-                .map_err(|e| ConfigError::one(format!("{}: {e}", p.display())))?
+                .map_err(|e| ConfigError::Files(vec![format!("{}: {e}", p.display())]))?
         }
         None => toml::Table::new(),
     };

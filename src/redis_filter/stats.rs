@@ -39,14 +39,22 @@ pub struct GenStats {
     pub items: u64,
     /// Fraction of data bits set.
     pub fill: f64,
-    /// Items estimated from the fill.
+    /// Items estimated from the fill (`bloom`, `exact`), or from the fingerprints counted in
+    /// the buckets sampled (`fingerprints`: exact when every bucket is counted, see
+    /// `buckets_counted`). `items` is what the clients counted as new.
     pub estimated_items: u64,
     /// FP rate at the current fill.
     pub estimated_fp: f64,
     /// `MEMORY USAGE` of its keys.
     pub memory_bytes: u64,
-    /// Exact mode: fingerprints stored.
+    /// Fingerprints stored (estimated from `buckets_counted` of `buckets`).
     pub fingerprints: u64,
+    /// Fingerprint buckets of the generation (0 for a Bloom-bits generation).
+    pub buckets: u64,
+    /// Of those, the buckets counted (all up to a few thousand; else an even sample, scaled
+    /// up: a namespace of 10⁹ URLs has millions): below `buckets`, `fingerprints` and
+    /// `estimated_items` are estimates — a namespace of two URLs may show 0.
+    pub buckets_counted: u64,
     /// What the generation stores per URL, in words: `k` bits of a Bloom filter, or one
     /// fingerprint (`fingerprints` mode: the generation's `k` is 1 and sets no bits; the
     /// namespace's `k` applies to `bloom` and `exact` generations only).
@@ -170,6 +178,8 @@ impl RedisFilter {
                 estimated_fp: fp,
                 memory_bytes: mem,
                 fingerprints: fps_stored,
+                buckets: total,
+                buckets_counted: sampled,
                 stores: if g.bitmap {
                     format!("{} Bloom bits per URL", g.k)
                 } else {

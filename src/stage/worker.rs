@@ -558,8 +558,15 @@ impl<S: Stage + Send + 'static> ConsumerContext for GroupContext<S> {
         let n = consumer.assignment().map(|a| a.count()).unwrap_or(0) as i64;
         let before = self.assigned.swap(n, std::sync::atomic::Ordering::Relaxed);
         self.metrics.assigned_partitions.add(n - before);
+        if n != before {
+            // What an operator waiting for a gate to start reads first.
+            tracing::info!(topic = %self.topic, partitions = n, "partitions assigned");
+        }
     }
 }
+
+/// How long a worker waits for its first partitions before it says so.
+const UNASSIGNED_WARNING: Duration = Duration::from_secs(30);
 
 /// Doubling back-off, 50 ms to 5 s.
 struct Backoff(Duration);
@@ -796,7 +803,20 @@ impl<S: Stage + Send + 'static> Worker<S> {
     }
 
     fn run_loop(&mut self, idle_exit: Option<Duration>) -> Result<()> {
+        let started = Instant::now();
+        let mut looked_unassigned = false;
         while !self.stop.requested() {
+            // A consumer the group gives nothing (another member holds every partition, or
+            // the group is slow to rebalance) would otherwise say nothing at all.
+            if !looked_unassigned && started.elapsed() >= UNASSIGNED_WARNING {
+                looked_unassigned = true; // once: one look at the assignment, then never again
+                if self.consumer.assignment().map_or(0, |a| a.count()) == 0 {
+                    tracing::warn!(
+                        "no partition assigned after {}s: another member of the consumer group may hold them all (kafka.group_id), or the group is still rebalancing",
+                        UNASSIGNED_WARNING.as_secs()
+                    );
+                }
+            }
             if let Some(idle) = idle_exit {
                 if self.report.first.is_some() && self.last_message.elapsed() >= idle {
                     break;
