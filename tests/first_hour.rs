@@ -1178,3 +1178,75 @@ fn more_mistakes_follow_the_contract() {
     assert_eq!(o.status.code(), Some(3), "{}", err(&o));
     assert!(err(&o).contains("h.example.net/robots.txt"), "{}", err(&o));
 }
+
+/// Found by review: a line whose rest has not arrived (`url1\nur`, then a pause from a
+/// block-buffered writer) held url1's result; and a streaming `dedup --redis` stopped while
+/// its input was quiet left its delivered entries in the outbox, so the next run wrote those
+/// URLs again.
+#[test]
+fn a_quiet_pipe_is_delivered_and_settled() {
+    use std::io::{BufRead, Write};
+    let redis = common::OwnRedis::start(&[]);
+    let url = redis.url();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+        .args([
+            "dedup",
+            "-q",
+            "--redis",
+            &url,
+            "--namespace",
+            "quiet",
+            "--claim-ttl",
+            "1s",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"https://q.example/1\nhttps://q.example/2\nhttps://q.exa")
+        .unwrap();
+    stdin.flush().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut r = std::io::BufReader::new(stdout);
+        loop {
+            let mut l = String::new();
+            if r.read_line(&mut l).unwrap_or(0) == 0 {
+                break;
+            }
+            let _ = tx.send(l);
+        }
+    });
+    for want in ["https://q.example/1\n", "https://q.example/2\n"] {
+        let l = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("delivered while the rest of a line is awaited");
+        assert_eq!(l, want);
+    }
+    // Delivered and settled: killed now, nothing of it is left to adopt.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdin);
+    // Its lease expires: what its outbox still held would now be adopted by the next run.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let o = run(
+        &[
+            "dedup",
+            "-q",
+            "--redis",
+            &url,
+            "--namespace",
+            "quiet",
+            "--claim-ttl",
+            "1s",
+        ],
+        b"https://q.example/3\n",
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(out(&o), "https://q.example/3\n", "nothing written twice");
+}

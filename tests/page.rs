@@ -681,7 +681,10 @@ fn the_cluster_command_survives_hostile_input() {
     // Written, with a skipped line and pages over the parser's bounds: partial (exit 5).
     assert_eq!(o.status.code(), Some(5), "{err}");
     assert!(err.contains(":2: invalid UTF-8 replaced"), "{err}");
-    assert!(err.contains(":6: skipped: not a JSON object of a fetched page (EOF while parsing"), "{err}");
+    assert!(
+        err.contains(":6: skipped: not a JSON object of a fetched page (EOF while parsing"),
+        "{err}"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     if let Err(e) = common::schema_validator("cluster-report").validate(&json) {

@@ -179,6 +179,7 @@ pub fn run(a: ClusterArgs) -> Result<()> {
             None => error,
         });
     }
+    let mut warc_pages = 0usize;
     for w in &a.warc {
         if w.is_dir() {
             return Err(super::exit::input(format!(
@@ -189,18 +190,19 @@ pub fn run(a: ClusterArgs) -> Result<()> {
         let f = std::fs::File::open(w)
             .map_err(|e| super::exit::input(format!("--warc {}: cannot open: {e}", w.display())))?;
         let warc = crate::page::warc::read(std::io::BufReader::new(f));
-        // Nothing readable at all: not a WARC file (or an empty one), an input error — not a
-        // report of nothing, exit 5.
+        // No response in it: said (a warcinfo- or revisit-only segment is a WARC file too, so
+        // only a run in which no WARC gives a page at all is an input error: below).
         if warc.responses.is_empty() {
             let why = warc
                 .errors
                 .first()
-                .map_or("no record in it".to_string(), |e| e.to_string());
-            return Err(super::exit::input(format!(
-                "--warc {}: no WARC response record could be read ({why})",
+                .map_or("no response record in it".to_string(), |e| e.to_string());
+            eprintln!(
+                "crawlsieve cluster: --warc {}: no WARC response record read ({why})",
                 w.display()
-            )));
+            );
         }
+        warc_pages += warc.responses.len();
         let rs = &warc.responses;
         for (start, end, chain) in crate::page::warc::resolve(rs) {
             let (s, e) = (&rs[start], &rs[end]);
@@ -228,6 +230,18 @@ pub fn run(a: ClusterArgs) -> Result<()> {
                 None => unreadable += 1,
             }
         }
+    }
+    // Only WARC files given, and not one response record in any: not WARC files at all (or
+    // empty ones) — an input error, not a report of nothing.
+    if !a.warc.is_empty() && a.files.is_empty() && warc_pages == 0 && pages.is_empty() {
+        return Err(super::exit::input(format!(
+            "--warc: no WARC response record could be read in {} (are they WARC files?)",
+            a.warc
+                .iter()
+                .map(|w| w.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
     }
     let mut read = |r: Box<dyn BufRead>, name: &str| -> Result<()> {
         let mut lines = crate::input::LineReader::new(r, MAX_LINE_BYTES);

@@ -62,10 +62,16 @@ impl<'a> RedisPipe<'a> {
         self.drain_to(REDIS_DEPTH, em)
     }
 
-    /// Complete every batch in flight (the input is quiet): its lines are written and flushed.
+    /// Complete every batch in flight (the input is quiet): its lines are written and flushed,
+    /// then the delivered entries cleared from the outbox (found by review: a run stopped while
+    /// its input was quiet, the usual end of `tail -f | crawlsieve dedup`, left them there,
+    /// and the next run adopted and wrote those URLs again).
     pub(super) fn drain(&mut self, em: &mut Emitter) -> Result<()> {
         self.drain_to(0, em)?;
-        em.out.flush().context("writing the output")
+        em.out.flush().context("writing the output")?;
+        let report = self.reporter();
+        let f = &mut *self.f;
+        with_retry(self.budget, report, || f.take_settle()).context(UNSETTLED)
     }
 
     /// Complete batches until at most `keep` are in flight: emit each, flush the output, then

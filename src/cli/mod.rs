@@ -710,7 +710,9 @@ fn open_source(src: Option<&Path>) -> Result<Source> {
 /// and nothing ready on the descriptor (a pipe whose writer is quiet: `tail -f log | crawlsieve
 /// dedup`). A regular file is always ready; the check is one `poll` per buffer of 64 KiB.
 fn would_wait(r: &LineReader<BufReader<Box<dyn io::Read>>>, fd: std::os::fd::RawFd) -> bool {
-    if !r.get_ref().buffer().is_empty() {
+    // A whole line is buffered: no wait. (Part of one, `url1\nur` then a pause from a
+    // block-buffered writer: the read of its rest may wait — found by review.)
+    if memchr::memchr(b'\n', r.get_ref().buffer()).is_some() {
         return false;
     }
     let mut p = libc::pollfd {

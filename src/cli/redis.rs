@@ -267,7 +267,8 @@ fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
 }
 
 pub(super) fn bloom(a: BloomArgs) -> Result<()> {
-    let at = a.redis.clone().unwrap_or_default();
+    // Without its password (the error is printed).
+    let at = RedisConfig::new(a.redis.as_deref().unwrap_or_default()).address();
     // Redis unreachable: say which Redis (the error alone said "connection refused").
     bloom_at(a).map_err(|e| {
         let unreachable = e.chain().any(|c| {

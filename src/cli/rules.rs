@@ -80,8 +80,9 @@ pub(super) fn run(a: RulesArgs) -> Result<()> {
             )));
         }
     }
-    let mut conn = Conn::connect(&cfg)
-        .map_err(|e| super::exit::unreachable(format!("connecting to Redis at {url}: {e}")))?;
+    let mut conn = Conn::connect(&cfg).map_err(|e| {
+        super::exit::unreachable(format!("connecting to Redis at {}: {e}", cfg.address()))
+    })?;
     let ns = &a.namespace;
     if !crate::redis_filter::layout::is_namespace(ns) {
         return Err(super::exit::usage(format!(
@@ -99,10 +100,11 @@ pub(super) fn run(a: RulesArgs) -> Result<()> {
                 .arg(&r)
                 .arg(&x),
         )
-        .map_err(|e| super::exit::unreachable(format!("Redis at {url}: {e}")))?;
+        .map_err(|e| super::exit::unreachable(format!("Redis at {}: {e}", cfg.address())))?;
     if there == 0 {
         return Err(super::exit::input(format!(
-            "namespace {ns:?} has no filter and no rules in Redis at {url}: check --namespace (the gates' and render stages' redis.namespace)"
+            "namespace {ns:?} has no filter and no rules in Redis at {}: check --namespace (the gates' and render stages' redis.namespace)",
+            cfg.address()
         )));
     }
     match a.command {

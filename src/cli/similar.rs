@@ -234,7 +234,14 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         ));
     }
     let (list, skipped) = urls(&a.list)?;
-    if !a.chromium.is_file() {
+    // A bare name is looked up on PATH, as the browser's launcher does (`--chromium chrome`).
+    let found = if a.chromium.components().count() > 1 {
+        a.chromium.is_file()
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(&a.chromium).is_file()))
+    };
+    if !found {
         return Err(super::exit::unreachable(format!(
             "--chromium {}: no such program; install Debian's chromium (apt-get install chromium) or give the path of a Chromium binary",
             a.chromium.display()

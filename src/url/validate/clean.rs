@@ -73,13 +73,17 @@ pub(super) fn clean_stripped(s: &str, mask: u8) -> &str {
     // `'https://h/x'`): the opening quote is residue like the closing one (which the cut and
     // the residue trimming below remove). It names a real page; judging the quote made it
     // `js_fragment`.
-    if let [b'"' | b'\'' | b'`', rest @ ..] = t.as_bytes() {
+    // Only with its closing quote, which ends the URL: `'https://h/y',` is `https://h/y`, and
+    // an opening quote with no closing one is left for the rules (found by review).
+    if let [q @ (b'"' | b'\'' | b'`'), rest @ ..] = t.as_bytes() {
         let head = &rest[..rest.len().min(8)];
         if head.len() >= 7
             && (head[..7].eq_ignore_ascii_case(b"http://")
                 || (head.len() == 8 && head.eq_ignore_ascii_case(b"https://")))
         {
-            t = &t[1..];
+            if let Some(end) = crate::url::find_byte(*q, rest) {
+                t = trim(&t[1..1 + end]);
+            }
         }
     }
     // The fragment goes first (canonicalization drops it), so that residue before it is trailing
@@ -113,4 +117,28 @@ pub(super) fn clean_stripped(s: &str, mask: u8) -> &str {
         }
     }
     crate::url::trim_residue(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clean;
+
+    /// An absolute URL in its string's quotes is the URL (it was `js_fragment`); only with its
+    /// closing quote, which ends it (found by review: `'https://h/y',` kept `',`).
+    #[test]
+    fn a_quoted_absolute_url_is_cut_at_its_closing_quote() {
+        for (input, want) in [
+            ("\"https://a.example/x\"", "https://a.example/x"),
+            ("'https://b.example/y',", "https://b.example/y"),
+            ("'https://b.example/y']", "https://b.example/y"),
+            ("'https://b.example/y?q=1',", "https://b.example/y?q=1"),
+            ("`HTTP://c.example/`", "HTTP://c.example/"),
+            ("\"https://cdn.example/\"+name", "https://cdn.example/"),
+        ] {
+            assert_eq!(clean(input), want, "{input}");
+        }
+        // No closing quote: nothing stripped, the rules judge it as written.
+        assert_eq!(clean("'https://b.example/open"), "'https://b.example/open");
+        assert_eq!(clean("'relative/path'"), "'relative/path");
+    }
 }

@@ -354,30 +354,27 @@ pub(super) fn text_kinds(
 /// The host a candidate is *written* with (an absolute or protocol-relative URL), lowercased,
 /// without user info, port or a trailing dot; `None` for a relative candidate (whose host is
 /// its page's: never judged here, so a crawl of a test site follows its relative links).
+///
+/// The host as the WHATWG parser reads it (percent-decoded, IDNA-mapped: `www。example。com`
+/// is `www.example.com`); an IP address in any spelling (`0xd83ad6ce`) is no name: `None`, the
+/// address policy judges it (found by review).
 fn written_host(b: &[u8], scheme: Option<&[u8]>) -> Option<String> {
     let rest = match scheme {
         Some(s) => &b[s.len() + 1..],
         None => b,
     };
-    let rest = rest.strip_prefix(b"//")?;
-    let end = rest
-        .iter()
-        .position(|&c| matches!(c, b'/' | b'?' | b'#' | b'\\'))
-        .unwrap_or(rest.len());
-    let auth = &rest[..end];
-    let auth = match auth.iter().rposition(|&c| c == b'@') {
-        Some(at) => &auth[at + 1..],
-        None => auth,
-    };
-    if auth.first() == Some(&b'[') {
-        return None; // an IPv6 literal: the address policy's
+    if !rest.starts_with(b"//") {
+        return None;
     }
-    let host = match auth.iter().rposition(|&c| c == b':') {
-        Some(c) => &auth[..c],
-        None => auth,
-    };
-    let host = std::str::from_utf8(host).ok()?.trim_end_matches('.');
-    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+    let text = std::str::from_utf8(rest).ok()?;
+    let u = url::Url::parse(&format!("http:{text}")).ok()?;
+    match u.host()? {
+        url::Host::Domain(d) => {
+            let d = d.trim_end_matches('.');
+            (!d.is_empty()).then(|| d.to_ascii_lowercase())
+        }
+        url::Host::Ipv4(_) | url::Host::Ipv6(_) => None,
+    }
 }
 
 /// (Text) a URL written with a host no crawl of the public web reaches: a name reserved for
@@ -408,8 +405,8 @@ fn placeholder_host(b: &[u8], scheme: Option<&[u8]>) -> Option<Reason> {
     if host.contains('.') && matches!(tld, "example" | "test" | "invalid") {
         return Some(Reason::ReservedHost);
     }
-    // One label, not a number (`http://2130706433/` is an IPv4 literal: the address policy's).
-    if !host.contains('.') && !host.bytes().all(|c| c.is_ascii_digit() || c == b'x') {
+    // One label (IP literals in any spelling were parsed as addresses above).
+    if !host.contains('.') {
         return Some(Reason::SingleLabelHost);
     }
     None
@@ -565,6 +562,8 @@ mod tests {
             ("http://b.invalid/", Reason::ReservedHost),
             ("http://server/x", Reason::SingleLabelHost),
             ("http://intranet:8080/", Reason::SingleLabelHost),
+            // Found by review: the host as the parser reads it (percent-decoded).
+            ("http://ex%61mple.com/", Reason::ReservedHost),
         ] {
             assert_eq!(judge(s, Context::Text), Err(r), "{s:?}");
             assert_eq!(judge(s, Context::HtmlText), Err(r), "{s:?}");
@@ -597,6 +596,10 @@ mod tests {
             "relative/page.html",
             "/abs/path",
             "https://contest.io/",
+            // Found by review: full stops of CJK text, and IPv4 in hex, are no single labels.
+            "http://www\u{3002}google\u{3002}com/x",
+            "http://www\u{ff0e}python\u{ff0e}org/",
+            "http://0xd83ad6ce/",
         ] {
             assert!(
                 !matches!(
