@@ -238,7 +238,14 @@ impl AgentRules {
             buf: buf.into_boxed_slice(),
             own_end,
             specific: b.specific,
-            crawl_delay: b.own_delay.or(b.global_delay),
+            // The group that applies, as for the rules: an agent with a group of its own never
+            // takes the `*` group's delay (found by a newcomer run: `mybot` without a delay
+            // was given `*`'s 10 s).
+            crawl_delay: if b.specific {
+                b.own_delay
+            } else {
+                b.global_delay
+            },
         }
     }
 
@@ -551,6 +558,15 @@ mod tests {
         assert_eq!(r.crawl_delay("Other"), None);
         let both = Robots::new(b"User-agent: *\nUser-agent: Foo\nCrawl-delay: 3\n");
         assert_eq!(both.crawl_delay("Other"), Some(3.0));
+        // An agent with its own group takes that group's delay or none, never `*`'s.
+        for body in [
+            &b"User-agent: *\nCrawl-delay: 10\nDisallow: /\n\nUser-agent: mybot\nDisallow: /private/\n"[..],
+            &b"User-agent: mybot\nDisallow: /private/\n\nUser-agent: *\nCrawl-delay: 10\n"[..],
+        ] {
+            let r = Robots::new(body);
+            assert_eq!(r.crawl_delay("mybot"), None);
+            assert_eq!(r.crawl_delay("otherbot"), Some(10.0));
+        }
     }
 
     #[test]
