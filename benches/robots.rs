@@ -8,6 +8,11 @@
 //! * `robots/judge_per_url_66k_origins` — the same with a worker's cache as a long crawl fills
 //!   it: 66,264 origins (the gate bench's stream), each with its own compiled rules, looked up
 //!   by the origin's 128-bit hash in a random order of URLs — the cache misses a gate pays.
+//! * `robots/gate_judge_per_url_66k_origins` and `robots/gate_judge_all_per_url_66k_origins` —
+//!   the gate worker's own cache (`RobotsGate`) holding the 66,264 origins' records, judging
+//!   the same URLs one call per URL (`judge`), and a chunk of 256 at a time (`judge_all`: every
+//!   entry looked up, then every rules buffer touched, then each URL judged — the misses of a
+//!   chunk overlap).
 //! * `robots/reference_per_url` — the reference matcher (`Robots::check`: the file parsed again
 //!   and matched quadratically for every URL), for comparison.
 //!
@@ -95,6 +100,65 @@ fn bench(c: &mut Criterion) {
                     cache.get(&key).is_some_and(|r| r.allowed(black_box(u)))
                 })
                 .count()
+        })
+    });
+    // The gate worker's cache itself, one call per URL and a chunk at a time.
+    let metrics =
+        crawlsieve::observe::FilterMetrics::new(&crawlsieve::observe::Metrics::new("bench"));
+    let section = crawlsieve::config::RobotsSection {
+        agent: "crawlsieve".into(),
+        ..Default::default()
+    };
+    let mut gate = crawlsieve::gate::robots::RobotsGate::new(
+        section,
+        "bench",
+        crawlsieve::redis_filter::RedisConfig::new("redis://127.0.0.1:1"),
+        metrics,
+    );
+    for (i, o) in origins.iter().enumerate() {
+        let body = format!("{BODY}\nUser-agent: crawlsieve\nDisallow: /only-{i}/\n");
+        let rec = Record {
+            kind: Kind::Rules,
+            status: Some(200),
+            body,
+            fetched_ms: 0,
+            expires_ms: u64::MAX / 2,
+            detail: String::new(),
+        };
+        gate.learn_record(o, &rec);
+    }
+    g.bench_function("gate_judge_per_url_66k_origins", |b| {
+        b.iter(|| {
+            spread
+                .iter()
+                .filter(|u| {
+                    let origin = crawlsieve::url::lex::origin(u);
+                    matches!(
+                        gate.judge(&origin, black_box(u), 1),
+                        crawlsieve::gate::robots::Judged::Allow(_)
+                    )
+                })
+                .count()
+        })
+    });
+    let mut verdicts = Vec::new();
+    g.bench_function("gate_judge_all_per_url_66k_origins", |b| {
+        b.iter(|| {
+            let mut allowed = 0;
+            for chunk in spread.chunks(256) {
+                let urls: Vec<&str> = chunk.iter().map(String::as_str).collect();
+                let origins: Vec<std::borrow::Cow<'_, str>> = urls
+                    .iter()
+                    .map(|u| crawlsieve::url::lex::origin(u))
+                    .collect();
+                let origins: Vec<&str> = origins.iter().map(|o| o.as_ref()).collect();
+                gate.judge_all(&origins, black_box(&urls), 1, &mut verdicts);
+                allowed += verdicts
+                    .iter()
+                    .filter(|v| matches!(v, crawlsieve::gate::robots::Judged::Allow(_)))
+                    .count();
+            }
+            allowed
         })
     });
     g.throughput(Throughput::Elements(urls.len() as u64));

@@ -249,6 +249,13 @@ impl AgentRules {
         }
     }
 
+    /// The first byte of the rules (0 without rules): reading it brings their buffer into the
+    /// cache (the gate reads it for a chunk's URLs before judging any of them).
+    #[inline]
+    pub fn first_byte(&self) -> u8 {
+        self.buf.first().copied().unwrap_or(0)
+    }
+
     /// The `Crawl-delay` of the group that applies, in seconds.
     pub fn crawl_delay(&self) -> Option<f64> {
         self.crawl_delay
@@ -353,6 +360,17 @@ fn match_priority(path: &[u8], rule: &Rule) -> i64 {
     -1
 }
 
+/// Where `needle` first occurs in `hay`: its first byte found by `memchr`, the rest compared.
+/// Rules' runs and paths are short: building a `memmem` searcher for each cost more than the
+/// search (the gate matches every URL).
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let Some((&first, rest)) = needle.split_first() else {
+        return Some(0);
+    };
+    let last_start = hay.len().checked_sub(needle.len())?;
+    memchr::memchr_iter(first, &hay[..=last_start]).find(|&i| hay[i + 1..].starts_with(rest))
+}
+
 /// Whether `pattern` matches `path` from its start: `*` any run, `$` at the end anchors (the
 /// reference matcher's semantics). The literal runs between `*`s are found leftmost-first, which
 /// is exact for patterns whose only wildcard is `*`; no allocation, linear in the path per run.
@@ -371,7 +389,7 @@ pub fn pattern_matches(path: &[u8], pattern: &[u8]) -> bool {
     let mut starred = false;
     for piece in pieces {
         starred = true;
-        match memchr::memmem::find(&path[at..], piece) {
+        match find(&path[at..], piece) {
             Some(i) => {
                 last_start = at + i;
                 at += i + piece.len();

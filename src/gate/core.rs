@@ -521,18 +521,39 @@ impl GateCore {
         };
         let now = super::robots::now_ms();
         rb.take_fetched();
-        for (j, p) in pending.iter_mut().enumerate().skip(from) {
-            if !decision.is_candidate(j) || namespaces[&names[p.ns]].filter.known_seen(p.fp) {
-                continue;
-            }
-            let origin = crate::url::lex::origin(&p.canonical);
-            let v = rb.judge(&origin, &p.canonical, now);
-            if v == Judged::Ask {
-                rb.ask_later(&origin);
-                decision.defer(j);
-                deferred.push(j);
-            } else {
-                p.crawl_delay = apply_robots(decision, out, batch, j, p, v, &origin, now);
+        // Per namespace once, not a string-keyed lookup per URL.
+        let filters: Vec<&crate::redis_filter::RedisFilter> =
+            names.iter().map(|n| &namespaces[n].filter).collect();
+        let judged: Vec<usize> = (from..pending.len())
+            .filter(|&j| {
+                decision.is_candidate(j) && !filters[pending[j].ns].known_seen(pending[j].fp)
+            })
+            .collect();
+        let mut verdicts = Vec::with_capacity(judged.len());
+        {
+            let urls: Vec<&str> = judged
+                .iter()
+                .map(|&j| pending[j].canonical.as_str())
+                .collect();
+            let origins: Vec<std::borrow::Cow<'_, str>> =
+                urls.iter().map(|u| crate::url::lex::origin(u)).collect();
+            let origins: Vec<&str> = origins.iter().map(|o| o.as_ref()).collect();
+            rb.judge_all(&origins, &urls, now, &mut verdicts);
+        }
+        for (&j, v) in judged.iter().zip(verdicts) {
+            match v {
+                Judged::Allow(d) => pending[j].crawl_delay = d,
+                Judged::Ask => {
+                    rb.ask_later(&crate::url::lex::origin(&pending[j].canonical));
+                    decision.defer(j);
+                    deferred.push(j);
+                }
+                v => {
+                    let p = &pending[j];
+                    let origin = crate::url::lex::origin(&p.canonical);
+                    let d = apply_robots(decision, out, batch, j, p, v, &origin, now);
+                    pending[j].crawl_delay = d;
+                }
             }
         }
         Ok(())
