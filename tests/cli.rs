@@ -310,14 +310,53 @@ fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
         ],
         b"",
     );
-    assert!(f.status.success(), "{}", String::from_utf8_lossy(&f.stderr));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&f)).unwrap();
+    // The output is written; a URL the sieve rejects is an item not done: exit 5 (partial).
     assert_eq!(
-        (v["urls"].as_u64(), v["forgotten"].as_u64()),
-        (Some(3), Some(2)),
+        f.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&f.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&f.stderr).contains("1 of 3 URLs not forgotten"),
+        "{}",
+        String::from_utf8_lossy(&f.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&f.stdout).unwrap();
+    assert_eq!(
+        (
+            v["urls"].as_u64(),
+            v["forgotten"].as_u64(),
+            v["not_in_filter"].as_u64()
+        ),
+        (Some(3), Some(2), Some(0)),
         "{v}"
     );
     assert_eq!(v["rejected"][0]["reason"], "no_base", "{v}");
+    // `-` reads stdin; a URL never seen is counted, not an error.
+    let f = run(
+        &[
+            "bloom",
+            "forget",
+            "--redis",
+            R,
+            "--namespace",
+            "cli-test",
+            "-",
+        ],
+        b"https://never-seen.example.org/x\n",
+    );
+    assert!(f.status.success(), "{}", String::from_utf8_lossy(&f.stderr));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&f)).unwrap();
+    assert_eq!(
+        (
+            v["urls"].as_u64(),
+            v["forgotten"].as_u64(),
+            v["not_in_filter"].as_u64()
+        ),
+        (Some(1), Some(0), Some(1)),
+        "{v}"
+    );
     assert_eq!(
         stdout(&run(&args, &sample)),
         format!("{}\n{}\n", two[0], two[1])

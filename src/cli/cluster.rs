@@ -494,9 +494,12 @@ pub(crate) fn report(
         .filter(did_not)
         .filter(|u| !private(u))
         .count();
+    let n = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
     let mut summary = format!(
-        "crawlsieve {command}: {} pages, {} eligible (2xx HTML with enough text to compare), {} clusters",
-        report.meta.total_urls, report.meta.eligible_html_urls, report.meta.total_clusters
+        "crawlsieve {command}: {}, {} eligible (2xx HTML with enough text to compare), {}",
+        n(report.meta.total_urls, "page", "pages"),
+        report.meta.eligible_html_urls,
+        n(report.meta.total_clusters, "cluster", "clusters")
     );
     if refused > 0 {
         summary.push_str(&format!(

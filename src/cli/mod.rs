@@ -518,10 +518,10 @@ impl ScopeArgs {
 pub(crate) fn out_line(s: &str) -> Result<()> {
     use std::io::Write as _;
     let mut o = std::io::stdout().lock();
-    o.write_all(s.as_bytes())?;
-    o.write_all(b"\n")?;
-    o.flush()?;
-    Ok(())
+    o.write_all(s.as_bytes())
+        .and_then(|()| o.write_all(b"\n"))
+        .and_then(|()| o.flush())
+        .context("writing to standard output")
 }
 
 /// A scope error's message with the settings' names (`allow[0]`, `deny_domains`) written as

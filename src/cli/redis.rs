@@ -255,7 +255,7 @@ pub enum BloomCommand {
         /// Namespace name.
         #[arg(long, env = "CRAWLSIEVE_NAMESPACE")]
         namespace: String,
-        /// URLs to forget; none given: one per line on stdin.
+        /// URLs to forget; none given, or `-`: one per line on stdin.
         urls: Vec<String>,
         #[command(flatten)]
         rules: Box<super::RuleArgs>,
@@ -348,7 +348,7 @@ fn bloom_at(a: BloomArgs) -> Result<()> {
 
 /// `crawlsieve bloom forget`.
 fn forget(cfg: RedisConfig, ns: &str, urls: Vec<String>, rules: &super::RuleArgs) -> Result<()> {
-    let urls = if urls.is_empty() {
+    let urls = if urls.is_empty() || urls == ["-"] {
         use std::io::BufRead;
         std::io::stdin()
             .lock()
@@ -380,8 +380,21 @@ fn forget(cfg: RedisConfig, ns: &str, urls: Vec<String>, rules: &super::RuleArgs
         "namespace": ns,
         "urls": urls.len(),
         "forgotten": forgotten,
+        // Not in the filter (never seen, or already forgotten and not seen since): nothing
+        // to do, the next event of such a URL is new anyway.
+        "not_in_filter": fps.len() as u64 - forgotten.min(fps.len() as u64),
         "rejected": rejected,
-    }))
+    }))?;
+    if rejected.is_empty() {
+        Ok(())
+    } else {
+        // As `robots` does for lines that are no URL: the output was written, some items not done.
+        Err(super::exit::partial(format!(
+            "{} of {} URLs not forgotten: the sieve rejects them (their reasons are in the output)",
+            rejected.len(),
+            urls.len()
+        )))
+    }
 }
 
 #[cfg(test)]
@@ -405,5 +418,9 @@ mod tests {
             Duration::from_secs(14 * 86400)
         );
         assert!("".parse::<Dur>().is_err());
+        assert_eq!("1.5".parse::<Dur>().unwrap().0, Duration::from_millis(1500));
+        assert_eq!("0.25".parse::<Dur>().unwrap().0, Duration::from_millis(250));
+        assert!(".".parse::<Dur>().is_err());
+        assert!("1.2.3".parse::<Dur>().is_err());
     }
 }

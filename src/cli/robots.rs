@@ -69,14 +69,14 @@ pub fn run(a: RobotsArgs) -> Result<()> {
     };
     if a.urls.is_empty() || a.urls == ["-"] {
         for line in std::io::stdin().lock().lines() {
-            judge(&line.context("reading stdin")?)?;
+            judge(&line.context("reading stdin")?).context("writing to standard output")?;
         }
     } else {
         for u in &a.urls {
-            judge(u)?;
+            judge(u).context("writing to standard output")?;
         }
     }
-    out.flush()?;
+    out.flush().context("writing to standard output")?;
     if not_urls > 0 {
         return Err(super::exit::partial(format!(
             "{not_urls} line(s) judged nothing: not an absolute http(s) URL (`\"allowed\": null`)"

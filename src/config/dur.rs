@@ -22,6 +22,19 @@ impl std::str::FromStr for Dur {
                 .map_err(|_| format!("{s:?}: too large a number of seconds"))?;
             return Ok(Dur(Duration::from_secs(n)));
         }
+        // A bare decimal number is seconds too, as a bare integer is (`1.5` = 1.5 s).
+        if s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+            && s.bytes().filter(|&b| b == b'.').count() == 1
+        {
+            return s
+                .parse::<f64>()
+                .ok()
+                .and_then(|x| Duration::try_from_secs_f64(x).ok())
+                .map(Dur)
+                .ok_or_else(|| {
+                    format!("{s:?}: not a number of seconds (expected e.g. 1.5, 90s, 15m)")
+                });
+        }
         humantime::parse_duration(s)
             .map(Dur)
             .map_err(|e| format!("{s:?}: {e} (expected e.g. 500ms, 90s, 15m, 12h, 30d)"))

@@ -79,7 +79,7 @@ pub fn load(
         None => toml::Table::new(),
     };
     let mut errors = Vec::new();
-    let mut env: Vec<(String, String)> = env
+    let mut env: Vec<(String, String, String)> = env
         .into_iter()
         .filter_map(|(k, v)| {
             let path = k.strip_prefix("CRAWLSIEVE__")?;
@@ -92,32 +92,53 @@ pub fn load(
             {
                 parts[2] = format!("\"{}\"", parts[2].replace('_', "."));
             }
-            Some((parts.join("."), v))
+            Some((parts.join("."), v, k))
         })
         .collect();
     env.sort();
-    for (path, value) in env {
-        if let Err(e) = set(&mut user, &path, &value) {
-            errors.push(format!("environment CRAWLSIEVE__…: {e}"));
+    // Where each `section.key` set outside the file came from (the last layer wins), so that a
+    // problem with its value names the variable or flag to fix, not only the key.
+    let mut origins: Vec<(String, String)> = Vec::new();
+    let mut note = |path: &str, from: String| {
+        let key: String = path.split('.').take(2).collect::<Vec<_>>().join(".");
+        origins.retain(|(k, _)| *k != key);
+        origins.push((key, from));
+    };
+    for (path, value, name) in env {
+        match set(&mut user, &path, &value) {
+            Err(e) => errors.push(format!("environment {name}: {e}")),
+            Ok(()) => note(&path, format!("set by the environment variable {name}")),
         }
     }
     for s in sets {
         match s.split_once('=') {
             None => errors.push(format!("--set {s:?}: expected section.key=value")),
-            Some((path, value)) => {
-                if let Err(e) = set(&mut user, path.trim(), value.trim()) {
-                    errors.push(format!("--set {s:?}: {e}"));
-                }
-            }
+            Some((path, value)) => match set(&mut user, path.trim(), value.trim()) {
+                Err(e) => errors.push(format!("--set {s:?}: {e}")),
+                Ok(()) => note(path.trim(), format!("set by --set {s:?}")),
+            },
         }
     }
     legacy(component, &mut user);
     merge(&mut doc, user);
+    let from = errors.len();
     let cfg = typed(doc, &mut errors);
     let mut files = Vec::new();
     if let Some(cfg) = &cfg {
         errors.extend(cfg.problems(component));
         files = cfg.scope_problems(true);
+    }
+    for e in &mut errors[from..] {
+        if let Some((_, o)) = origins
+            .iter()
+            .filter(|(k, _)| {
+                e.starts_with(k.as_str())
+                    && !e[k.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            })
+            .max_by_key(|(k, _)| k.len())
+        {
+            e.push_str(&format!(" ({o})"));
+        }
     }
     match cfg {
         Some(cfg) if errors.is_empty() && files.is_empty() => Ok(cfg),
@@ -170,7 +191,20 @@ fn typed(doc: toml::Table, errors: &mut Vec<String>) -> Option<Config> {
             let mut probe = toml::Table::new();
             probe.insert(section.clone(), toml::Value::Table(one));
             if let Err(e) = toml::Value::Table(probe).try_into::<Config>() {
-                errors.push(format!("{section}.{key}: {}", e.message().trim()));
+                let m = e.message().trim();
+                // `--set scope.allow=a,b` is one string: say how a list is written.
+                let hint = if m.contains("expected a sequence") && value.is_str() {
+                    let items: Vec<String> = value
+                        .as_str()
+                        .unwrap_or_default()
+                        .split(',')
+                        .map(|s| format!("{:?}", s.trim()))
+                        .collect();
+                    format!(" (a list is written [{}])", items.join(", "))
+                } else {
+                    String::new()
+                };
+                errors.push(format!("{section}.{key}: {m}{hint}"));
             }
         }
     }

@@ -414,6 +414,26 @@ mod tests {
         assert!(err(&["redis.timeout=soon"]).contains("redis.timeout"));
         assert!(err(&["patterns.url_pattern_dom_threshold=1.5"]).contains("threshold"));
         assert!(err(&["no-equals"]).contains("section.key=value"));
+        // A value's problem names where it was set, and how a list is written.
+        let e = err(&["kafka.batch_size=0"]);
+        assert!(e.contains("(set by --set \"kafka.batch_size=0\")"), "{e}");
+        let e = err(&["scope.allow=a.example,b.example"]);
+        assert!(
+            e.contains(r#"(a list is written ["a.example", "b.example"])"#),
+            "{e}"
+        );
+        let e = load(
+            Component::Gate,
+            None,
+            env(&[("CRAWLSIEVE__REDIS__TIMEOUT", "soon")]),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("(set by the environment variable CRAWLSIEVE__REDIS__TIMEOUT)"),
+            "{e}"
+        );
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("bad.toml");
         std::fs::write(&f, "[kafka\n").unwrap();
