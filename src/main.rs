@@ -4,9 +4,6 @@
 
 use clap::Parser;
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() {
     let args = crawlsieve::cli::normalize_args(std::env::args().collect());
     let cli = crawlsieve::cli::Cli::parse_from(args);
