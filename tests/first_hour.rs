@@ -35,7 +35,7 @@ fn out(o: &Output) -> String {
 }
 
 /// `similar`'s mistakes are caught before any browser starts: a missing list file (it was
-/// taken as a one-URL list: "1 pages, 0 eligible", exit 0), a report name with no known
+/// taken as a one-URL list: "1 page, 0 eligible", exit 0), a report name with no known
 /// extension (`report.txt` was silently JSON), an allow-list entry with an impossible port.
 #[test]
 fn similar_refuses_a_missing_list_an_unknown_report_name_and_a_bad_allow_entry() {

@@ -374,6 +374,9 @@ fn forget(cfg: RedisConfig, ns: &str, urls: Vec<String>, rules: &super::RuleArgs
             Err(r) => rejected.push(serde_json::json!({"url": u, "reason": r})),
         }
     }
+    // Two spellings of one URL are one forget (the second would count as not in the filter).
+    fps.sort_unstable();
+    fps.dedup();
     let mut f = RedisFilter::attach(cfg, ns, &Expect::default())?;
     let forgotten = f.forget_urls(&fps)?;
     print_json(&serde_json::json!({

@@ -72,7 +72,7 @@ impl serde::Serialize for Dur {
 }
 
 impl<'de> serde::Deserialize<'de> for Dur {
-    /// A string (`"90s"`) or a bare integer of seconds.
+    /// A string (`"90s"`) or a bare number of seconds.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Dur, D::Error> {
         struct V;
         impl serde::de::Visitor<'_> for V {
@@ -90,6 +90,15 @@ impl<'de> serde::Deserialize<'de> for Dur {
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Dur, E> {
                 Ok(Dur(Duration::from_secs(v)))
+            }
+            /// `hold = 1.5` in TOML (and `--set robots.hold=1.5`, read as TOML) is 1.5 s, as
+            /// the string `"1.5"` is.
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Dur, E> {
+                Duration::try_from_secs_f64(v).map(Dur).map_err(|_| {
+                    E::custom(format!(
+                        "{v}: not a number of seconds (expected e.g. 1.5, 90s, 15m)"
+                    ))
+                })
             }
         }
         d.deserialize_any(V)

@@ -100,7 +100,8 @@ pub fn load(
     // problem with its value names the variable or flag to fix, not only the key.
     let mut origins: Vec<(String, String)> = Vec::new();
     let mut note = |path: &str, from: String| {
-        let key: String = path.split('.').take(2).collect::<Vec<_>>().join(".");
+        // The whole path as `set` reads it (`kafka."batch_size"` is `kafka.batch_size`).
+        let key = split_path(path).map_or_else(|_| path.to_string(), |p| p.join("."));
         origins.retain(|(k, _)| *k != key);
         origins.push((key, from));
     };
@@ -128,16 +129,26 @@ pub fn load(
         errors.extend(cfg.problems(component));
         files = cfg.scope_problems(true);
     }
+    // Every key a message names, as a whole word (`kafka.batch` is not `kafka.batch_size`).
+    let names = |e: &str, k: &str| {
+        let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        e.match_indices(k).any(|(i, _)| {
+            let before = e[..i].chars().next_back();
+            let mut after = e[i + k.len()..].chars();
+            let (a0, a1) = (after.next(), after.next());
+            let boundary_before = !ident(before) && before != Some('.');
+            let boundary_after = !ident(a0) && !(a0 == Some('.') && ident(a1));
+            boundary_before && boundary_after
+        })
+    };
     for e in &mut errors[from..] {
-        if let Some((_, o)) = origins
+        let named: Vec<&str> = origins
             .iter()
-            .filter(|(k, _)| {
-                e.starts_with(k.as_str())
-                    && !e[k.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
-            })
-            .max_by_key(|(k, _)| k.len())
-        {
-            e.push_str(&format!(" ({o})"));
+            .filter(|(k, _)| names(e, k))
+            .map(|(_, o)| o.as_str())
+            .collect();
+        if !named.is_empty() {
+            e.push_str(&format!(" ({})", named.join("; ")));
         }
     }
     match cfg {

@@ -233,8 +233,11 @@ impl Config {
                 r.namespace
             ));
         }
-        if r.capacity == 0 || !(r.fp_rate > 0.0 && r.fp_rate < 1.0) {
-            bad("redis.capacity must be positive and redis.fp_rate in (0, 1)".into());
+        if r.capacity == 0 {
+            bad("redis.capacity must be positive".into());
+        }
+        if !(r.fp_rate > 0.0 && r.fp_rate < 1.0) {
+            bad(format!("redis.fp_rate {} is outside (0, 1)", r.fp_rate));
         }
         if r.max_namespaces == 0 {
             bad("redis.max_namespaces must be at least 1".into());
@@ -397,6 +400,22 @@ mod tests {
         assert_eq!(cfg.patterns.url_pattern_dom_threshold, 0.9);
         assert_eq!(cfg.patterns.url_pattern_dom_sample_count, 3, "seed default");
         assert_eq!(cfg.kafka.fetch_topic, "fetch", "built-in default");
+        // A bare decimal duration is seconds in every layer (`--set` reads it as a TOML float).
+        let cfg = load(
+            Component::Gate,
+            None,
+            Vec::new(),
+            &["robots.hold=1.5".into()],
+        )
+        .unwrap();
+        assert_eq!(cfg.robots.hold.0, std::time::Duration::from_millis(1500));
+        assert!(load(
+            Component::Gate,
+            None,
+            Vec::new(),
+            &["robots.hold=-1.5".into()]
+        )
+        .is_err());
     }
 
     #[test]
@@ -417,6 +436,17 @@ mod tests {
         // A value's problem names where it was set, and how a list is written.
         let e = err(&["kafka.batch_size=0"]);
         assert!(e.contains("(set by --set \"kafka.batch_size=0\")"), "{e}");
+        // Only the keys a message names get an origin; each of them does.
+        let e = err(&["redis.capacity=5", "redis.fp_rate=1.5"]);
+        assert!(
+            e.contains("redis.fp_rate=1.5") && !e.contains("capacity"),
+            "{e}"
+        );
+        let e = err(&["kafka.batch_size=7", "kafka.\"batch_size\"=0"]);
+        assert!(
+            e.contains(r#"(set by --set "kafka.\"batch_size\"=0")"#) && !e.contains("=7"),
+            "{e}"
+        );
         let e = err(&["scope.allow=a.example,b.example"]);
         assert!(
             e.contains(r#"(a list is written ["a.example", "b.example"])"#),
