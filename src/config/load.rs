@@ -137,7 +137,7 @@ pub fn load(
             let mut after = e[i + k.len()..].chars();
             let (a0, a1) = (after.next(), after.next());
             let boundary_before = !ident(before) && before != Some('.');
-            let boundary_after = !ident(a0) && !(a0 == Some('.') && ident(a1));
+            let boundary_after = !(ident(a0) || a0 == Some('.') && ident(a1));
             boundary_before && boundary_after
         })
     };
