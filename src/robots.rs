@@ -249,13 +249,6 @@ impl AgentRules {
         }
     }
 
-    /// The first byte of the rules (0 without rules): reading it brings their buffer into the
-    /// cache (the gate reads it for a chunk's URLs before judging any of them).
-    #[inline]
-    pub fn first_byte(&self) -> u8 {
-        self.buf.first().copied().unwrap_or(0)
-    }
-
     /// The `Crawl-delay` of the group that applies, in seconds.
     pub fn crawl_delay(&self) -> Option<f64> {
         self.crawl_delay
@@ -263,34 +256,98 @@ impl AgentRules {
 
     /// Whether the agent may fetch `url` (absolute and percent-encoded, as a canonical URL is).
     pub fn allowed(&self, url: &str) -> bool {
-        let path = path_params_query(url);
-        if path == "/robots.txt" {
-            return true;
-        }
-        let path = path.as_bytes();
-        let best = |section: &[u8]| {
-            let (mut allow, mut disallow) = (-1i64, -1i64);
-            for r in rules(section) {
-                let p = match_priority(path, &r);
-                if r.allow {
-                    allow = allow.max(p);
-                } else {
-                    disallow = disallow.max(p);
-                }
-            }
-            (allow, disallow)
-        };
-        let (own, global) = self.buf.split_at(self.own_end as usize);
-        let (a, d) = best(own);
-        if a > 0 || d > 0 {
-            return d <= a;
-        }
-        if self.specific {
-            return true;
-        }
-        let (a, d) = best(global);
-        !(a > 0 || d > 0) || d <= a
+        allowed_in(&self.buf, self.own_end, self.specific, url)
     }
+
+    /// Move the rules' bytes to the end of `arena` (a buffer holding many origins' rules, as
+    /// the gate keeps them: tens of thousands of small long-lived allocations fragmented
+    /// glibc's heap and made every other allocation of the gate slower); the handle to judge
+    /// with.
+    pub fn store(self, arena: &mut Vec<u8>) -> RulesAt {
+        let at = arena.len();
+        arena.extend_from_slice(&self.buf);
+        RulesAt {
+            at,
+            len: self.buf.len(),
+            own_end: self.own_end,
+            specific: self.specific,
+            crawl_delay: self.crawl_delay,
+        }
+    }
+}
+
+/// [`AgentRules`] whose bytes live in a caller's arena ([`AgentRules::store`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RulesAt {
+    /// Where the bytes start in the arena.
+    pub at: usize,
+    /// How many.
+    pub len: usize,
+    own_end: u32,
+    specific: bool,
+    crawl_delay: Option<f64>,
+}
+
+impl RulesAt {
+    /// Whether the agent may fetch `url` ([`AgentRules::allowed`]); `arena` is the one the rules
+    /// were stored in.
+    #[inline]
+    pub fn allowed(&self, arena: &[u8], url: &str) -> bool {
+        allowed_in(
+            &arena[self.at..self.at + self.len],
+            self.own_end,
+            self.specific,
+            url,
+        )
+    }
+
+    /// The first byte of the rules (0 without rules): reading it brings them into the cache
+    /// (the gate reads it for a chunk's URLs before judging any of them).
+    #[inline]
+    pub fn first_byte(&self, arena: &[u8]) -> u8 {
+        if self.len == 0 {
+            0
+        } else {
+            arena[self.at]
+        }
+    }
+
+    /// The `Crawl-delay` of the group that applies, in seconds.
+    pub fn crawl_delay(&self) -> Option<f64> {
+        self.crawl_delay
+    }
+}
+
+/// [`AgentRules::allowed`] on rules `buf` (the agent's own groups' rules up to `own_end`, then
+/// the `*` groups'; `specific`: a group names the agent).
+fn allowed_in(buf: &[u8], own_end: u32, specific: bool, url: &str) -> bool {
+    let path = path_params_query(url);
+    if path == "/robots.txt" {
+        return true;
+    }
+    let path = path.as_bytes();
+    let best = |section: &[u8]| {
+        let (mut allow, mut disallow) = (-1i64, -1i64);
+        for r in rules(section) {
+            let p = match_priority(path, &r);
+            if r.allow {
+                allow = allow.max(p);
+            } else {
+                disallow = disallow.max(p);
+            }
+        }
+        (allow, disallow)
+    };
+    let (own, global) = buf.split_at(own_end as usize);
+    let (a, d) = best(own);
+    if a > 0 || d > 0 {
+        return d <= a;
+    }
+    if specific {
+        return true;
+    }
+    let (a, d) = best(global);
+    !(a > 0 || d > 0) || d <= a
 }
 
 impl Builder {
