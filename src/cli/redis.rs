@@ -385,7 +385,7 @@ fn forget(cfg: RedisConfig, ns: &str, urls: Vec<String>, rules: &super::RuleArgs
         "forgotten": forgotten,
         // Not in the filter (never seen, or already forgotten and not seen since): nothing
         // to do, the next event of such a URL is new anyway.
-        "not_in_filter": fps.len() as u64 - forgotten.min(fps.len() as u64),
+        "not_in_filter": (fps.len() as u64).saturating_sub(forgotten),
         "rejected": rejected,
     }))?;
     if rejected.is_empty() {

@@ -9,6 +9,13 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct Dur(pub Duration);
 
+/// `x` seconds (`1.5`), or why not (`shown` is how the value was written).
+fn seconds(x: f64, shown: &str) -> Result<Dur, String> {
+    Duration::try_from_secs_f64(x)
+        .map(Dur)
+        .map_err(|_| format!("{shown}: not a number of seconds (expected e.g. 1.5, 90s, 15m)"))
+}
+
 impl std::str::FromStr for Dur {
     type Err = String;
     fn from_str(s: &str) -> Result<Dur, String> {
@@ -26,14 +33,7 @@ impl std::str::FromStr for Dur {
         if s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
             && s.bytes().filter(|&b| b == b'.').count() == 1
         {
-            return s
-                .parse::<f64>()
-                .ok()
-                .and_then(|x| Duration::try_from_secs_f64(x).ok())
-                .map(Dur)
-                .ok_or_else(|| {
-                    format!("{s:?}: not a number of seconds (expected e.g. 1.5, 90s, 15m)")
-                });
+            return seconds(s.parse::<f64>().unwrap_or(f64::NAN), &format!("{s:?}"));
         }
         humantime::parse_duration(s)
             .map(Dur)
@@ -94,11 +94,7 @@ impl<'de> serde::Deserialize<'de> for Dur {
             /// `hold = 1.5` in TOML (and `--set robots.hold=1.5`, read as TOML) is 1.5 s, as
             /// the string `"1.5"` is.
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Dur, E> {
-                Duration::try_from_secs_f64(v).map(Dur).map_err(|_| {
-                    E::custom(format!(
-                        "{v}: not a number of seconds (expected e.g. 1.5, 90s, 15m)"
-                    ))
-                })
+                seconds(v, &v.to_string()).map_err(E::custom)
             }
         }
         d.deserialize_any(V)

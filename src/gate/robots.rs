@@ -400,41 +400,31 @@ impl RobotsGate {
 
     /// Keep `r` as `origin`'s record (none: only the entry); its entry.
     fn learn(&mut self, origin: &str, r: Option<&Record>) -> &mut Entry {
-        let key = origin_key(origin);
-        if let Some(r) = r {
-            let newer = self
-                .cache
-                .get(&key)
-                .is_none_or(|e| e.known.is_none() || r.expires_ms >= e.expires_ms);
-            // A newer record wins (a stale one read from Redis never replaces a fresh fetch).
-            if newer {
-                let known = match r.kind {
-                    Kind::Rules => Known::Rules(
-                        AgentRules::compile_bytes(r.body.as_bytes(), &self.cfg.agent)
-                            .store(&mut self.arena),
-                    ),
-                    Kind::None => Known::AllowAll,
-                    Kind::Unavailable => Known::Unavailable,
-                    Kind::Refused => Known::Refused,
-                };
-                let e = self.cache.entry(key).or_insert(Entry {
-                    known: None,
-                    expires_ms: 0,
-                    ask_after_ms: 0,
-                });
-                if let Some(Known::Rules(old)) = &e.known {
-                    self.garbage += old.len;
-                }
-                e.known = Some(known);
-                e.expires_ms = r.expires_ms;
-                self.compact_if_wasteful();
-            }
-        }
-        self.cache.entry(key).or_insert(Entry {
+        // Garbage of earlier records first: the entry below is returned, so not after it.
+        self.compact_if_wasteful();
+        let e = self.cache.entry(origin_key(origin)).or_insert(Entry {
             known: None,
             expires_ms: 0,
             ask_after_ms: 0,
-        })
+        });
+        let Some(r) = r else { return e };
+        // A newer record wins (a stale one read from Redis never replaces a fresh fetch).
+        if e.known.is_none() || r.expires_ms >= e.expires_ms {
+            let known = match r.kind {
+                Kind::Rules => Known::Rules(
+                    AgentRules::compile_bytes(r.body.as_bytes(), &self.cfg.agent)
+                        .store(&mut self.arena),
+                ),
+                Kind::None => Known::AllowAll,
+                Kind::Unavailable => Known::Unavailable,
+                Kind::Refused => Known::Refused,
+            };
+            if let Some(Known::Rules(old)) = e.known.replace(known) {
+                self.garbage += old.len;
+            }
+            e.expires_ms = r.expires_ms;
+        }
+        e
     }
 
     /// Copy the live rules to a new arena once more than half of it (and over 1 MiB) is
