@@ -14,7 +14,7 @@
 //! robots.txt with rules cached, issue 25), `BENCH_ROBOTS_WARM` (set, with `BENCH_ROBOTS`: the
 //! input starts with one event per origin of the stream, and each run's rate is also taken over
 //! the stream after them — 10% to 95% of it, from the gate's `messages_consumed_total` and
-//! `process_cpu_seconds_total` sampled every 50 ms: events/s and CPU µs per event, medians of
+//! its `/proc/PID/stat` CPU times sampled every 50 ms: events/s and CPU µs per event, medians of
 //! the rounds — so the robots run is measured with every origin's rules already in each
 //! worker's memory: the steady state of a crawl whose gates have met its hosts; with
 //! `BENCH_WORKERS=1` — the warm-up events are spread over the partitions, so with more workers
@@ -25,6 +25,8 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "support/robots_fixture.rs"]
+mod fixture;
 
 use std::process::Command;
 use std::time::Instant;
@@ -50,8 +52,8 @@ struct Window {
 }
 
 /// One sample of a gate's exposition at `addr`: `crawlsieve_gate_messages_consumed_total` (all
-/// partitions) and `process_cpu_seconds_total`.
-fn scrape(addr: &str) -> Option<(f64, f64)> {
+/// partitions).
+fn scrape(addr: &str) -> Option<f64> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(std::time::Duration::from_secs(1)))
@@ -68,10 +70,21 @@ fn scrape(addr: &str) -> Option<(f64, f64)> {
             .collect();
         (!v.is_empty()).then(|| v.iter().sum())
     };
-    Some((
-        sum("crawlsieve_gate_messages_consumed_total")?,
-        sum("process_cpu_seconds_total")?,
-    ))
+    sum("crawlsieve_gate_messages_consumed_total")
+}
+
+/// CPU seconds (user + system) process `pid` has used so far, from `/proc/PID/stat` (clock
+/// ticks, 10 ms): the exposition's `process_cpu_seconds_total` counts whole seconds, too coarse
+/// for a window of a few seconds.
+fn proc_cpu(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the line: 12 and 13 after the name.
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some(ticks / hz)
 }
 
 /// Over the samples from the first at or past `w.lo` consumed to the last at or before `w.hi`:
@@ -132,12 +145,24 @@ fn run(sets: &[String], extra: &[&str], window: Option<Window>) -> Ran {
         cmd.arg("--set").arg(format!("metrics.listen={addr}"));
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let child = cmd
+        .args(["--idle-exit", "3s"])
+        .args(extra)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run crawlsieve gate");
+    // Under perf the child is perf: no CPU figure then (NaN), not perf's.
+    let pid = perf.is_none().then_some(child.id());
     let sampler = window.map(|_| {
         let (stop, addr) = (stop.clone(), addr.clone());
         std::thread::spawn(move || {
             let mut samples = Vec::new();
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                if let Some((c, cpu)) = scrape(&addr) {
+                // The CPU read right after the count: both describe one moment.
+                let cpu = pid.map_or(Some(f64::NAN), proc_cpu);
+                if let Some((c, cpu)) = scrape(&addr).zip(cpu) {
                     samples.push((Instant::now(), c, cpu));
                 }
                 std::thread::sleep(std::time::Duration::from_millis(50));
@@ -145,11 +170,7 @@ fn run(sets: &[String], extra: &[&str], window: Option<Window>) -> Ran {
             samples
         })
     });
-    let out = cmd
-        .args(["--idle-exit", "3s"])
-        .args(extra)
-        .output()
-        .expect("run crawlsieve gate");
+    let out = child.wait_with_output().expect("run crawlsieve gate");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let window_rate = sampler
         .and_then(|t| t.join().ok())
@@ -231,26 +252,6 @@ fn redis_cpu(url: &str) -> f64 {
         .sum()
 }
 
-/// A url-event for `line` as a link extractor emits it: found on a page of its host, every
-/// other one written relative to that page.
-fn as_event(i: usize, line: &str) -> Vec<u8> {
-    let (origin, rest) = match line.find("://").map(|s| s + 3) {
-        Some(s) => match line[s..].find('/') {
-            Some(p) => line.split_at(s + p),
-            None => (line, "/"),
-        },
-        None => ("https://unknown.example", line),
-    };
-    let url = if i.is_multiple_of(2) { line } else { rest };
-    let ev = serde_json::json!({
-        "url": url,
-        "source": format!("{origin}/page/{}", i % 97),
-        "depth": i % 5,
-        "discovered_at": "2026-11-26T00:00:00Z",
-    });
-    ev.to_string().into_bytes()
-}
-
 fn main() {
     let stream =
         std::env::var("STREAM").expect("STREAM=file of URL lines (scripts/bench-gate.sh sets it)");
@@ -263,7 +264,7 @@ fn main() {
         .enumerate()
         .map(|(i, l)| {
             if json {
-                as_event(i, l)
+                fixture::as_event(i, l)
             } else {
                 l.as_bytes().to_vec()
             }
@@ -291,22 +292,7 @@ fn main() {
     let t: Vec<(&str, i32)> = topics.iter().map(|(n, p)| (n.as_str(), *p)).collect();
     create_topics(&b, &t);
     let origins: Vec<String> = if robots {
-        // The origins of the canonical URLs the gate will judge, found as the gate finds them.
-        let sec = crawlsieve::config::SieveSection::default();
-        let mut sieve =
-            crawlsieve::sieve::Sieve::new(sec.validator().unwrap(), sec.canonicalizer(), None);
-        let mut set = std::collections::BTreeSet::new();
-        for v in &vals {
-            let ev = crawlsieve::events::UrlEvent::decode(v, usize::MAX).ok();
-            let Some(ev) = ev else { continue };
-            sieve.set_source(ev.source.as_deref());
-            if let Ok(c) = sieve.classify(ev.url.as_bytes(), false) {
-                if c.starts_with("http://") || c.starts_with("https://") {
-                    set.insert(crawlsieve::url::lex::origin(c).into_owned());
-                }
-            }
-        }
-        set.into_iter().collect()
+        fixture::origins(&vals)
     } else {
         Vec::new()
     };
@@ -398,7 +384,7 @@ fn main() {
         println!("round {r} gate:        {cpu}");
         if robots {
             let ns = format!("bench-robots-{}-{r}", std::process::id());
-            preload_robots(&redis, &ns, &origins);
+            fixture::preload_robots(&redis, &ns, &origins);
             let mut sets = common_sets(&format!("gate-robots-{r}"), &format!("fetch-robots-{r}"));
             sets.push(format!("redis.namespace={ns}"));
             sets.push("robots.enabled=true".into());
@@ -459,39 +445,5 @@ fn main() {
             100.0 * rb / g,
             100.0 * gc / rc
         );
-    }
-}
-
-/// A robots.txt like a shop's: a few disallows, an allow inside one, a wildcard, a group of its
-/// own for the agent, a Crawl-delay.
-const BENCH_ROBOTS_TXT: &str = "User-agent: *\nDisallow: /admin/\nAllow: /admin/public/\nDisallow: /cart\nDisallow: /checkout\nDisallow: /*?sessionid=\nDisallow: /search\nDisallow: /*.pdf$\nCrawl-delay: 1\n\nUser-agent: crawlsieve\nDisallow: /admin/\nDisallow: /cart\nDisallow: /checkout\nDisallow: /*?sessionid=\nDisallow: /private/\nAllow: /search/help\nCrawl-delay: 0.5\n\nSitemap: https://example.org/sitemap.xml\n";
-
-/// Every origin's robots.txt record, as a gate that fetched it would have written it.
-fn preload_robots(redis: &str, ns: &str, origins: &[String]) {
-    use crawlsieve::gate::robots::{now_ms, record_key, Kind, Record};
-    let now = now_ms();
-    let rec = Record {
-        kind: Kind::Rules,
-        status: Some(200),
-        body: BENCH_ROBOTS_TXT.to_string(),
-        fetched_ms: now,
-        expires_ms: now + 3_600_000,
-        detail: String::new(),
-    };
-    let json = serde_json::to_string(&rec).unwrap();
-    let mut con = redis::Client::open(redis)
-        .and_then(|c| c.get_connection())
-        .expect("connect to BENCH_REDIS");
-    for chunk in origins.chunks(1000) {
-        let mut p = redis::pipe();
-        for o in chunk {
-            p.cmd("SET")
-                .arg(record_key(ns, o))
-                .arg(&json)
-                .arg("EX")
-                .arg(7200)
-                .ignore();
-        }
-        let _: () = p.query(&mut con).expect("preload robots records");
     }
 }

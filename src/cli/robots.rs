@@ -18,7 +18,7 @@ pub struct RobotsArgs {
     /// group.
     #[arg(long, env = "CRAWLSIEVE_ROBOTS_AGENT", value_name = "AGENT")]
     pub agent: String,
-    /// URLs to judge (absolute); none given, or `-`: one per line on stdin. Non-ASCII bytes and spaces
+    /// URLs to judge (absolute); none given, or `-`: one per line on stdin (blank lines skipped). Non-ASCII bytes and spaces
     /// are percent-encoded before matching (RFC 9309 §2.2.2).
     pub urls: Vec<String>,
 }
