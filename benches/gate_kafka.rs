@@ -393,6 +393,7 @@ fn main() {
                 (ran.consumed, (ran.secs, ran.line, ran.window_rate))
             });
             let _ = RedisFilter::drop_namespace(&RedisConfig::new(&redis), &ns);
+            fixture::drop_robots(&redis, &ns, &origins);
             // Held URLs come back: more than the input is read when any origin was unknown.
             assert!(c as usize >= total, "gate read everything: {line}");
             robots_rates.push(c as f64 / secs);

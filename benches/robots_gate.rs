@@ -356,7 +356,8 @@ fn main() {
         range(&wall_ratios),
         range(&cpu_ratios)
     );
-    for ns in [ns_off, ns_on] {
-        let _ = RedisFilter::drop_namespace(&RedisConfig::new(&redis), &ns);
+    for ns in [&ns_off, &ns_on] {
+        let _ = RedisFilter::drop_namespace(&RedisConfig::new(&redis), ns);
     }
+    fixture::drop_robots(&redis, &ns_on, &origins);
 }

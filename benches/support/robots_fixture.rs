@@ -77,3 +77,19 @@ pub fn preload_robots(redis: &str, ns: &str, origins: &[String]) {
         let _: () = p.query(&mut con).expect("preload robots records");
     }
 }
+
+/// Remove what [`preload_robots`] wrote (the records would otherwise stay two hours in a shared
+/// Redis).
+pub fn drop_robots(redis: &str, ns: &str, origins: &[String]) {
+    use crawlsieve::gate::robots::record_key;
+    let Ok(mut con) = redis::Client::open(redis).and_then(|c| c.get_connection()) else {
+        return;
+    };
+    for chunk in origins.chunks(1000) {
+        let mut p = redis::pipe();
+        for o in chunk {
+            p.cmd("UNLINK").arg(record_key(ns, o)).ignore();
+        }
+        let _: Result<(), _> = p.query(&mut con);
+    }
+}

@@ -250,8 +250,9 @@ pub struct RuleArgs {
     #[arg(long, env = "CRAWLSIEVE_KEEP_XML_NAMESPACES", value_parser = clap::builder::BoolishValueParser::new())]
     pub keep_xml_namespaces: bool,
     /// Keep URLs written in text (`--context text|html_text`) with a reserved host
-    /// (`example.com`, `.test`) or a single-label one (`http://server/`), as an intranet crawl
-    /// wants; the loose profile keeps them too. Otherwise: `reserved_host`, `single_label_host`.
+    /// (`example.com`, `.test`), a single-label one (`http://server/`) or an undelegated
+    /// top-level name (`nas.lan`), as an intranet crawl wants; the loose profile keeps them too.
+    /// Otherwise: `reserved_host`, `single_label_host`, `unknown_tld`.
     #[arg(long, env = "CRAWLSIEVE_KEEP_PLACEHOLDER_HOSTS", value_parser = clap::builder::BoolishValueParser::new())]
     pub keep_placeholder_hosts: bool,
     /// Where the input's candidates were found, decoded accordingly before they are judged:

@@ -78,10 +78,10 @@ pub struct SieveSection {
     /// Keep XML namespace and DTD identifiers (`http://www.w3.org/2000/svg`) instead of
     /// rejecting them as `xml_namespace` (default: the profile's; only `loose` keeps them).
     pub keep_xml_namespaces: Option<bool>,
-    /// Keep URLs written in text with a reserved (`example.com`, `.test`) or single-label
-    /// (`http://server/`) host instead of rejecting them as `reserved_host` /
-    /// `single_label_host` (default: the profile's; only `loose` keeps them). An intranet
-    /// crawl turns it on.
+    /// Keep URLs written in text with a reserved (`example.com`, `.test`), single-label
+    /// (`http://server/`) or undelegated (`nas.lan`) host instead of rejecting them as
+    /// `reserved_host` / `single_label_host` / `unknown_tld` (default: the profile's; only
+    /// `loose` keeps them). An intranet crawl turns it on.
     pub keep_placeholder_hosts: Option<bool>,
     /// Extra query parameters to drop (`name` or `prefix*`).
     pub strip_params: Vec<String>,

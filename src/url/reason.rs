@@ -140,11 +140,17 @@ pub enum Reason {
     /// (Text) a URL written with a single-label host (`http://server/`): a name only inside
     /// someone's network.
     SingleLabelHost,
+    /// (Text) a URL written with a top-level name the public DNS does not delegate (not in the
+    /// Public Suffix List: `http://www.another.url`): no crawl of the public web resolves it.
+    UnknownTld,
+    /// (Attributes) a sentence of three or more words, no path, query or fragment: the text of
+    /// a `<meta content>` or a label, not a link.
+    AttributeText,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 58] = [
+    pub const ALL: [Reason; 60] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -203,6 +209,8 @@ impl Reason {
         Reason::HostBudget,
         Reason::ReservedHost,
         Reason::SingleLabelHost,
+        Reason::UnknownTld,
+        Reason::AttributeText,
     ];
 
     /// The stable machine-readable code.
@@ -266,6 +274,8 @@ impl Reason {
             Reason::HostBudget => "host_budget",
             Reason::ReservedHost => "reserved_host",
             Reason::SingleLabelHost => "single_label_host",
+            Reason::UnknownTld => "unknown_tld",
+            Reason::AttributeText => "attribute_text",
         }
     }
 

@@ -351,6 +351,31 @@ pub(super) fn text_kinds(
     None
 }
 
+/// (Attributes) a sentence, not a link: a relative value of three or more words separated by
+/// spaces, at least two of them starting with a letter, with no `/`, `?`, `=`, `#` or `%`
+/// anywhere and no web file extension on its last word (`Reference for Soup.Server.new`,
+/// `declaration: package: org.x, class: Y`).
+///
+/// Why no request matches: an attribute that holds a link holds one URL, and a page's own
+/// relative link with raw spaces names a file (`my notes.pdf`: the extension, which passes)
+/// or a path (`a b/c d`: the `/`, which passes). Three words and no path, query or fragment is
+/// the text of a `<meta content>`, a `title` or an `aria-label` that an extractor reading
+/// every `content`-like attribute took along.
+pub(super) fn attribute_prose(b: &[u8]) -> bool {
+    if b.iter()
+        .any(|c| matches!(c, b'/' | b'?' | b'=' | b'#' | b'%'))
+    {
+        return false;
+    }
+    let words: Vec<&[u8]> = b.split(|&c| c == b' ').filter(|w| !w.is_empty()).collect();
+    let Some(last) = words.last() else {
+        return false;
+    };
+    words.len() >= 3
+        && !super::js::has_web_extension(last)
+        && words.iter().filter(|w| w[0].is_ascii_alphabetic()).count() >= 2
+}
+
 /// The host a candidate is *written* with (an absolute or protocol-relative URL), lowercased,
 /// without user info, port or a trailing dot; `None` for a relative candidate (whose host is
 /// its page's: never judged here, so a crawl of a test site follows its relative links).
@@ -380,8 +405,10 @@ fn written_host(b: &[u8], scheme: Option<&[u8]>) -> Option<String> {
 /// (Text) a URL written with a host no crawl of the public web reaches: a name reserved for
 /// documentation and tests — `example.com`, `example.net`, `example.org` and their subdomains
 /// (RFC 2606), the top-level names `.example`, `.test`, `.invalid` (RFC 2606, RFC 6761) —
-/// (`reserved_host`); or a single label (`http://server/x`, `http://intranet:8080/`), which
-/// resolves only inside someone's network (`single_label_host`). `localhost` names and IP
+/// (`reserved_host`); a single label (`http://server/x`, `http://intranet:8080/`), which
+/// resolves only inside someone's network (`single_label_host`); or a top-level name that is
+/// not delegated at all (`http://www.another.url`, `http://nas.lan/`: `unknown_tld`) — the
+/// Public Suffix List compiled into the binary (the `psl` crate) is the list of names that are. `localhost` names and IP
 /// literals are the address policy's (`private_address`).
 ///
 /// Why no request matches: manuals and READMEs write these to show the form of a URL
@@ -408,6 +435,13 @@ fn placeholder_host(b: &[u8], scheme: Option<&[u8]>) -> Option<Reason> {
     // One label (IP literals in any spelling were parsed as addresses above).
     if !host.contains('.') {
         return Some(Reason::SingleLabelHost);
+    }
+    // A top-level name no registry delegates (`www.another.url`, `site.domain`, `host.lan`):
+    // the Public Suffix List (its ICANN section holds every delegated TLD, as IDNA A-labels
+    // too, which is how the parser gives hosts) does not know its suffix, and `psl` falls back
+    // to its implicit `*` rule.
+    if !psl::suffix(host.as_bytes()).is_some_and(|s| s.is_known()) {
+        return Some(Reason::UnknownTld);
     }
     None
 }
@@ -546,6 +580,44 @@ mod tests {
         }
     }
 
+    /// A sentence in an attribute is no link; a link with spaces in it still is.
+    #[test]
+    fn attribute_text_is_a_sentence_not_a_link() {
+        for s in [
+            "Reference for Soup.Server.accept_iostream",
+            "Returns the package org.apache.x, class Y",
+            "Open the main menu",
+        ] {
+            assert_eq!(
+                judge(s, Context::HtmlAttr),
+                Err(Reason::AttributeText),
+                "{s:?}"
+            );
+            // Only attributes: as text or in a script other rules judge it.
+            assert_ne!(
+                judge(s, Context::Unknown),
+                Err(Reason::AttributeText),
+                "{s:?}"
+            );
+        }
+        for s in [
+            "my summer notes.pdf",
+            "Main Page",
+            "a b/c d",
+            "search?q=a b c",
+            "page.html#see also this",
+            "two words",
+            "1 2 3",
+            "https://h.example.org/a b c",
+        ] {
+            assert_ne!(
+                judge(s, Context::HtmlAttr),
+                Err(Reason::AttributeText),
+                "{s:?}"
+            );
+        }
+    }
+
     /// What each rule must leave alone: real requests that look alike.
     /// Issue 27: a host written in text that no public-web crawl reaches is a policy — on by
     /// default, off in `loose` and with `keep_placeholder_hosts` (intranets); it judges the host
@@ -562,6 +634,9 @@ mod tests {
             ("http://b.invalid/", Reason::ReservedHost),
             ("http://server/x", Reason::SingleLabelHost),
             ("http://intranet:8080/", Reason::SingleLabelHost),
+            ("http://www.another.url/", Reason::UnknownTld),
+            ("https://nas.lan:5001/", Reason::UnknownTld),
+            ("//printer.local/status", Reason::UnknownTld),
             // Found by review: the host as the parser reads it (percent-decoded).
             ("http://ex%61mple.com/", Reason::ReservedHost),
         ] {
@@ -596,6 +671,14 @@ mod tests {
             "relative/page.html",
             "/abs/path",
             "https://contest.io/",
+            // Delegated top-level names, new and internationalised (A-label and U-label), and
+            // a private-section suffix: known to the Public Suffix List.
+            "https://get.dev/",
+            "https://a.b.blogspot.com/",
+            "https://www.kremlin.xn--p1ai/",
+            "https://\u{43f}\u{440}\u{438}\u{43c}\u{435}\u{440}.\u{440}\u{444}/",
+            "https://example.co.uk/",
+            "http://WWW.GOOGLE.COM./",
             // Found by review: full stops of CJK text, and IPv4 in hex, are no single labels.
             "http://www\u{3002}google\u{3002}com/x",
             "http://www\u{ff0e}python\u{ff0e}org/",
