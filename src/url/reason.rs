@@ -143,14 +143,11 @@ pub enum Reason {
     /// (Text) a URL written with a top-level name the public DNS does not delegate (not in the
     /// Public Suffix List: `http://www.another.url`): no crawl of the public web resolves it.
     UnknownTld,
-    /// (Attributes) a sentence of three or more words, no path, query or fragment: the text of
-    /// a `<meta content>` or a label, not a link.
-    AttributeText,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 60] = [
+    pub const ALL: [Reason; 59] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -210,7 +207,6 @@ impl Reason {
         Reason::ReservedHost,
         Reason::SingleLabelHost,
         Reason::UnknownTld,
-        Reason::AttributeText,
     ];
 
     /// The stable machine-readable code.
@@ -275,7 +271,6 @@ impl Reason {
             Reason::ReservedHost => "reserved_host",
             Reason::SingleLabelHost => "single_label_host",
             Reason::UnknownTld => "unknown_tld",
-            Reason::AttributeText => "attribute_text",
         }
     }
 

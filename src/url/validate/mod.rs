@@ -412,10 +412,6 @@ impl Validator {
                 return Err(r);
             }
         }
-        if ctx == Context::HtmlAttr && scheme.is_none() && sc.has_space && kinds::attribute_prose(b)
-        {
-            return Err(Reason::AttributeText);
-        }
         if sc.bad_escapes >= 2 {
             return Err(Reason::BadPercentEncoding);
         }
