@@ -299,14 +299,7 @@ fn main() {
     // BENCH_ROBOTS_WARM: one event per origin first (each run meets every origin before the
     // window its steady rate is taken over).
     let warm_events: Vec<Vec<u8>> = if warm {
-        origins
-            .iter()
-            .map(|o| {
-                serde_json::json!({"url": format!("{o}/"), "source": format!("{o}/"), "depth": 0})
-                    .to_string()
-                    .into_bytes()
-            })
-            .collect()
+        fixture::warm_events(&origins)
     } else {
         Vec::new()
     };

@@ -33,22 +33,19 @@
 //! robots_gate`; the figures in docs/crawl-policy.md used
 //! `STREAM=target/bench-data/stream-1000000-seed42.txt` (what `scripts/bench-gate.sh` generates).
 
+#[path = "../tests/common/mod.rs"]
+mod common;
 #[path = "support/robots_fixture.rs"]
 mod fixture;
 
 use std::time::{Duration, Instant};
 
+use common::env_or as env;
+
 use crawlsieve::gate::{GateCore, GateStaged};
 use crawlsieve::observe::FilterMetrics;
 use crawlsieve::redis_filter::{RedisConfig, RedisFilter};
 use crawlsieve::stage::{Batch, Stage};
-
-fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn lines() -> Vec<String> {
     let path = std::env::var("STREAM").unwrap_or_else(|_| {
@@ -122,18 +119,6 @@ fn pass_events(lines: &[String], p: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// One event per origin of `lines`: each origin's rules into the robots side's memory.
-fn warm_events(origins: &[String]) -> Vec<Vec<u8>> {
-    origins
-        .iter()
-        .map(|o| {
-            serde_json::json!({"url": format!("{o}/"), "source": format!("{o}/"), "depth": 0})
-                .to_string()
-                .into_bytes()
-        })
-        .collect()
-}
-
 /// A side (a child process, `ROBOTS_GATE_SIDE=off|on`): warm up, say `ready`, then for each
 /// `run K` on stdin stage and finish its next K batches (passes 1.. in order) and answer
 /// `wall_ns cpu_ns events`.
@@ -164,7 +149,7 @@ fn side(robots: bool, ns: &str, redis: &str, capacity: u64) {
         core.finish(&mut st).expect("finish");
     };
     let first = pass_events(&lines, 0);
-    let warm = warm_events(&fixture::origins(&first));
+    let warm = fixture::warm_events(&fixture::origins(&first));
     for b in batches(&warm, size).iter().chain(&batches(&first, size)) {
         stage(&mut core, b);
     }
@@ -258,7 +243,7 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let redis: String = env("BENCH_REDIS", "redis://127.0.0.1:6379".to_string());
+    let redis: String = env("BENCH_REDIS", common::REDIS.to_string());
     if let Ok(which) = std::env::var("ROBOTS_GATE_SIDE") {
         let ns = std::env::var("ROBOTS_GATE_NS").unwrap();
         let capacity = env("ROBOTS_GATE_CAPACITY", 1_000_000u64);

@@ -44,6 +44,19 @@ pub fn origins(events: &[Vec<u8>]) -> Vec<String> {
     set.into_iter().collect()
 }
 
+/// One event per origin (`{origin}/`, found on itself): a gate that stages them meets every
+/// origin, and its robots.txt rules are in the worker's memory after.
+pub fn warm_events(origins: &[String]) -> Vec<Vec<u8>> {
+    origins
+        .iter()
+        .map(|o| {
+            serde_json::json!({"url": format!("{o}/"), "source": format!("{o}/"), "depth": 0})
+                .to_string()
+                .into_bytes()
+        })
+        .collect()
+}
+
 /// A robots.txt like a shop's: a few disallows, an allow inside one, a wildcard, a group of its
 /// own for the agent, a Crawl-delay.
 pub const BENCH_ROBOTS_TXT: &str = "User-agent: *\nDisallow: /admin/\nAllow: /admin/public/\nDisallow: /cart\nDisallow: /checkout\nDisallow: /*?sessionid=\nDisallow: /search\nDisallow: /*.pdf$\nCrawl-delay: 1\n\nUser-agent: crawlsieve\nDisallow: /admin/\nDisallow: /cart\nDisallow: /checkout\nDisallow: /*?sessionid=\nDisallow: /private/\nAllow: /search/help\nCrawl-delay: 0.5\n\nSitemap: https://example.org/sitemap.xml\n";
