@@ -249,7 +249,7 @@ pub struct RuleArgs {
     /// keeps them too. Otherwise they are rejected as `xml_namespace`.
     #[arg(long, env = "CRAWLSIEVE_KEEP_XML_NAMESPACES", value_parser = clap::builder::BoolishValueParser::new())]
     pub keep_xml_namespaces: bool,
-    /// Keep URLs written in text (`--context text|html_text`) with a reserved host
+    /// Keep URLs written in text or scripts (`--context text|html_text|js`) with a reserved host
     /// (`example.com`, `.test`), a single-label one (`http://server/`) or an undelegated
     /// top-level name (`nas.lan`), as an intranet crawl wants; the loose profile keeps them too.
     /// Otherwise: `reserved_host`, `single_label_host`, `unknown_tld`.

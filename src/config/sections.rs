@@ -78,7 +78,7 @@ pub struct SieveSection {
     /// Keep XML namespace and DTD identifiers (`http://www.w3.org/2000/svg`) instead of
     /// rejecting them as `xml_namespace` (default: the profile's; only `loose` keeps them).
     pub keep_xml_namespaces: Option<bool>,
-    /// Keep URLs written in text with a reserved (`example.com`, `.test`), single-label
+    /// Keep URLs written in text or scripts with a reserved (`example.com`, `.test`), single-label
     /// (`http://server/`) or undelegated (`nas.lan`) host instead of rejecting them as
     /// `reserved_host` / `single_label_host` / `unknown_tld` (default: the profile's; only
     /// `loose` keeps them). An intranet crawl turns it on.

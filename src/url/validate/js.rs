@@ -26,7 +26,7 @@ pub(super) fn js_rules(b: &[u8]) -> Option<Reason> {
     if version_string(b) {
         return Some(Reason::VersionString);
     }
-    if dotted_identifier(b) {
+    if dotted_identifier(b) || type_url_path(b) {
         return Some(Reason::DottedIdentifier);
     }
     if let Some(r) = super::kinds::js_kinds(b) {
@@ -96,6 +96,37 @@ fn dotted_identifier(b: &[u8]) -> bool {
         return true;
     }
     parts >= 2 && !has_web_extension(body)
+}
+
+/// A protobuf type URL's path: `/` and a fully qualified message name — three or more
+/// identifier parts joined by dots, the last a type name that starts with a capital
+/// (`/google.protobuf.Any`, `/keyhole.dbroot.DbRootProto`), no other `/`.
+///
+/// Why no request matches: protobuf.js builds an `Any`'s type URL as `prefix + "/" + fullName`
+/// and keeps the `/` and the name as a string; the name identifies a message type of a `.proto`
+/// schema, resolved inside the program, never fetched. A page's path separates its parts with
+/// `/`; a file name with dots ends in its extension (`/jquery.min.js`, `/index.PHP` pass).
+fn type_url_path(b: &[u8]) -> bool {
+    let Some(name) = b.strip_prefix(b"/") else {
+        return false;
+    };
+    let mut parts = name.split(|&c| c == b'.');
+    let last = parts.next_back().unwrap_or_default();
+    let mut count = 1;
+    for part in parts {
+        count += 1;
+        if !part
+            .first()
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+            || !part.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        {
+            return false;
+        }
+    }
+    count >= 3
+        && last.first().is_some_and(u8::is_ascii_uppercase)
+        && last.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        && !has_web_extension(name)
 }
 
 /// A version string: `1.2.3`, `v2.0`, `1.2.3-beta.1`, `4.1.7-compat:2.0.1` (three numeric parts,
@@ -199,6 +230,8 @@ mod tests {
             ("submit.check", Reason::DottedIdentifier),
             ("e.g.", Reason::DottedIdentifier),
             ("S.A.", Reason::DottedIdentifier),
+            ("/google.protobuf.Any", Reason::DottedIdentifier),
+            ("/keyhole.dbroot.DbRootProto", Reason::DottedIdentifier),
             ("1.2.3", Reason::VersionString),
             ("v2.0", Reason::VersionString),
             ("4.1.7-compat:2.0.1", Reason::VersionString),
@@ -232,6 +265,12 @@ mod tests {
             "https://example.com/a/b",
             "/yyyy/MM",
             "data/feed.json",
+            "/jquery.min.js",
+            "/index.PHP",
+            "/a.b.Cd/x",
+            "/com.example",
+            "/docs/google.protobuf.Any",
+            "/v1.2.Beta",
         ] {
             assert_eq!(js(s), Ok(()), "{s}");
         }
@@ -246,6 +285,7 @@ mod tests {
             "foo.bar.Baz",
             "d.M.y",
             "1.2.3/",
+            "/google.protobuf.Any",
         ] {
             for ctx in [
                 Context::HtmlAttr,
@@ -281,6 +321,22 @@ mod tests {
                     "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd",
                     Reason::XmlNamespace,
                 ),
+                (
+                    "http://xml.org/sax/features/namespaces",
+                    Reason::XmlNamespace,
+                ),
+                (
+                    "http://xml.org/sax/properties/lexical-handler",
+                    Reason::XmlNamespace,
+                ),
+                (
+                    "http://apache.org/xml/features/validation/schema",
+                    Reason::XmlNamespace,
+                ),
+                (
+                    "HTTP://Apache.org/xml/properties/schema/external-noNamespaceSchemaLocation",
+                    Reason::XmlNamespace,
+                ),
             ] {
                 assert_eq!(v.check_in(s, ctx), Err(r), "{s} {ctx:?}");
             }
@@ -292,11 +348,19 @@ mod tests {
                 "/files/a%2520b.pdf",
                 "http://www.w3.org/2000/svg/about",
                 "https://www.w3.org/TR/html52/",
+                "http://xml.org/sax/",
+                "https://www.apache.org/xml/features/",
+                "https://apache.org/xml/index.html",
+                "https://xml.org/sax/featuresx",
             ] {
                 assert_eq!(v.check_in(s, ctx), Ok(()), "{s} {ctx:?}");
             }
         }
         let loose = Validator::with_profile(Profile::Loose);
         assert_eq!(loose.check("http://www.w3.org/2000/svg"), Ok(()));
+        assert_eq!(
+            loose.check("http://xml.org/sax/features/namespaces"),
+            Ok(())
+        );
     }
 }

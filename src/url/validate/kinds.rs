@@ -22,7 +22,7 @@ pub(super) fn raw_rules(raw: &str, ctx: Context, keep_namespaces: bool) -> Optio
         return None;
     }
     match ctx {
-        Context::Js | Context::Text | Context::HtmlText => {}
+        Context::Js | Context::Text | Context::HtmlText | Context::Unknown => {}
         _ => return None,
     }
     if tex_macro(b) {
@@ -142,6 +142,30 @@ fn namespace_like(b: &[u8]) -> bool {
     let path = path.split(|&c| c == b'#').next().unwrap_or(path);
     let path = path.strip_suffix(b"/").unwrap_or(path);
     path.rsplit(|&c| c == b'/').next() == Some(&b"ns"[..])
+}
+
+/// The rules for a candidate whose context is not said (`unknown`, no scheme): only what the
+/// string itself shows it is, whatever it was found in — a CSS selector with a combinator,
+/// pseudo-class or attribute test (`.nav > .item`, `.btn:hover`: no file is named so), a
+/// loader request, a device file. Not a bare `.name` or `.a.b`: linked from a page, `.env`
+/// or `.env.local` is a file a security scanner must see. Not the script-only rules
+/// (`ace/mode/x` may be an `href`), nor `package_internal` (an `href` may link a
+/// dependency's folder by hand).
+pub(super) fn shape_kinds(b: &[u8]) -> Option<Reason> {
+    if dot_name(b) == Some(Reason::CssSelector)
+        && b[1..]
+            .iter()
+            .any(|c| matches!(c, b' ' | b':' | b'>' | b'+' | b'~' | b',' | b'[' | b'('))
+    {
+        return Some(Reason::CssSelector);
+    }
+    if loader_request(b) {
+        return Some(Reason::LoaderRequest);
+    }
+    if device_path(b) {
+        return Some(Reason::DevicePath);
+    }
+    None
 }
 
 /// The rules for a relative candidate found in a script (no scheme, not `//host`), run with
@@ -341,7 +365,7 @@ pub(super) fn text_kinds(
         return Some(Reason::Credentials);
     }
     if !keep_placeholder_hosts {
-        if let Some(r) = placeholder_host(b, scheme) {
+        if let Some(r) = placeholder_host(b, scheme, true) {
             return Some(r);
         }
     }
@@ -392,16 +416,29 @@ fn written_host(b: &[u8], scheme: Option<&[u8]>) -> Option<String> {
 /// delegated, or, with one label, are not names on the public web at all. A policy, off in
 /// `loose` and with `keep_placeholder_hosts` (an intranet crawl). Only the host a candidate is
 /// written with is judged: a relative link of a page on a test site still resolves and passes.
-fn placeholder_host(b: &[u8], scheme: Option<&[u8]>) -> Option<Reason> {
+///
+/// In scripts (`documentation_names` false) only the names no public resolver answers are
+/// judged — one label, `.test`, `.example`, `.invalid`, an undelegated top-level name: a
+/// request there cannot succeed (`//mce_host`, `http://server/`). `example.com`, `.net` and
+/// `.org` *are* delegated and serve a page, and a script may really load one as its default
+/// (Swagger UI's `https://example.com/`): kept there. Not with no context: a user's first
+/// try writes `https://shop.example/` in a file and must see it kept.
+pub(super) fn placeholder_host(
+    b: &[u8],
+    scheme: Option<&[u8]>,
+    documentation_names: bool,
+) -> Option<Reason> {
     let host = written_host(b, scheme)?;
     if host == "localhost" || host.ends_with(".localhost") {
         return None;
     }
     let reserved_second = ["example.com", "example.net", "example.org"];
-    if reserved_second.iter().any(|r| {
-        host.strip_suffix(r)
-            .is_some_and(|p| p.is_empty() || p.ends_with('.'))
-    }) {
+    if documentation_names
+        && reserved_second.iter().any(|r| {
+            host.strip_suffix(r)
+                .is_some_and(|p| p.is_empty() || p.ends_with('.'))
+        })
+    {
         return Some(Reason::ReservedHost);
     }
     let tld = host.rsplit('.').next().unwrap_or(&host);
@@ -580,11 +617,29 @@ mod tests {
         ] {
             assert_eq!(judge(s, Context::Text), Err(r), "{s:?}");
             assert_eq!(judge(s, Context::HtmlText), Err(r), "{s:?}");
-            for ctx in [Context::Unknown, Context::HtmlAttr, Context::Js] {
+            for ctx in [Context::Unknown, Context::HtmlAttr, Context::Css] {
                 if r != Reason::Credentials {
                     assert_eq!(judge(s, ctx), Ok(()), "{s:?} in {ctx:?}");
                 }
             }
+            // In scripts, only names no resolver answers: `example.com/.net/.org` serve a page.
+            let documentation_name = ["example.com", "example.org", "example.net", "ex%61mple"]
+                .iter()
+                .any(|n| s.contains(n));
+            let in_js = if r == Reason::Credentials || documentation_name {
+                Ok(())
+            } else {
+                Err(r)
+            };
+            assert_eq!(judge(s, Context::Js), in_js, "{s:?} in a script");
+            let intranet_js = Validator::new(crate::url::ValidatorConfig {
+                keep_placeholder_hosts: true,
+                ..Default::default()
+            })
+            .unwrap()
+            .check_bytes_in(s.as_bytes(), Context::Js)
+            .map(|_| ());
+            assert_eq!(intranet_js, Ok(()), "{s:?} in a script, intranet");
             let loose = Validator::with_profile(crate::url::Profile::Loose);
             if r != Reason::Credentials {
                 assert!(loose.check_bytes_in(s.as_bytes(), Context::Text).is_ok());
@@ -640,6 +695,48 @@ mod tests {
             "http://expyuzz4wqqyqhjn.onion/",
         ] {
             assert_eq!(judge(s, Context::Text), Ok(()), "{s:?}");
+        }
+    }
+
+    /// Issue 27's `unknown`: what the string shows it is, in any context — never a shape an
+    /// `href` may have.
+    #[test]
+    fn unknown_context_judges_what_the_string_shows() {
+        for (s, r) in [
+            (".nav > .item", Reason::CssSelector),
+            (".btn:hover", Reason::CssSelector),
+            (".a,.b", Reason::CssSelector),
+            ("\\frac{1}{2}", Reason::TexMacro),
+            ("^\\/api\\/(\\d+)$", Reason::RegexSource),
+            ("https://www\\.host\\.org", Reason::RegexSource),
+            (
+                "style-loader!css-loader?modules!./x.css",
+                Reason::LoaderRequest,
+            ),
+            ("text!./tpl.html", Reason::LoaderRequest),
+            ("/dev/tty0", Reason::DevicePath),
+            ("/proc/self/status", Reason::DevicePath),
+        ] {
+            assert_eq!(judge(s, Context::Unknown), Err(r), "{s:?}");
+        }
+        for s in [
+            ".env",
+            ".env.local",
+            ".htaccess",
+            ".well-known/security.txt",
+            "ace/mode/x",
+            "foo.bar.Baz",
+            "../node_modules/x/lib/util",
+            "./package.json",
+            "..\\docs\\index.html",
+            "images\\a.png",
+            "/wiki/Yahoo!",
+            "search?q=wow!great",
+            "/dev/blog/post.html",
+            "https://shop.example/cart",
+            "http://server/x",
+        ] {
+            assert_eq!(judge(s, Context::Unknown), Ok(()), "{s:?}");
         }
     }
 

@@ -94,9 +94,10 @@ pub struct ValidatorConfig {
     /// but never a page a crawl wants. Off (rejected as `xml_namespace`) except in `loose`.
     #[serde(default)]
     pub keep_xml_namespaces: bool,
-    /// Keep URLs written in text with a host no crawl of the public web can reach: the names
+    /// Keep URLs written in text or scripts with a host no crawl of the public web can reach: the names
     /// reserved for documentation and testing (`example.com`, `.example`, `.test`, `.invalid`;
-    /// `reserved_host`) and single-label hosts (`http://server/`; `single_label_host`). Off
+    /// `reserved_host`; in scripts only the last three), single-label hosts (`http://server/`;
+    /// `single_label_host`) and undelegated top-level names (`unknown_tld`). Off
     /// (rejected) except in `loose`; turn it on for a crawl of an intranet.
     #[serde(default)]
     pub keep_placeholder_hosts: bool,
@@ -181,10 +182,8 @@ impl Validator {
     /// [`Context::decode`]): the context's own rules apply too.
     pub fn check_bytes_in<'a>(&self, raw: &'a [u8], ctx: Context) -> Result<Cow<'a, str>, Reason> {
         let s = std::str::from_utf8(raw).map_err(|_| Reason::InvalidUtf8)?;
-        if ctx != Context::Unknown {
-            if let Some(r) = kinds::raw_rules(s, ctx, self.cfg.keep_xml_namespaces) {
-                return Err(r);
-            }
+        if let Some(r) = kinds::raw_rules(s, ctx, self.cfg.keep_xml_namespaces) {
+            return Err(r);
         }
         let t = clean(s);
         self.check_trimmed(&t, ctx)?;
@@ -193,15 +192,13 @@ impl Validator {
 
     /// Check one candidate. `Ok(())` means "not certainly junk": pass it on.
     pub fn check(&self, raw: &str) -> Result<(), Reason> {
-        self.check_trimmed(&clean(raw), Context::Unknown)
+        self.check_in(raw, Context::Unknown)
     }
 
     /// [`Validator::check`] for a candidate found in `ctx` (already decoded).
     pub fn check_in(&self, raw: &str, ctx: Context) -> Result<(), Reason> {
-        if ctx != Context::Unknown {
-            if let Some(r) = kinds::raw_rules(raw, ctx, self.cfg.keep_xml_namespaces) {
-                return Err(r);
-            }
+        if let Some(r) = kinds::raw_rules(raw, ctx, self.cfg.keep_xml_namespaces) {
+            return Err(r);
         }
         self.check_trimmed(&clean(raw), ctx)
     }
@@ -368,7 +365,8 @@ impl Validator {
             return Err(Reason::EncodedBlob);
         }
         if let Some(sch) = scheme {
-            if !self.cfg.keep_xml_namespaces && xml_namespace(b, sch) {
+            if !self.cfg.keep_xml_namespaces && (xml_namespace(b, sch) || parser_feature_id(b, sch))
+            {
                 return Err(Reason::XmlNamespace);
             }
         }
@@ -407,10 +405,26 @@ impl Validator {
                 return Err(r);
             }
         }
-        if matches!(ctx, Context::Text | Context::HtmlText) {
-            if let Some(r) = kinds::text_kinds(b, scheme, self.cfg.keep_placeholder_hosts) {
-                return Err(r);
+        match ctx {
+            Context::Text | Context::HtmlText => {
+                if let Some(r) = kinds::text_kinds(b, scheme, self.cfg.keep_placeholder_hosts) {
+                    return Err(r);
+                }
             }
+            Context::Js if !self.cfg.keep_placeholder_hosts => {
+                if let Some(r) = kinds::placeholder_host(b, scheme, false) {
+                    return Err(r);
+                }
+            }
+            Context::Unknown if scheme.is_none() => {
+                if let Some(r) = kinds::shape_kinds(b) {
+                    return Err(r);
+                }
+            }
+            _ => {}
+        }
+        if sc.bad_escapes >= 1 && printf_placeholder(b) {
+            return Err(Reason::TemplateSyntax);
         }
         if sc.bad_escapes >= 2 {
             return Err(Reason::BadPercentEncoding);
@@ -493,6 +507,35 @@ mod tests {
             "/reset/Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eHF1dXhxdXV4cXV1eA",
         ] {
             pass(s);
+        }
+    }
+
+    /// Issue 27: templates a program fills in — printf conversions and whole URI-template query
+    /// values — in any context; look-alikes pass.
+    #[test]
+    fn printf_and_query_templates() {
+        for s in [
+            "/1/dictionaries/%s/batch",
+            "https://github.com/o/r/commit/%s",
+            "%s",
+            "/items?page=%d",
+            "/a/%1$s/b",
+            "/u/%i.json",
+            "index.html?theme={id}",
+            "/search?q={searchTerms}&start={startIndex}",
+            "https://h.example/s?x=1&lang={lang}",
+        ] {
+            reject(s, Reason::TemplateSyntax);
+        }
+        for s in [
+            "/wiki/100%25_sure",
+            "/a%20b/%D0%B4",
+            "/x%d0%b4",
+            "/p?filter={\"a\":1}",
+            "/p?x={a}b",
+            "/%u4E2D",
+        ] {
+            assert!(v().check(s) != Err(Reason::TemplateSyntax), "{s:?}");
         }
     }
 
@@ -591,7 +634,8 @@ mod tests {
             "http://example.com/%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20%20",
             Reason::EncodingRatio,
         );
-        reject("%m/%d/%Y", Reason::BadPercentEncoding);
+        reject("/sale%/50%off", Reason::BadPercentEncoding);
+        reject("%m/%d/%Y", Reason::TemplateSyntax); // a strftime format: `%d/` (issue 27)
         reject(
             "AQEAOjAAAAEAAAAAAA0AEAAAAEikSaSUuZW5w7zEvOK/47+uyK/IV8pYytHV0tUBAQA6MAAAAQ==",
             Reason::EncodedBlob,

@@ -223,3 +223,30 @@ pub(super) fn xml_namespace(b: &[u8], scheme: &[u8]) -> bool {
         ns.len() == rest.len() && ns.eq_ignore_ascii_case(rest)
     })
 }
+
+/// An XML parser's feature or property identifier: `http://xml.org/sax/features/namespaces`,
+/// `http://xml.org/sax/properties/lexical-handler` (SAX2) and Xerces'
+/// `http://apache.org/xml/features/…`, `http://apache.org/xml/properties/…` — every URL under
+/// these four prefixes (case-insensitive, scheme aside).
+///
+/// Why no link is lost: SAX2 names each parser switch with a URI under these prefixes, and
+/// Xerces its own; programs pass them to `setFeature`/`setProperty`, and manuals (javadoc,
+/// Doxygen) list them by the dozen. They identify a switch, not a document: the hosts serve no
+/// page at those paths. Kept, like the namespaces, by `keep_xml_namespaces` and `loose`.
+pub(super) fn parser_feature_id(b: &[u8], scheme: &[u8]) -> bool {
+    const PREFIXES: [&[u8]; 4] = [
+        b"xml.org/sax/features/",
+        b"xml.org/sax/properties/",
+        b"apache.org/xml/features/",
+        b"apache.org/xml/properties/",
+    ];
+    let Some(rest) = b[scheme.len() + 1..].strip_prefix(b"//") else {
+        return false;
+    };
+    if !matches!(rest.first(), Some(b'x' | b'X' | b'a' | b'A')) {
+        return false;
+    }
+    PREFIXES
+        .iter()
+        .any(|p| rest.len() > p.len() && rest[..p.len()].eq_ignore_ascii_case(p))
+}
