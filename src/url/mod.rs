@@ -22,6 +22,6 @@ pub use learned::LearnedRules;
 pub use pattern::{pattern, pattern_with_method};
 pub use reason::Reason;
 pub use trap::TrapConfig;
-pub use validate::{Profile, Validator, ValidatorConfig};
+pub use validate::{has_web_extension, Profile, Validator, ValidatorConfig};
 
 pub(crate) use lex::{find_byte, find_byte2, find_byte3, trim_residue};

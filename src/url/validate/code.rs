@@ -113,13 +113,14 @@ fn query_template(b: &[u8]) -> bool {
     false
 }
 
-/// A printf conversion left in a URL: `%s`, `%1$s`, or `%d` / `%i` / `%u` not followed by a
-/// hex digit or letter (`/1/dictionaries/%s/batch`, `?page=%d`).
+/// A printf conversion left in a URL: `%s`, `%d`, `%i` or `%u`, optionally positional
+/// (`%1$s`), in lower case, followed by the end or a delimiter (`/ & ? # = . , ;`):
+/// `/1/dictionaries/%s/batch`, `?page=%d`.
 ///
-/// Why no request matches: `s`, `i` and `u` are no hex digits, so `%s` is no escape (and `%d`
-/// followed by `/` is none either): the string is a format a program fills in before the URL
-/// exists. Only before the end or a delimiter: `100%sure` (a stray `%` in prose) is left to
-/// the escape rules.
+/// Why no request matches: `s`, `i` and `u` are no hex digits, so `%s` is no escape, nor is
+/// `%d` before a delimiter: the string is a format a program fills in before the URL exists.
+/// Only before the end or a delimiter: `100%sure` (a stray `%` in prose) is left to the escape
+/// rules. (A URL cut inside a lower-case escape, `…%d0%bf%d`, matches too: it is no page either.)
 pub(super) fn printf_placeholder(b: &[u8]) -> bool {
     memchr::memchr_iter(b'%', b).any(|p| {
         let mut q = p + 1;

@@ -99,8 +99,10 @@ fn dotted_identifier(b: &[u8]) -> bool {
 }
 
 /// A protobuf type URL's path: `/` and a fully qualified message name — three or more
-/// identifier parts joined by dots, the last a type name that starts with a capital
-/// (`/google.protobuf.Any`, `/keyhole.dbroot.DbRootProto`), no other `/`.
+/// identifier parts joined by dots: the package's, starting in lower case, then the type's and
+/// those of the types nested in it, in CamelCase (`/google.protobuf.Any`,
+/// `/keyhole.dbroot.DbRootProto`, `/pkg.v1.Outer.Inner`), no other `/`. Not title-like slugs
+/// (`/J.R.R.Tolkien`, `/St.Louis.Cardinals`: found by review).
 ///
 /// Why no request matches: protobuf.js builds an `Any`'s type URL as `prefix + "/" + fullName`
 /// and keeps the `/` and the name as a string; the name identifies a message type of a `.proto`
@@ -110,23 +112,30 @@ fn type_url_path(b: &[u8]) -> bool {
     let Some(name) = b.strip_prefix(b"/") else {
         return false;
     };
-    let mut parts = name.split(|&c| c == b'.');
-    let last = parts.next_back().unwrap_or_default();
-    let mut count = 1;
-    for part in parts {
-        count += 1;
-        if !part
-            .first()
+    let ident = |p: &[u8]| {
+        p.first()
             .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
-            || !part.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-        {
+            && p.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+    };
+    // The package (lower-case parts), then the type and the types nested in it (`Outer.Inner`).
+    let (mut package, mut types, mut in_types) = (0, 0, false);
+    for part in name.split(|&c| c == b'.') {
+        if !ident(part) {
             return false;
         }
+        if part[0].is_ascii_uppercase() {
+            if !part.iter().any(u8::is_ascii_lowercase) {
+                return false;
+            }
+            in_types = true;
+            types += 1;
+        } else if in_types {
+            return false;
+        } else {
+            package += 1;
+        }
     }
-    count >= 3
-        && last.first().is_some_and(u8::is_ascii_uppercase)
-        && last.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-        && !has_web_extension(name)
+    package >= 1 && types >= 1 && package + types >= 3 && !has_web_extension(name)
 }
 
 /// A version string: `1.2.3`, `v2.0`, `1.2.3-beta.1`, `4.1.7-compat:2.0.1` (three numeric parts,
@@ -232,6 +241,7 @@ mod tests {
             ("S.A.", Reason::DottedIdentifier),
             ("/google.protobuf.Any", Reason::DottedIdentifier),
             ("/keyhole.dbroot.DbRootProto", Reason::DottedIdentifier),
+            ("/pkg.v1.Outer.Inner", Reason::DottedIdentifier),
             ("1.2.3", Reason::VersionString),
             ("v2.0", Reason::VersionString),
             ("4.1.7-compat:2.0.1", Reason::VersionString),
@@ -271,6 +281,11 @@ mod tests {
             "/com.example",
             "/docs/google.protobuf.Any",
             "/v1.2.Beta",
+            "/J.R.R.Tolkien",
+            "/St.Louis.Cardinals",
+            "/a.b.CD",
+            "/a.B.c",
+            "/docs.v2.Page.html",
         ] {
             assert_eq!(js(s), Ok(()), "{s}");
         }
@@ -352,6 +367,8 @@ mod tests {
                 "https://www.apache.org/xml/features/",
                 "https://apache.org/xml/index.html",
                 "https://xml.org/sax/featuresx",
+                "http://apache.org/xml/features/../../../index.html",
+                "http://apache.org/xml/features/%2E%2E/x.html",
             ] {
                 assert_eq!(v.check_in(s, ctx), Ok(()), "{s} {ctx:?}");
             }

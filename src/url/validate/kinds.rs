@@ -17,13 +17,13 @@ use crate::url::Reason;
 /// Rules on the candidate as found (after the context's decoding, before the cleaning that
 /// turns `\` into `/`): a backslash is still a backslash here.
 pub(super) fn raw_rules(raw: &str, ctx: Context, keep_namespaces: bool) -> Option<Reason> {
+    match ctx {
+        Context::Js | Context::Text | Context::HtmlText => {}
+        _ => return None,
+    }
     let b = raw.trim().as_bytes();
     if b.is_empty() {
         return None;
-    }
-    match ctx {
-        Context::Js | Context::Text | Context::HtmlText | Context::Unknown => {}
-        _ => return None,
     }
     if tex_macro(b) {
         return Some(Reason::TexMacro);
@@ -100,6 +100,26 @@ fn regex_source(b: &[u8], js: bool) -> bool {
     false
 }
 
+/// (No context) regular-expression syntax no link has: a leading `^`, or before any `?`/`#` a
+/// group construct (`(?:`, `(?=`, `(?!`, `(?<`) or a negated class (`[^`). Not the escapes of
+/// [`regex_source`]: where the context is not said, `img\b.gif` may be an `href` written with
+/// Windows separators, and a query may carry a regex search (`?q=(?:a|b)`, found by review).
+pub(super) fn regex_syntax(b: &[u8]) -> bool {
+    if b[0] == b'^' {
+        return true;
+    }
+    // The query starts at a `?` that opens no group.
+    let head_end = (0..b.len())
+        .find(|&i| b[i] == b'#' || b[i] == b'?' && (i == 0 || b[i - 1] != b'('))
+        .unwrap_or(b.len());
+    let head = &b[..head_end];
+    memchr::memchr2_iter(b'(', b'[', head).any(|i| match (head[i], head.get(i + 1)) {
+        (b'(', Some(b'?')) => matches!(head.get(i + 2), Some(b':' | b'=' | b'!' | b'<')),
+        (b'[', Some(b'^')) => true,
+        _ => false,
+    })
+}
+
 /// (Scripts) the identifier of an XML or RDF vocabulary beyond the fixed list of
 /// [`super::xml_namespace`]: an absolute http(s) URL with no query on a namespace host
 /// (`xmlns.…`, `schemas.…`, and the vocabularies' own hosts `ns.adobe.com`, `purl.org`), or
@@ -151,21 +171,74 @@ fn namespace_like(b: &[u8]) -> bool {
 /// or `.env.local` is a file a security scanner must see. Not the script-only rules
 /// (`ace/mode/x` may be an `href`), nor `package_internal` (an `href` may link a
 /// dependency's folder by hand).
-pub(super) fn shape_kinds(b: &[u8]) -> Option<Reason> {
-    if dot_name(b) == Some(Reason::CssSelector)
-        && b[1..]
-            .iter()
-            .any(|c| matches!(c, b' ' | b':' | b'>' | b'+' | b'~' | b',' | b'[' | b'('))
-    {
+///
+/// `code_punct`: the candidate holds a byte of code punctuation (`!`, `(`, `[`, a space…);
+/// without one, no loader request can match.
+pub(super) fn shape_kinds(b: &[u8], code_punct: bool) -> Option<Reason> {
+    if b[0] == b'.' && dot_name(b) == Some(Reason::CssSelector) && selector_syntax(b) {
         return Some(Reason::CssSelector);
     }
-    if loader_request(b) {
+    if code_punct && loader_request(b) && loader_chain(b) {
         return Some(Reason::LoaderRequest);
     }
     if device_path(b) {
         return Some(Reason::DevicePath);
     }
     None
+}
+
+/// Selector syntax after a leading class name, as no file name has it (found by review:
+/// `.env~`, `.htaccess,v` and `.env:Zone.Identifier` are files): a combinator or list
+/// separator followed, after spaces, by a selector's start (`.`, `#`, `[`, `*`, `:`); a
+/// pseudo-class or pseudo-element of CSS's common ones; an attribute test `[name…]`.
+fn selector_syntax(b: &[u8]) -> bool {
+    const PSEUDO: [&[u8]; 16] = [
+        b"hover",
+        b"focus",
+        b"active",
+        b"visited",
+        b"disabled",
+        b"checked",
+        b"before",
+        b"after",
+        b"not(",
+        b"first-child",
+        b"last-child",
+        b"nth-child(",
+        b"focus-within",
+        b"focus-visible",
+        b"empty",
+        b"placeholder",
+    ];
+    b.iter().enumerate().skip(1).any(|(i, &c)| match c {
+        b' ' | b'>' | b'+' | b'~' | b',' => {
+            let next = b[i + 1..].iter().find(|&&n| n != b' ');
+            matches!(next, Some(b'.' | b'#' | b'[' | b'*' | b':'))
+        }
+        b':' => {
+            let rest = &b[i + 1..];
+            let rest = rest.strip_prefix(b":").unwrap_or(rest);
+            PSEUDO.iter().any(|p| rest.starts_with(p))
+        }
+        b'[' => b.get(i + 1).is_some_and(u8::is_ascii_alphabetic) && b[i..].contains(&b']'),
+        _ => false,
+    })
+}
+
+/// A loader request proper, where the context is not said: a loader's name ending in `loader`,
+/// a chain starting with `!`/`-!`, or a plugin followed by `./`/`../` (found by review:
+/// `Yahoo!/news.html` and `Help!/` are folders of sites).
+fn loader_chain(b: &[u8]) -> bool {
+    let Some(bang) = b.iter().position(|&c| c == b'!') else {
+        return false;
+    };
+    let (prefix, after) = (&b[..bang], &b[bang + 1..]);
+    let name = prefix.split(|&c| c == b'?').next().unwrap_or(prefix);
+    prefix.is_empty()
+        || prefix == b"-"
+        || name.to_ascii_lowercase().ends_with(b"loader")
+        || after.starts_with(b"./")
+        || after.starts_with(b"../")
 }
 
 /// The rules for a relative candidate found in a script (no scheme, not `//host`), run with
@@ -289,6 +362,14 @@ fn package_internal(b: &[u8]) -> bool {
 /// ask the site for `/dev/null`, which no site serves as a page. Only these device and kernel
 /// names count: a site's own `/dev/` section (`/dev/blog/`) passes.
 pub(super) fn device_path(b: &[u8]) -> bool {
+    if !(b.starts_with(b"/dev/") || b.starts_with(b"/proc/") || b.starts_with(b"/sys/")) {
+        return false;
+    }
+    // A page under such a name is a site's (found by review: `/sys/class/2024/schedule.html`).
+    let last = b.rsplit(|&c| c == b'/').next().unwrap_or(b);
+    if super::js::has_web_extension(last) {
+        return false;
+    }
     // Whole segments only (found by review: `/dev/sdk/…`, `/dev/standards/`, `/dev/hdr-guide`
     // and `/proc/2021/paper.pdf` are pages of sites).
     fn seg(rest: &[u8]) -> (&[u8], &[u8]) {
@@ -390,6 +471,46 @@ fn written_host(b: &[u8], scheme: Option<&[u8]>) -> Option<String> {
     if !rest.starts_with(b"//") {
         return None;
     }
+    // The common case without the parser: a host of ASCII letters, digits, `-` and `.` whose
+    // last label starts with a letter (so no IPv4 spelling) and holds no `xn--` label (which the
+    // parser validates): what the parser gives is its lower-case form.
+    let auth = &rest[2..];
+    let auth = &auth[..auth
+        .iter()
+        .position(|&c| matches!(c, b'/' | b'?' | b'#' | b'\\'))
+        .unwrap_or(auth.len())];
+    let host = match auth.iter().rposition(|&c| c == b'@') {
+        Some(at) => &auth[at + 1..],
+        None => auth,
+    };
+    let colon = host.iter().position(|&c| c == b':').unwrap_or(host.len());
+    let (host, port) = host.split_at(colon);
+    let trimmed = host.strip_suffix(b".").unwrap_or(host);
+    let last = trimmed.rsplit(|&c| c == b'.').next().unwrap_or(trimmed);
+    // A port the parser refuses (`:port`, `:99999`) makes no URL: the parser says so.
+    let port_ok = port.len() <= 1
+        || port.len() <= 6 && port[1..].iter().all(u8::is_ascii_digit) && {
+            port[1..]
+                .iter()
+                .fold(0u32, |n, d| n * 10 + u32::from(d - b'0'))
+                <= 65535
+        };
+    if port_ok
+        && !trimmed.is_empty()
+        && last.first().is_some_and(u8::is_ascii_alphabetic)
+        && trimmed
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.'))
+        && !trimmed.windows(4).any(|w| w.eq_ignore_ascii_case(b"xn--"))
+        && !trimmed.windows(2).any(|w| w == b"..")
+    {
+        return Some(String::from_utf8_lossy(trimmed).to_ascii_lowercase());
+    }
+    parsed_host(rest)
+}
+
+/// [`written_host`] by the WHATWG parser, for `rest` starting with `//`.
+fn parsed_host(rest: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(rest).ok()?;
     let u = url::Url::parse(&format!("http:{text}")).ok()?;
     match u.host()? {
@@ -706,9 +827,8 @@ mod tests {
             (".nav > .item", Reason::CssSelector),
             (".btn:hover", Reason::CssSelector),
             (".a,.b", Reason::CssSelector),
-            ("\\frac{1}{2}", Reason::TexMacro),
-            ("^\\/api\\/(\\d+)$", Reason::RegexSource),
-            ("https://www\\.host\\.org", Reason::RegexSource),
+            (".a[data-x]", Reason::CssSelector),
+            ("/a/[^/]+/b", Reason::RegexSource),
             (
                 "style-loader!css-loader?modules!./x.css",
                 Reason::LoaderRequest,
@@ -716,8 +836,31 @@ mod tests {
             ("text!./tpl.html", Reason::LoaderRequest),
             ("/dev/tty0", Reason::DevicePath),
             ("/proc/self/status", Reason::DevicePath),
+            ("json!./data.json", Reason::LoaderRequest),
         ] {
             assert_eq!(judge(s, Context::Unknown), Err(r), "{s:?}");
+        }
+        // Found by review: links an `href` may hold, which the first version took.
+        for s in [
+            "img\\b.gif",
+            "images\\d_arrow.gif",
+            "\\images",
+            "\\Products",
+            "https://github.com/search?q=[^a-z]&type=code",
+            "https://sourcegraph.com/search?q=context:global+foo(?:bar)&patternType=regexp",
+            "https://grep.app/search?q=\\d+&regexp=true",
+            "https://www.google.com/search?q=a\\.b",
+            ".env~",
+            ".htaccess~",
+            ".htaccess,v",
+            ".env:Zone.Identifier",
+            "Help!/",
+            "Yahoo!/news.html",
+            "Wham!/Last_Christmas.mp3",
+            "/sys/class/2024/schedule.html",
+            "/sys/bus/routes.html",
+        ] {
+            assert_eq!(judge(s, Context::Unknown), Ok(()), "{s:?}");
         }
         for s in [
             ".env",
@@ -737,6 +880,44 @@ mod tests {
             "http://server/x",
         ] {
             assert_eq!(judge(s, Context::Unknown), Ok(()), "{s:?}");
+        }
+    }
+
+    /// The parser-free path of `written_host` gives what the parser gives.
+    #[test]
+    fn written_host_fast_path_agrees_with_the_parser() {
+        for s in [
+            "//Example.COM/x",
+            "//a.b-c.org.:8080/p?q#f",
+            "//user:pw@Host.Example.net/",
+            "//server",
+            "//server:80",
+            "//host:port/json/list",
+            "//u:p@host:port/path",
+            "//h.com:65535/",
+            "//h.com:65536/",
+            "//h.com:/",
+            "//h.com:0080/",
+            "//a.test\\x",
+            "//-a.b.com/",
+            "//1a.b2.c/",
+            "//www.some-server.out-there/",
+            "//0xd83ad6ce/",
+            "//1.2.3.4/",
+            "//a.1/",
+            "//xn--p1ai.xn--p1ai/",
+            "//a..b/",
+            "//a.b../",
+            "//ex%61mple.com/",
+            "//@h.com",
+            "//h.com@",
+            "//",
+        ] {
+            assert_eq!(
+                written_host(s.as_bytes(), None),
+                parsed_host(s.as_bytes()),
+                "{s:?}"
+            );
         }
     }
 

@@ -55,6 +55,12 @@ use self::{code::*, js::*, path::*, scan::*, words::*};
 use super::context::Context;
 pub use clean::clean;
 
+/// Whether a path segment ends in a file extension a browser requests (`.js`, `.html`, `.png`,
+/// …): the list the script rules keep files by. Public for the labelled-set measurements.
+pub fn has_web_extension(seg: &str) -> bool {
+    js::has_web_extension(seg.as_bytes())
+}
+
 /// A named bundle of thresholds (`--profile`).
 #[derive(
     Debug,
@@ -416,9 +422,15 @@ impl Validator {
                     return Err(r);
                 }
             }
-            Context::Unknown if scheme.is_none() => {
-                if let Some(r) = kinds::shape_kinds(b) {
-                    return Err(r);
+            Context::Unknown => {
+                // (The raw rules of the other contexts do not run here: see `regex_syntax`.)
+                if sc.has_code_punct && kinds::regex_syntax(b) {
+                    return Err(Reason::RegexSource);
+                }
+                if scheme.is_none() {
+                    if let Some(r) = kinds::shape_kinds(b, sc.has_code_punct) {
+                        return Err(r);
+                    }
                 }
             }
             _ => {}

@@ -246,7 +246,11 @@ pub(super) fn parser_feature_id(b: &[u8], scheme: &[u8]) -> bool {
     if !matches!(rest.first(), Some(b'x' | b'X' | b'a' | b'A')) {
         return false;
     }
+    // A dot segment would lead out of the prefix (`…/features/../../index.html`, found by
+    // review): whatever holds `..`, `%2e` or `%2E` passes.
     PREFIXES
         .iter()
         .any(|p| rest.len() > p.len() && rest[..p.len()].eq_ignore_ascii_case(p))
+        && !rest.windows(2).any(|w| w == b"..")
+        && !rest.windows(3).any(|w| w.eq_ignore_ascii_case(b"%2e"))
 }
