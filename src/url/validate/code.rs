@@ -68,9 +68,6 @@ pub(super) fn strong_code_markers(b: &[u8]) -> Option<Reason> {
             return Some(Reason::TemplateSyntax);
         }
     }
-    if query_template(b) {
-        return Some(Reason::TemplateSyntax);
-    }
     let lower_has = |p: &[u8]| b.windows(p.len()).any(|w| w.eq_ignore_ascii_case(p));
     if lower_has(b"<script") || lower_has(b"</script") || find(b, b"<!--").is_some() {
         return Some(Reason::HtmlTag);
@@ -84,33 +81,6 @@ pub(super) fn strong_code_markers(b: &[u8]) -> Option<Reason> {
         return Some(Reason::JsCode);
     }
     None
-}
-
-/// A query value that is a whole URI-template expression: `={id}`, `={searchTerms}` (RFC 6570,
-/// OpenSearch), up to the next `&` or the end.
-///
-/// Why no request matches: the braces are the template's, to be replaced by a value before the
-/// URL is used; sent as they are, the server gets the variable's name. A JSON value in a query
-/// (`?filter={"a":1}`) has quotes or a colon and passes.
-fn query_template(b: &[u8]) -> bool {
-    let mut from = 0;
-    while let Some(p) = find(&b[from..], b"={") {
-        let start = from + p + 2;
-        let name = b[start..]
-            .iter()
-            .take_while(|&&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
-            .count();
-        let end = start + name;
-        if name > 0
-            && is_ident_start(b[start])
-            && b.get(end) == Some(&b'}')
-            && matches!(b.get(end + 1), None | Some(b'&'))
-        {
-            return true;
-        }
-        from = start;
-    }
-    false
 }
 
 /// A printf conversion left in a URL: `%s`, `%d`, `%i` or `%u`, optionally positional

@@ -129,7 +129,8 @@ fn type_url_path(b: &[u8]) -> bool {
             }
             in_types = true;
             types += 1;
-        } else if in_types {
+        } else if in_types || part.len() < 2 {
+            // A one-letter part is an initial (`/e.e.Cummings`, found by review), no package.
             return false;
         } else {
             package += 1;
@@ -282,6 +283,8 @@ mod tests {
             "/docs/google.protobuf.Any",
             "/v1.2.Beta",
             "/J.R.R.Tolkien",
+            "/e.e.Cummings",
+            "/w.e.B_Du_Bois",
             "/St.Louis.Cardinals",
             "/a.b.CD",
             "/a.B.c",

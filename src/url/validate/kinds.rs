@@ -181,7 +181,9 @@ pub(super) fn shape_kinds(b: &[u8], code_punct: bool) -> Option<Reason> {
     if code_punct && loader_request(b) && loader_chain(b) {
         return Some(Reason::LoaderRequest);
     }
-    if device_path(b) {
+    // Not `/sys/…` here: a site's `/sys/class/2024/` or `/sys/bus/routes` reads as sysfs (found
+    // by review), and an `href` may hold it.
+    if device_path(b, false) {
         return Some(Reason::DevicePath);
     }
     None
@@ -232,13 +234,16 @@ fn loader_chain(b: &[u8]) -> bool {
     let Some(bang) = b.iter().position(|&c| c == b'!') else {
         return false;
     };
-    let (prefix, after) = (&b[..bang], &b[bang + 1..]);
-    let name = prefix.split(|&c| c == b'?').next().unwrap_or(prefix);
+    let prefix = &b[..bang];
+    // The request after the last `!`: a module (`./x.css`, `../y`), not a query's value.
+    let last = &b[b.iter().rposition(|&c| c == b'!').unwrap_or(bang) + 1..];
+    let module = last.starts_with(b"./") || last.starts_with(b"../");
     prefix.is_empty()
         || prefix == b"-"
-        || name.to_ascii_lowercase().ends_with(b"loader")
-        || after.starts_with(b"./")
-        || after.starts_with(b"../")
+        || module
+            && prefix.iter().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'@' | b'?' | b'=')
+            })
 }
 
 /// The rules for a relative candidate found in a script (no scheme, not `//host`), run with
@@ -253,7 +258,7 @@ pub(super) fn js_kinds(b: &[u8]) -> Option<Reason> {
     if package_internal(b) {
         return Some(Reason::PackageInternal);
     }
-    if device_path(b) {
+    if device_path(b, true) {
         return Some(Reason::DevicePath);
     }
     None
@@ -320,7 +325,11 @@ fn loader_request(b: &[u8]) -> bool {
         return false;
     }
     let lower = name.to_ascii_lowercase();
-    if lower.ends_with(b"loader") {
+    // A loader's name (`css-loader`, `babel_loader`, `loader`), not a path or a word that ends
+    // so (found by review: `/tools/downloader?title=Wow!Great`, `imageloader?src=a!b`).
+    if !lower.starts_with(b"/")
+        && (lower.ends_with(b"-loader") || lower.ends_with(b"_loader") || lower == b"loader")
+    {
         return true;
     }
     // A loader plugin (`text!./tpl.html`): a bare name, no query, then a path (found by review:
@@ -361,11 +370,16 @@ fn package_internal(b: &[u8]) -> bool {
 /// scripts (Node code shipped to the browser) and manuals; as root-relative URLs they would
 /// ask the site for `/dev/null`, which no site serves as a page. Only these device and kernel
 /// names count: a site's own `/dev/` section (`/dev/blog/`) passes.
-pub(super) fn device_path(b: &[u8]) -> bool {
-    if !(b.starts_with(b"/dev/") || b.starts_with(b"/proc/") || b.starts_with(b"/sys/")) {
+pub(super) fn device_path(b: &[u8], sysfs: bool) -> bool {
+    if !(b.starts_with(b"/dev/") || b.starts_with(b"/proc/") || sysfs && b.starts_with(b"/sys/")) {
         return false;
     }
-    // A page under such a name is a site's (found by review: `/sys/class/2024/schedule.html`).
+    // A page under such a name is a site's (found by review: `/sys/class/2024/schedule.html`,
+    // with a query too).
+    let b = &b[..b
+        .iter()
+        .position(|&c| c == b'?' || c == b'#')
+        .unwrap_or(b.len())];
     let last = b.rsplit(|&c| c == b'/').next().unwrap_or(b);
     if super::js::has_web_extension(last) {
         return false;
@@ -450,7 +464,7 @@ pub(super) fn text_kinds(
             return Some(r);
         }
     }
-    if scheme.is_none() && device_path(b) {
+    if scheme.is_none() && device_path(b, true) {
         return Some(Reason::DevicePath);
     }
     None
@@ -859,6 +873,13 @@ mod tests {
             "Wham!/Last_Christmas.mp3",
             "/sys/class/2024/schedule.html",
             "/sys/bus/routes.html",
+            "/sys/class/schedule.html?term=fall",
+            "/sys/class/2024/",
+            "/sys/bus/routes",
+            "/tools/downloader?title=Wow!Great",
+            "/imageloader?src=a!b",
+            "/app/uploader?msg=hi!there",
+            "downloader?title=Wow!Great",
         ] {
             assert_eq!(judge(s, Context::Unknown), Ok(()), "{s:?}");
         }
@@ -953,6 +974,10 @@ mod tests {
             ("https://h.example.org/jobs/ns/halifax", Context::Js),
             ("/node_modules/jquery/dist/jquery.min.js", Context::Js),
             ("search?q=wow!great", Context::Js),
+            // Found by review: words ending in "loader", and sections named like sysfs.
+            ("/tools/downloader?title=Wow!Great", Context::Js),
+            ("imageloader?src=a!b", Context::Js),
+            ("/sys/class/schedule.html?term=fall", Context::Text),
             // Not judged where the page's author wrote what the browser requests.
             (".menu-item", Context::HtmlAttr),
             ("http://user:secret@h.example.net/", Context::HtmlAttr),

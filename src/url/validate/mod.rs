@@ -522,10 +522,11 @@ mod tests {
         }
     }
 
-    /// Issue 27: templates a program fills in — printf conversions and whole URI-template query
-    /// values — in any context; look-alikes pass.
+    /// Issue 27: printf conversions a program fills in, in any context; look-alikes pass. (A
+    /// whole `{name}` query value is not judged: GraphQL's `?query={hello}` is a request,
+    /// found by review.)
     #[test]
-    fn printf_and_query_templates() {
+    fn printf_templates() {
         for s in [
             "/1/dictionaries/%s/batch",
             "https://github.com/o/r/commit/%s",
@@ -533,9 +534,6 @@ mod tests {
             "/items?page=%d",
             "/a/%1$s/b",
             "/u/%i.json",
-            "index.html?theme={id}",
-            "/search?q={searchTerms}&start={startIndex}",
-            "https://h.example/s?x=1&lang={lang}",
         ] {
             reject(s, Reason::TemplateSyntax);
         }
@@ -546,6 +544,8 @@ mod tests {
             "/p?filter={\"a\":1}",
             "/p?x={a}b",
             "/%u4E2D",
+            "/graphql?query={hello}",
+            "/x?id={id}&y=1",
         ] {
             assert!(v().check(s) != Err(Reason::TemplateSyntax), "{s:?}");
         }
