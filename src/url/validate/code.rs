@@ -93,6 +93,13 @@ pub(super) fn strong_code_markers(b: &[u8]) -> Option<Reason> {
 /// rules. (A URL cut inside a lower-case escape, `…%d0%bf%d`, matches too: it is no page either.)
 pub(super) fn printf_placeholder(b: &[u8]) -> bool {
     memchr::memchr_iter(b'%', b).any(|p| {
+        // `%20$s` is an escaped space, then `$s` (the canonical form of `a $s/`): an escape
+        // is never a conversion.
+        if b.get(p + 1).is_some_and(u8::is_ascii_hexdigit)
+            && b.get(p + 2).is_some_and(u8::is_ascii_hexdigit)
+        {
+            return false;
+        }
         let mut q = p + 1;
         while b.get(q).is_some_and(u8::is_ascii_digit) {
             q += 1;

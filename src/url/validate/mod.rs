@@ -422,15 +422,16 @@ impl Validator {
                     return Err(r);
                 }
             }
-            Context::Unknown => {
-                // (The raw rules of the other contexts do not run here: see `regex_syntax`.)
+            // Relative candidates only: an absolute URL is also how a kept candidate of any
+            // context comes back as its canonical form, read as `unknown` by a fetcher or a
+            // second crawlsieve, and must pass as it did (cargo fuzz: `88a[^ht` in an `href`).
+            // (The raw rules of the other contexts do not run here: see `regex_syntax`.)
+            Context::Unknown if scheme.is_none() => {
                 if sc.has_code_punct && kinds::regex_syntax(b) {
                     return Err(Reason::RegexSource);
                 }
-                if scheme.is_none() {
-                    if let Some(r) = kinds::shape_kinds(b, sc.has_code_punct) {
-                        return Err(r);
-                    }
+                if let Some(r) = kinds::shape_kinds(b, sc.has_code_punct) {
+                    return Err(r);
                 }
             }
             _ => {}
@@ -545,6 +546,8 @@ mod tests {
             "/p?x={a}b",
             "/%u4E2D",
             "/graphql?query={hello}",
+            "https://h.example/a%20$s/%zz",
+            "/a%20$s/",
             "/x?id={id}&y=1",
         ] {
             assert!(v().check(s) != Err(Reason::TemplateSyntax), "{s:?}");
@@ -647,6 +650,9 @@ mod tests {
             Reason::EncodingRatio,
         );
         reject("/sale%/50%off", Reason::BadPercentEncoding);
+        // (cargo fuzz) an `href`'s canonical form, read again with no context, passes.
+        pass("https://example.com/dir/88a[^ht");
+        reject("88a[^ht", Reason::RegexSource);
         reject("%m/%d/%Y", Reason::TemplateSyntax); // a strftime format: `%d/` (issue 27)
         reject(
             "AQEAOjAAAAEAAAAAAA0AEAAAAEikSaSUuZW5w7zEvOK/47+uyK/IV8pYytHV0tUBAQA6MAAAAQ==",
