@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 DATA=$ROOT/target/bench-data
 mkdir -p "$DATA" target/compare
+# The benches read ../shared beside their manifest: a worktree's is target/compare/shared.
+ln -sfn "$(cd ../shared && pwd)" target/compare/shared
 S10=$DATA/stream-10000000-seed42.txt
 S1=$DATA/stream-1000000-seed42.txt
 [ -s "$S10" ] || python3 ../shared/tools/gen_stream.py --n 10000000 --seed 42 > "$S10"
@@ -50,7 +52,8 @@ for run in 1 2 3 4 5 6 7; do
 done
 for d in "$A" "$B"; do
   echo "== $(basename "$d"): gate_core (criterion)"
-  (cd "$d" && $PIN "$(bench_bin "$d" gate_core)" --bench 2>/dev/null | grep -E "^[a-z].*/|time:|thrpt:" | grep -v change)
+  (cd "$d" && $PIN "$(bench_bin "$d" gate_core)" --bench 2>"$d/gate_core.stderr" | grep -E "^[a-z].*/|time:|thrpt:" | grep -v change) \
+    || { echo "gate_core failed:" >&2; tail -5 "$d/gate_core.stderr" >&2; exit 1; }
   echo "== $(basename "$d"): gate_kafka, 1 M events"
   (cd "$d" && STREAM=$S1 TANSU=$TANSU "$(bench_bin "$d" gate_kafka)" --bench 2>&1 | tail -3)
 done

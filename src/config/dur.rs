@@ -6,6 +6,10 @@ use std::time::Duration;
 /// A duration written `500ms`, `90s`, `15m`, `12h`, `30d` or any [`humantime`] form
 /// (`1h 30m`, `2weeks`); a bare number is seconds. Parsed once, when the flag or the file is
 /// read: a component never sees a string.
+///
+/// Months and years (`3months`, `1y`, and `M`, which [`humantime`] reads as months) are refused:
+/// they have no fixed length (humantime counts 30.44 and 365.25 days), and `15M` for fifteen
+/// minutes would silently mean fifteen months. Write days (`90d`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct Dur(pub Duration);
 
@@ -34,6 +38,15 @@ impl std::str::FromStr for Dur {
             && s.bytes().filter(|&b| b == b'.').count() == 1
         {
             return seconds(s.parse::<f64>().unwrap_or(f64::NAN), &format!("{s:?}"));
+        }
+        if let Some(unit) = s
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .find(|u| matches!(*u, "M" | "month" | "months" | "y" | "year" | "years"))
+        {
+            return Err(format!(
+                "{s:?}: {unit:?} is a month or year, which has no fixed length \
+                 (write days, e.g. 90d; minutes are m)"
+            ));
         }
         humantime::parse_duration(s)
             .map(Dur)
@@ -125,6 +138,17 @@ mod tests {
         assert_eq!(d("1h 30m"), Ok(Duration::from_secs(5_400)));
         assert!(d("3x").is_err());
         assert!(d("soon").is_err());
+        for s in [
+            "3months", "1month", "15M", "1y", "2years", "1year 2d", "1d 3M",
+        ] {
+            let e = d(s).unwrap_err();
+            assert!(
+                e.contains("no fixed length") && e.contains("90d"),
+                "{s}: {e}"
+            );
+        }
+        assert_eq!(d("2weeks"), Ok(Duration::from_secs(14 * 86_400)));
+        assert_eq!(d("15m"), Ok(Duration::from_secs(900)));
         assert!(d("").is_err());
         for s in ["0s", "500ms", "90s", "15m", "12h", "1d", "30d", "1500ms"] {
             assert_eq!(s.parse::<Dur>().unwrap().to_string(), s);
