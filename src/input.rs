@@ -16,6 +16,7 @@ pub struct Line {
 pub struct LineReader<R> {
     inner: R,
     cap: usize,
+    interruptible: bool,
 }
 
 impl<R: BufRead> LineReader<R> {
@@ -24,7 +25,17 @@ impl<R: BufRead> LineReader<R> {
         LineReader {
             inner,
             cap: cap.max(1),
+            interruptible: false,
         }
+    }
+
+    /// Return [`io::ErrorKind::Interrupted`] from [`LineReader::read_line`] when a read is
+    /// interrupted by a signal before any byte of the line was read (otherwise the read is
+    /// retried, as always: a line is never returned cut). For a caller whose signal handler
+    /// asks it to stop, so that a read waiting on a quiet pipe does not keep it waiting.
+    pub fn interruptible(mut self, yes: bool) -> Self {
+        self.interruptible = yes;
+        self
     }
 
     /// The reader underneath.
@@ -40,7 +51,12 @@ impl<R: BufRead> LineReader<R> {
         loop {
             let buf = match self.inner.fill_buf() {
                 Ok(b) => b,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    if self.interruptible && !any {
+                        return Err(e);
+                    }
+                    continue;
+                }
                 Err(e) => return Err(e),
             };
             if buf.is_empty() {

@@ -230,7 +230,7 @@ fn pattern_prints_templates() {
 fn bad_settings_are_clear_errors() {
     let o = run(&["dedup", "--encoding-ratio", "7"], b"");
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("encoding_ratio"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--encoding-ratio"));
     let o = run(&["dedup", "--fp-rate", "0"], b"");
     assert!(!o.status.success());
     let o = run(&["dedup", "/no/such/file"], b"");

@@ -438,11 +438,7 @@ fn the_output_never_destroys_an_input() {
 fn silently_useless_runs_are_errors() {
     let o = run(&["dedup", "--namespace", "foo"], b"https://a.example/\n");
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-    assert!(
-        err(&o).contains("--namespace foo needs --redis"),
-        "{}",
-        err(&o)
-    );
+    assert!(err(&o).contains("--namespace needs --redis"), "{}", err(&o));
     let o = run(&["check", "--max-len", "0"], b"https://a.example/\n");
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
     let dir = tempfile::tempdir().unwrap();
@@ -1249,4 +1245,170 @@ fn a_quiet_pipe_is_delivered_and_settled() {
     );
     assert!(o.status.success(), "{}", err(&o));
     assert_eq!(out(&o), "https://q.example/3\n", "nothing written twice");
+}
+
+/// Found by a newcomer's review (2026-11-27): flags of the shared filter were silently ignored
+/// without `--redis`; a capacity no memory holds aborted the process (exit 134, a backtrace);
+/// `15M` was fifteen months; `intranet:8080` in text was kept while its own canonical form,
+/// `https://intranet:8080/`, is rejected.
+#[test]
+fn newcomer_review_mistakes_are_said() {
+    for flags in [
+        &["--window", "3d"][..],
+        &["--mode", "bloom"],
+        &["--redis-cluster"],
+        &["--hashes=3"],
+        &["--claim-ttl", "5s"],
+    ] {
+        let mut args = vec!["dedup", "-q"];
+        args.extend_from_slice(flags);
+        let o = run(&args, b"https://a.example/\n");
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", err(&o));
+        let name = flags[0].split('=').next().unwrap();
+        assert!(
+            err(&o).contains(&format!("{name} needs --redis URL")),
+            "{flags:?}: {}",
+            err(&o)
+        );
+    }
+    let o = run_env(
+        &["dedup", "-q", "--capacity", "1000000000000000"],
+        b"https://a.example/\n",
+        &[("RUST_BACKTRACE", "1")],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("--capacity/--fp-rate") && !err(&o).contains("backtrace"),
+        "{}",
+        err(&o)
+    );
+    // Flags' mistakes name the flags, not the settings' keys.
+    for (flags, said) in [
+        (
+            &["check", "--max-len", "0"][..],
+            "--max-len must be at least 1",
+        ),
+        (
+            &["check", "--encoding-ratio", "2"],
+            "--encoding-ratio must be in",
+        ),
+        (
+            &["check", "--allow-private", "foo"],
+            "--allow-private \"foo\"",
+        ),
+    ] {
+        let o = run(flags, b"https://a.example/\n");
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", err(&o));
+        assert!(err(&o).contains(said), "{flags:?}: {}", err(&o));
+    }
+    let o = run(
+        &["gate", "--print-config", "--set", "redis.claim_ttl=15M"],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("no fixed length"), "{}", err(&o));
+    let o = run(
+        &[
+            "check",
+            "--context",
+            "text",
+            "--base",
+            "https://b.site.org/",
+        ],
+        b"intranet:8080\nwww.python.org:443/x\n",
+    );
+    let lines: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
+    assert!(lines[0].contains("single_label_host"), "{lines:?}");
+    assert!(lines[1].contains("\"keep\""), "{lines:?}");
+}
+
+/// `dedup --state` stopped by SIGTERM or SIGINT (a supervisor, a `timeout`, Ctrl-C) while its
+/// input pipe is open and quiet: it stops reading, writes what it decided, saves the state with
+/// exactly those URLs and exits 5; a second run over the whole input gives only the rest — no
+/// URL lost, none repeated. (Before, a signal saved nothing: the next run repeated them all.)
+#[test]
+fn dedup_stopped_by_a_signal_saves_what_it_wrote() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("seen.bloom");
+    let first: Vec<String> = (0..300)
+        .map(|i| format!("https://s.site.org/p/{i}"))
+        .collect();
+    let rest: Vec<String> = (300..500)
+        .map(|i| format!("https://s.site.org/p/{i}"))
+        .collect();
+    for (sig, name) in [(libc::SIGTERM, "TERM"), (libc::SIGINT, "INT")] {
+        let _ = std::fs::remove_file(&state);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+            .args(["dedup", "-q", "--capacity", "100000", "--state"])
+            .arg(&state)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all((first.join("\n") + "\n").as_bytes())
+            .unwrap();
+        stdin.flush().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(stdout).lines() {
+                tx.send(l.unwrap()).unwrap();
+            }
+        });
+        let mut got: Vec<String> = Vec::new();
+        while got.len() < first.len() {
+            got.push(
+                rx.recv_timeout(std::time::Duration::from_secs(20))
+                    .unwrap_or_else(|_| panic!("SIG{name}: {} lines, then nothing", got.len())),
+            );
+        }
+        // The input stays open: the signal must end a read that waits on it.
+        unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        let (tx2, rx2) = std::sync::mpsc::channel();
+        let mut stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut e = String::new();
+            std::io::Read::read_to_string(&mut stderr, &mut e).unwrap();
+            tx2.send(e).unwrap();
+        });
+        let e = rx2
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("SIG{name}: still running with its input open"));
+        let status = child.wait().unwrap();
+        drop(stdin);
+        assert_eq!(status.code(), Some(5), "SIG{name}: {e}");
+        assert!(
+            e.contains("stopped by a signal after 300 input lines"),
+            "{e}"
+        );
+        got.extend(rx.try_iter());
+        assert_eq!(got, first, "SIG{name}: every URL read was written, once");
+        // The whole input again, and more: only what was not written comes out.
+        let all = [first.clone(), rest.clone()].concat();
+        let o = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+            .args(["dedup", "-q", "--state"])
+            .arg(&state)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut o = o;
+        o.stdin
+            .take()
+            .unwrap()
+            .write_all((all.join("\n") + "\n").as_bytes())
+            .unwrap();
+        let o = o.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", err(&o));
+        let second: Vec<String> = out(&o).lines().map(str::to_string).collect();
+        assert_eq!(
+            second, rest,
+            "SIG{name}: the second run gives only the rest"
+        );
+    }
 }

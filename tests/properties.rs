@@ -21,6 +21,8 @@ fn urlish() -> impl Strategy<Value = String> {
         Just("[::1]"),
         Just("h.com:80"),
         Just("a.b.c:8443"),
+        Just("intranet:8080"),
+        Just("nas.lan:5001"),
         Just("")
     ];
     let seg = "[a-zA-Z0-9._~%-]{0,8}|%[0-9a-fA-F]{2}|\\.\\.|\\.|[ (){}<>'\"$;!|*`\\[\\]\\\\]{1,3}|[\\u{80}-\\u{10ffff}]{1,2}";
@@ -119,6 +121,26 @@ proptest! {
             js.context = Context::Js;
             let again = js.classify(c.as_bytes(), false).map(str::to_string);
             prop_assert_eq!(again, Ok(c.clone()), "{:?} in {:?} gave {}, rejected as js", input, ctx, c);
+        }
+    }
+
+    #[test]
+    fn a_context_keeps_its_own_output(
+        s in urlish(),
+        ctx in prop::sample::select(vec![
+            Context::HtmlAttr, Context::HtmlText, Context::Js, Context::Css, Context::Text,
+        ]),
+    ) {
+        // What `check --context C` keeps, read again by `check --context C` (a pipeline of two
+        // crawlsieves, or one run over its own output), is kept with the same canonical form:
+        // the written-host policy included, on a base with a public name (a newcomer found
+        // `intranet:8080` kept in text and its canonical `https://intranet:8080/` rejected).
+        let base = Url::parse("https://docs.site.org/dir/page.html").unwrap();
+        let mut sieve = Sieve::new(Validator::default(), Canonicalizer::default(), Some(base));
+        sieve.context = ctx;
+        if let Ok(c) = sieve.classify(s.as_bytes(), false).map(str::to_string) {
+            let again = sieve.classify(c.as_bytes(), false).map(str::to_string);
+            prop_assert_eq!(again, Ok(c.clone()), "{:?} in {:?} gave {}", s, ctx, c);
         }
     }
 

@@ -200,9 +200,17 @@ impl BloomFilter {
         params.check()?;
         let words = usize::try_from(params.blocks * 8)
             .map_err(|_| BloomError::Params("filter too large for this machine".into()))?;
+        let words = Storage::zeroed(words).ok_or_else(|| {
+            BloomError::Params(format!(
+                "{} items at p={} need {} MiB of memory, which could not be allocated",
+                params.capacity,
+                params.fp_rate,
+                params.bytes() >> 20
+            ))
+        })?;
         Ok(BloomFilter {
             params,
-            words: Storage::zeroed(words),
+            words,
             items: AtomicU64::new(0),
         })
     }

@@ -137,7 +137,13 @@ pub fn read_from<R: Read>(r: R) -> Result<BloomFilter, BloomError> {
         .map_err(|_| BloomError::Snapshot("filter too large for this machine".into()))?;
     let mut hasher = Xxh3::new();
     hasher.update(&h);
-    let mut storage = Storage::zeroed(n_words);
+    let mut storage = Storage::zeroed(n_words).ok_or_else(|| {
+        BloomError::Snapshot(format!(
+            "its {} blocks ({} bytes) could not be allocated",
+            params.blocks,
+            params.bytes()
+        ))
+    })?;
     let words = storage.as_mut_u64();
     let mut buf = vec![0u8; 1 << 16];
     for chunk in words.chunks_mut(buf.len() / 8) {

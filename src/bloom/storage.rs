@@ -34,26 +34,26 @@ unsafe impl Send for Storage {}
 unsafe impl Sync for Storage {}
 
 impl Storage {
-    /// `len` zeroed words.
-    pub(crate) fn zeroed(len: usize) -> Storage {
+    /// `len` zeroed words; `None` when the memory cannot be had (a size no layout or mapping
+    /// takes, or the allocator refused it): the caller says so, the process does not abort.
+    pub(crate) fn zeroed(len: usize) -> Option<Storage> {
         #[cfg(unix)]
-        if len * 8 >= MAP_THRESHOLD {
+        if len.saturating_mul(8) >= MAP_THRESHOLD {
             if let Some(s) = Self::mapped(len) {
-                return s;
+                return Some(s);
             }
         }
-        let layout = std::alloc::Layout::from_size_align(len.max(1) * 8, 64)
-            .expect("filter size fits a layout");
+        let layout = std::alloc::Layout::from_size_align(len.max(1).checked_mul(8)?, 64).ok()?;
         // SAFETY: the layout has a non-zero size; a null result is handled.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
+            return None;
         }
-        Storage::Heap {
+        Some(Storage::Heap {
             words: ptr as *mut AtomicU64,
             len,
             layout,
-        }
+        })
     }
 
     #[cfg(unix)]
@@ -132,7 +132,7 @@ mod tests {
     #[test]
     fn both_kinds_are_zeroed_writable_and_aligned() {
         for len in [16usize, 1, 1000, (MAP_THRESHOLD / 8) + 3] {
-            let mut s = Storage::zeroed(len);
+            let mut s = Storage::zeroed(len).unwrap();
             assert_eq!(s.words().len(), len);
             assert!(s.words().iter().all(|w| w.load(Ordering::Relaxed) == 0));
             assert_eq!(s.words().as_ptr() as usize % 64, 0);
@@ -141,5 +141,11 @@ mod tests {
             s.as_mut_u64()[0] = 9;
             assert_eq!(s.words()[0].load(Ordering::Relaxed), 9);
         }
+    }
+
+    #[test]
+    fn an_impossible_size_is_none_not_an_abort() {
+        assert!(Storage::zeroed(usize::MAX / 4).is_none());
+        assert!(Storage::zeroed(usize::MAX).is_none());
     }
 }

@@ -349,7 +349,14 @@ impl RuleArgs {
     }
 
     fn validator(&self) -> Result<Validator> {
-        self.section().validator().map_err(exit::usage)
+        // The settings' own words name keys (`max_len`); on the command line, name the flags.
+        self.section().validator().map_err(|e| {
+            exit::usage(
+                e.replace("invalid validator settings: ", "")
+                    .replace("max_len", "--max-len")
+                    .replace("encoding_ratio", "--encoding-ratio"),
+            )
+        })
     }
 
     fn canonicalizer(&self) -> Canonicalizer {
@@ -360,7 +367,9 @@ impl RuleArgs {
         let mut s = Sieve::new(self.validator()?, self.canonicalizer(), self.base.clone());
         s.context = self.context;
         let section = self.section();
-        s.address = section.address_policy().map_err(exit::usage)?;
+        s.address = section
+            .address_policy()
+            .map_err(|e| exit::usage(e.replace("allow_private entry", "--allow-private")))?;
         s.traps = section.traps;
         if let Some(dir) = &self.robots_dir {
             if !dir.is_dir() {
@@ -780,25 +789,36 @@ const BATCH_LINES: usize = 512;
 /// straight into reused slots. `f(lines, quiet)`: `quiet` when the input is quiet and the next
 /// read would wait for its writer (the batch is then short, possibly empty): deliver everything
 /// held, so a pipe's new URLs come out as its lines do, not at its end.
+///
+/// With `stop` (a handler installed by [`crate::stage::signals::install_interrupting`]), a
+/// SIGTERM/SIGINT ends the input early: the lines read so far are delivered, then `Ok(true)`;
+/// a read waiting on a quiet pipe is interrupted for it. `Ok(false)`: the input ended.
 fn for_each_batch(
     input: &InputArgs,
     progress: Option<&Progress>,
+    stop: Option<crate::stage::Stop>,
     mut f: impl FnMut(&[Line], bool) -> Result<()>,
-) -> Result<()> {
+) -> Result<bool> {
     let mut batch: Vec<Line> = (0..BATCH_LINES).map(|_| Line::default()).collect();
     let mut filled = 0;
     for src in sources(input) {
         let s = open_source(src)?;
-        let mut r = LineReader::new(s.reader, input.max_line_bytes);
+        let mut r = LineReader::new(s.reader, input.max_line_bytes).interruptible(stop.is_some());
         let mut first = true;
         loop {
+            if stop.is_some_and(|s| s.requested()) {
+                f(&batch[..filled], false)?;
+                return Ok(true);
+            }
             if would_wait(&r, s.fd) {
                 f(&batch[..filled], true)?;
                 filled = 0;
             }
-            let more = r
-                .read_line(&mut batch[filled])
-                .with_context(|| format!("reading {}", source_name(src)))?;
+            let more = match r.read_line(&mut batch[filled]) {
+                // Only with `stop`, before any byte of a line: the loop's top decides.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                read => read.with_context(|| format!("reading {}", source_name(src)))?,
+            };
             if more && std::mem::take(&mut first) {
                 strip_bom(&mut batch[filled]);
             }
@@ -817,7 +837,7 @@ fn for_each_batch(
             }
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Before anything is written: every input file can be opened, and `-o` is none of them (the
@@ -1148,7 +1168,7 @@ fn load_or_create(a: &DedupArgs) -> Result<BloomFilter> {
         a.fp_rate.unwrap_or(DEFAULT_FP_RATE),
     )
     .map_err(|e| exit::usage(format!("--capacity/--fp-rate: {e}")))?;
-    Ok(BloomFilter::new(params)?)
+    BloomFilter::new(params).map_err(|e| exit::usage(format!("--capacity/--fp-rate: {e}")))
 }
 
 /// The filter `dedup` uses: in-process (default) or a Redis namespace.
@@ -1249,9 +1269,15 @@ fn dedup(a: DedupArgs) -> Result<()> {
     };
     let progress = Progress::maybe(&a.input, a.quiet);
     let mut res = BatchResult::default();
+    // With the in-process filter, a first SIGTERM/SIGINT ends the input where it is: what was
+    // read is decided and written, and the state saved with exactly those URLs (a second
+    // signal exits at once, saving nothing). (`--redis`: a killed run's outbox is adopted by the
+    // next one instead.)
+    let mut stopped = false;
     match &mut filter {
         DedupFilter::Local(f) => {
-            for_each_batch(&a.input, progress.as_ref(), |lines, quiet| {
+            let stop = crate::stage::signals::install_interrupting();
+            stopped = for_each_batch(&a.input, progress.as_ref(), Some(stop), |lines, quiet| {
                 sieve.classify_batch(lines.iter().map(|l| (&l.bytes[..], l.truncated)), &mut res);
                 match res.decide(&mut *f) {
                     Ok(()) => {}
@@ -1267,7 +1293,7 @@ fn dedup(a: DedupArgs) -> Result<()> {
         DedupFilter::Redis(f, budget) => {
             let mut pipe = dedup::RedisPipe::new(f, *budget, a.quiet);
             pipe.adopt(&mut em)?;
-            for_each_batch(&a.input, progress.as_ref(), |lines, quiet| {
+            for_each_batch(&a.input, progress.as_ref(), None, |lines, quiet| {
                 if !lines.is_empty() {
                     let (mut res, mut kept) = pipe.pool.pop().unwrap_or_default();
                     sieve.classify_batch(
@@ -1325,6 +1351,18 @@ fn dedup(a: DedupArgs) -> Result<()> {
         if stats.items > stats.capacity {
             writeln!(err, "  warning: the filter is past its capacity; use a larger --capacity for a new state file")?;
         }
+    }
+    if stopped {
+        return Err(exit::partial(format!(
+            "stopped by a signal after {} input lines, their {} new URLs written{}",
+            sum.lines,
+            sum.new,
+            if a.state.is_some() {
+                " and remembered: a run over the whole input again gives only the rest"
+            } else {
+                ""
+            }
+        )));
     }
     Ok(())
 }

@@ -139,13 +139,30 @@ impl RedisArgs {
         fp_rate: Option<f64>,
     ) -> Result<Option<RedisFilter>> {
         let Some(cfg) = self.config() else {
-            // Said on the command line only: CRAWLSIEVE_NAMESPACE may be set for `bloom`/`rules`.
-            let on_command_line =
-                std::env::args().any(|a| a == "--namespace" || a.starts_with("--namespace="));
-            if on_command_line {
+            // Said on the command line only: CRAWLSIEVE_NAMESPACE and the others may be set in
+            // the environment for `bloom`/`rules`. A Redis flag without Redis is a mistake to
+            // say, not to ignore (`--window 3d` would silently never expire anything).
+            const REDIS_ONLY: [&str; 11] = [
+                "--namespace",
+                "--redis-cluster",
+                "--redis-timeout",
+                "--redis-retry-for",
+                "--claim-ttl",
+                "--busy-wait",
+                "--local-tier",
+                "--hashes",
+                "--shards",
+                "--mode",
+                "--window",
+            ];
+            let given = std::env::args().find_map(|a| {
+                let name = a.split('=').next().unwrap_or(&a).to_string();
+                REDIS_ONLY.contains(&name.as_str()).then_some(name)
+            });
+            if let Some(flag) = given {
                 return Err(super::exit::usage(format!(
-                    "--namespace {} needs --redis URL: the in-process filter has no namespaces (--state FILE keeps it across runs)",
-                    self.namespace
+                    "{flag} needs --redis URL: it sets the shared Redis filter, and without \
+                     --redis the filter is in-process (--state FILE keeps it across runs)"
                 )));
             }
             return Ok(None);

@@ -30,13 +30,25 @@ impl Stop {
 
 /// Install the handlers for SIGTERM and SIGINT.
 pub fn install() -> Stop {
+    install_with(libc::SA_RESTART)
+}
+
+/// [`install`], with system calls interrupted rather than restarted: a read blocked on a quiet
+/// pipe returns (`Interrupted`) so the reader sees the stop (`crawlsieve dedup`, whose input
+/// may be a pipe that never ends). Only for a program that retries or handles `Interrupted`
+/// at every call (std's `write_all` does).
+pub fn install_interrupting() -> Stop {
+    install_with(0)
+}
+
+fn install_with(flags: libc::c_int) -> Stop {
     for sig in [libc::SIGTERM, libc::SIGINT] {
         // SAFETY: the handler only touches an atomic and calls _exit, both async-signal-safe.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = on_signal as *const () as usize;
             libc::sigemptyset(&mut sa.sa_mask);
-            sa.sa_flags = libc::SA_RESTART;
+            sa.sa_flags = flags;
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
     }

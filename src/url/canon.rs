@@ -390,7 +390,7 @@ impl Canonicalizer {
         }
         out.clear();
         let has_scheme = scheme_of(bytes).is_some();
-        let parsed = if !has_scheme && is_host_port(bytes) {
+        let parsed = if !has_scheme && super::lex::is_host_port(bytes) {
             let scheme = base.map_or("http", |b| b.scheme());
             Url::parse(&format!("{scheme}://{s}"))?
         } else if let Some(b) = base {
@@ -746,23 +746,6 @@ fn has_dot_escape(path: &str) -> bool {
     let b = path.as_bytes();
     memchr::memchr_iter(b'%', b)
         .any(|i| b.get(i + 1) == Some(&b'2') && matches!(b.get(i + 2), Some(b'e' | b'E')))
-}
-
-/// `host.tld:8080/x`, `localhost:3000`: a host and port written without a scheme.
-fn is_host_port(b: &[u8]) -> bool {
-    let Some(colon) = super::find_byte(b':', b) else {
-        return false;
-    };
-    if colon == 0
-        || !b[..colon]
-            .iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-'))
-    {
-        return false;
-    }
-    let rest = &b[colon + 1..];
-    let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
-    digits > 0 && (digits == rest.len() || matches!(rest[digits], b'/' | b'?' | b'#'))
 }
 
 #[cfg(test)]

@@ -170,6 +170,25 @@ pub(crate) fn scheme_of(b: &[u8]) -> Option<&[u8]> {
     Some(&b[..i])
 }
 
+/// `host.tld:8080/x`, `localhost:3000`: a host and port written without a scheme, which
+/// canonicalization reads as `scheme://host:port/…` (the base's scheme) and the validator's
+/// written-host rules judge as such.
+pub(crate) fn is_host_port(b: &[u8]) -> bool {
+    let Some(colon) = super::find_byte(b':', b) else {
+        return false;
+    };
+    if colon == 0
+        || !b[..colon]
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-'))
+    {
+        return false;
+    }
+    let rest = &b[colon + 1..];
+    let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    digits > 0 && (digits == rest.len() || matches!(rest[digits], b'/' | b'?' | b'#'))
+}
+
 /// Where the first `://` of `url` starts (`str::find("://")` without building a substring
 /// searcher: these run several times on every URL).
 #[inline]

@@ -483,6 +483,13 @@ fn written_host(b: &[u8], scheme: Option<&[u8]>) -> Option<String> {
         None => b,
     };
     if !rest.starts_with(b"//") {
+        // `intranet:8080/x` is `https://intranet:8080/x` to canonicalization: the same host
+        // (a newcomer's review found it kept while its canonical form was rejected).
+        if scheme.is_none() && super::super::lex::is_host_port(b) {
+            let mut framed = b"//".to_vec();
+            framed.extend_from_slice(b);
+            return written_host(&framed, None);
+        }
         return None;
     }
     // The common case without the parser: a host of ASCII letters, digits, `-` and `.` whose
@@ -903,6 +910,27 @@ mod tests {
     }
 
     /// The parser-free path of `written_host` gives what the parser gives.
+    #[test]
+    fn a_host_and_port_without_a_scheme_is_a_written_host() {
+        // Canonicalization makes `intranet:8080` `https://intranet:8080/`, which the policy
+        // rejects: so must it reject what it came from (a newcomer's review found it kept).
+        for (s, r) in [
+            ("intranet:8080", Reason::SingleLabelHost),
+            ("b:2?q", Reason::SingleLabelHost),
+            ("nas.lan:8080/x", Reason::UnknownTld),
+            ("b.test:2?q", Reason::ReservedHost),
+            ("www.example.com:8080/x", Reason::ReservedHost),
+        ] {
+            assert_eq!(judge(s, Context::Text), Err(r), "{s:?}");
+            assert_eq!(judge(s, Context::HtmlText), Err(r), "{s:?}");
+            assert!(judge(s, Context::Js).is_err(), "{s:?} in a script");
+            assert_eq!(judge(s, Context::Unknown), Ok(()), "{s:?}");
+        }
+        for s in ["www.python.org:443/x", "docs.rs:80", "localhost:3000/x"] {
+            assert_eq!(judge(s, Context::Text), Ok(()), "{s:?}");
+        }
+    }
+
     #[test]
     fn written_host_fast_path_agrees_with_the_parser() {
         for s in [
