@@ -662,15 +662,42 @@ impl Scope {
             .iter()
             .map(|s| s.to_ascii_lowercase())
             .collect();
+        // Every problem of the settings (flags) at once, as of the files above.
+        let mut bad = Vec::new();
         for s in &schemes {
             if s != "http" && s != "https" {
-                return Err(ScopeError::Setting(format!(
+                bad.push(ScopeError::Setting(format!(
                     "schemes: {s:?}: only http and https are fetched"
                 )));
             }
         }
         if spec.ports.contains(&0) {
-            return Err(ScopeError::Setting("ports: 0 is not a port".into()));
+            bad.push(ScopeError::Setting("ports: 0 is not a port".into()));
+        }
+        for (key, list, refuse) in [
+            ("allow_domains", &spec.allow_domains, true),
+            ("deny_domains", &spec.deny_domains, false),
+        ] {
+            if let Err(e) = domain_set(key, list, refuse) {
+                bad.push(e);
+            }
+        }
+        for (key, allow, pats) in [("allow", true, &spec.allow), ("deny", false, &spec.deny)] {
+            for (i, p) in pats.iter().enumerate() {
+                let rule = Rule {
+                    allow,
+                    pattern: p.clone(),
+                    origin: format!("{key}[{i}]"),
+                };
+                if let Err(e) = Patterns::build(std::slice::from_ref(&rule), false) {
+                    bad.push(e);
+                }
+            }
+        }
+        match bad.len() {
+            0 => {}
+            1 => return Err(bad.remove(0)),
+            _ => return Err(ScopeError::Many(bad)),
         }
         Ok(Some(Scope {
             allow_domains: domain_set("allow_domains", &spec.allow_domains, true)?,

@@ -813,6 +813,22 @@ fn for_each_batch(
             if would_wait(&r, s.fd) {
                 f(&batch[..filled], true)?;
                 filled = 0;
+                // Wait for input in slices, looking at the stop between them: a signal that
+                // came after the look above and before the read would not interrupt it.
+                if let Some(stop) = stop {
+                    while would_wait(&r, s.fd) {
+                        if stop.requested() {
+                            return Ok(true);
+                        }
+                        let mut p = libc::pollfd {
+                            fd: s.fd,
+                            events: libc::POLLIN,
+                            revents: 0,
+                        };
+                        // SAFETY: one valid pollfd; a signal may end the wait early (EINTR).
+                        unsafe { libc::poll(&mut p, 1, 100) };
+                    }
+                }
             }
             let more = match r.read_line(&mut batch[filled]) {
                 // Only with `stop`, before any byte of a line: the loop's top decides.

@@ -183,17 +183,23 @@ fn legacy(component: Component, user: &mut toml::Table) {
 /// Type the merged document. Every key of every section is tried on its own first (the
 /// sections default every field), so each unknown key and each value of the wrong type is
 /// reported, not just the first; `None` when any was.
-fn typed(doc: toml::Table, errors: &mut Vec<String>) -> Option<Config> {
+fn typed(mut doc: toml::Table, errors: &mut Vec<String>) -> Option<Config> {
     let before = errors.len();
+    // Sections and keys that do not type: said, then left out, so that the rest is typed and
+    // its own problems (ranges, combinations) are listed in the same run, not one run later.
+    let mut drop_sections = Vec::new();
+    let mut drop_keys = Vec::new();
     for (section, v) in &doc {
         let Some(table) = v.as_table() else {
             errors.push(format!("{section}: expected a section (a table)"));
+            drop_sections.push(section.clone());
             continue;
         };
         let mut empty = toml::Table::new();
         empty.insert(section.clone(), toml::Value::Table(toml::Table::new()));
         if toml::Value::Table(empty).try_into::<Config>().is_err() {
             errors.push(format!("[{section}]: unknown section"));
+            drop_sections.push(section.clone());
             continue;
         }
         for (key, value) in table {
@@ -216,16 +222,25 @@ fn typed(doc: toml::Table, errors: &mut Vec<String>) -> Option<Config> {
                     String::new()
                 };
                 errors.push(format!("{section}.{key}: {m}{hint}"));
+                drop_keys.push((section.clone(), key.clone()));
             }
         }
     }
-    if errors.len() > before {
-        return None;
+    for s in drop_sections {
+        doc.remove(&s);
+    }
+    for (s, k) in drop_keys {
+        if let Some(toml::Value::Table(t)) = doc.get_mut(&s) {
+            t.remove(&k);
+        }
     }
     match toml::Value::Table(doc).try_into::<Config>() {
         Ok(c) => Some(c),
+        // Every key typed alone, but not together: say it, unless that was said already.
         Err(e) => {
-            errors.push(e.to_string());
+            if errors.len() == before {
+                errors.push(e.to_string());
+            }
             None
         }
     }

@@ -549,14 +549,23 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        // Type errors first: the three keys that cannot be typed, each named.
+        // All six at once: the three keys that cannot be typed, each named, and (the rest
+        // typed without them) the three values out of range. (A newcomer's review found the
+        // second three said only once the first were mended.)
         let e = load(Component::Gate, None, Vec::new(), &sets).unwrap_err();
         let p = e.problems().join("\n");
-        assert_eq!(e.problems().len(), 3, "{p}");
-        for k in ["kafka.brokrs", "kafka.batch_size", "redis.timeout"] {
+        assert_eq!(e.problems().len(), 6, "{p}");
+        for k in [
+            "kafka.brokrs",
+            "kafka.batch_size",
+            "redis.timeout",
+            "redis.claim_ttl",
+            "serve.workers",
+            "url_pattern_dom_threshold",
+        ] {
             assert!(p.contains(k), "{k} missing from {p}");
         }
-        // Once typed, every value out of range.
+        // Typed, every value out of range.
         let e = load(Component::Gate, None, Vec::new(), &sets[3..]).unwrap_err();
         let p = e.problems().join("\n");
         assert_eq!(e.problems().len(), 3, "{p}");
