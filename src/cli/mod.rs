@@ -108,7 +108,7 @@ pub enum Command {
     Bloom(BloomArgs),
     /// The Kafka stage: URL events in, new URLs to the fetch topic (at least once).
     Gate(gate::GateArgs),
-    /// Near-duplicate and rule clusters of pages already fetched (JSON Lines in, JSON/CSV out).
+    /// Near-duplicate and rule clusters of pages already fetched (JSON Lines or WARC in; a JSON, CSV or HTML report out).
     #[command(after_help = CLUSTER_EXAMPLES)]
     Cluster(cluster::ClusterArgs),
     /// Render URLs in headless Chromium and cluster them (the seed's `-l urls.txt -o out.json`).
