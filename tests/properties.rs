@@ -127,14 +127,14 @@ proptest! {
     #[test]
     fn a_context_keeps_its_own_output(
         s in urlish(),
-        ctx in prop::sample::select(vec![
-            Context::HtmlAttr, Context::HtmlText, Context::Js, Context::Css, Context::Text,
-        ]),
+        ctx in prop::sample::select(vec![Context::Js, Context::Css, Context::Text]),
     ) {
         // What `check --context C` keeps, read again by `check --context C` (a pipeline of two
         // crawlsieves, or one run over its own output), is kept with the same canonical form:
         // the written-host policy included, on a base with a public name (a newcomer found
         // `intranet:8080` kept in text and its canonical `https://intranet:8080/` rejected).
+        // For the contexts whose decoding leaves a canonical URL as it is (it holds no `\`);
+        // an HTML context would decode a canonical query's `&amp;` once more.
         let base = Url::parse("https://docs.site.org/dir/page.html").unwrap();
         let mut sieve = Sieve::new(Validator::default(), Canonicalizer::default(), Some(base));
         sieve.context = ctx;

@@ -123,7 +123,7 @@ pub(super) fn regex_syntax(b: &[u8]) -> bool {
 /// (Scripts) the identifier of an XML or RDF vocabulary beyond the fixed list of
 /// [`super::xml_namespace`]: an absolute http(s) URL with no query on a namespace host
 /// (`xmlns.…`, `schemas.…`, and the vocabularies' own hosts `ns.adobe.com`, `purl.org`), or
-/// whose path *ends* in a `ns` segment (`…/ns/`, `…/ns`). Not any host starting with `ns.`
+/// whose path *ends* in a `ns` segment followed by a fragment (`…/ns#`, `…/ns/#term`). Not any host starting with `ns.`
 /// (`ns.nl` is a railway's site) nor a `ns` segment inside a path (`/jobs/ns/halifax`,
 /// `/ns/index.html`): found by review. (Not every URL ending in `#`: on the shared corpus that took JSON
 /// Schema's `http://json-schema.org/draft-07/schema#`, which serves the meta-schema.)
@@ -158,8 +158,15 @@ fn namespace_like(b: &[u8]) -> bool {
     {
         return true;
     }
+    // The `ns` segment only with the fragment a vocabulary's terms hang on (`…/ns#`,
+    // `…/ns/#term`): without one, `https://site/ns` is also the canonical form of a script's
+    // `'/ns'` on that site, which must pass as it did (cargo fuzz, reading a kept candidate's
+    // canonical form back in its own context).
     let path = &rest[host_end..];
-    let path = path.split(|&c| c == b'#').next().unwrap_or(path);
+    let Some(hash) = path.iter().position(|&c| c == b'#') else {
+        return false;
+    };
+    let path = &path[..hash];
     let path = path.strip_suffix(b"/").unwrap_or(path);
     path.rsplit(|&c| c == b'/').next() == Some(&b"ns"[..])
 }
@@ -716,7 +723,12 @@ mod tests {
                 Reason::XmlNamespace,
             ),
             (
-                "http://example.org/vocab/ns/",
+                "http://example.org/vocab/ns/#",
+                Context::Js,
+                Reason::XmlNamespace,
+            ),
+            (
+                "http://rdfs.org/sioc/ns#",
                 Context::Js,
                 Reason::XmlNamespace,
             ),
@@ -998,6 +1010,9 @@ mod tests {
             ("https://ns.nl/en/journeyplanner", Context::Js),
             ("https://h.example.org/ns/index.html", Context::Js),
             ("https://h.example.org/jobs/ns/halifax", Context::Js),
+            // The canonical form of a script's '/ns' on that site (cargo fuzz).
+            ("https://docs.site.org/ns", Context::Js),
+            ("https://docs.site.org/ns/", Context::Js),
             ("/node_modules/jquery/dist/jquery.min.js", Context::Js),
             ("search?q=wow!great", Context::Js),
             // Found by review: words ending in "loader", and sections named like sysfs.
