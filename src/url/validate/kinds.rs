@@ -490,9 +490,26 @@ fn written_host(b: &[u8], scheme: Option<&[u8]>) -> Option<String> {
         None => b,
     };
     if !rest.starts_with(b"//") {
+        // `http:/h/x` and `http:h/x` are `http://h/x` to the parser wherever the base's scheme
+        // is another (WHATWG: a special scheme takes the first segment as its host): judged as
+        // that host (cargo fuzz: `http:/h` was kept in a script, its canonical `http://h/`
+        // rejected). Against a base of the same scheme they are relative paths, and a text's
+        // `http:/server/x` is a mistyped URL either way.
+        if let Some(s) = scheme {
+            let hostish = rest.iter().position(|&c| c != b'/' && c != b'\\');
+            if let (true, Some(i)) = (
+                s.eq_ignore_ascii_case(b"http") || s.eq_ignore_ascii_case(b"https"),
+                hostish,
+            ) {
+                let mut framed = b"//".to_vec();
+                framed.extend_from_slice(&rest[i..]);
+                return written_host(&framed, None);
+            }
+            return None;
+        }
         // `intranet:8080/x` is `https://intranet:8080/x` to canonicalization: the same host
         // (a newcomer's review found it kept while its canonical form was rejected).
-        if scheme.is_none() && super::super::lex::is_host_port(b) {
+        if super::super::lex::is_host_port(b) {
             let mut framed = b"//".to_vec();
             framed.extend_from_slice(b);
             return written_host(&framed, None);
@@ -932,13 +949,22 @@ mod tests {
             ("nas.lan:8080/x", Reason::UnknownTld),
             ("b.test:2?q", Reason::ReservedHost),
             ("www.example.com:8080/x", Reason::ReservedHost),
+            // One slash or none after a special scheme: the parser takes the host (cargo fuzz).
+            ("http:/h", Reason::SingleLabelHost),
+            ("http:server/x", Reason::SingleLabelHost),
+            ("https:/nas.lan/x", Reason::UnknownTld),
         ] {
             assert_eq!(judge(s, Context::Text), Err(r), "{s:?}");
             assert_eq!(judge(s, Context::HtmlText), Err(r), "{s:?}");
             assert!(judge(s, Context::Js).is_err(), "{s:?} in a script");
             assert_eq!(judge(s, Context::Unknown), Ok(()), "{s:?}");
         }
-        for s in ["www.python.org:443/x", "docs.rs:80", "localhost:3000/x"] {
+        for s in [
+            "www.python.org:443/x",
+            "docs.rs:80",
+            "localhost:3000/x",
+            "http:/www.python.org/x",
+        ] {
             assert_eq!(judge(s, Context::Text), Ok(()), "{s:?}");
         }
     }
