@@ -938,7 +938,6 @@ mod tests {
         }
     }
 
-    /// The parser-free path of `written_host` gives what the parser gives.
     #[test]
     fn a_host_and_port_without_a_scheme_is_a_written_host() {
         // Canonicalization makes `intranet:8080` `https://intranet:8080/`, which the policy
@@ -969,6 +968,7 @@ mod tests {
         }
     }
 
+    /// The parser-free path of `written_host` gives what the parser gives.
     #[test]
     fn written_host_fast_path_agrees_with_the_parser() {
         for s in [
