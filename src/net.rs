@@ -236,6 +236,8 @@ pub struct GetLimits {
     pub max_redirects: usize,
     /// The `User-Agent` header.
     pub user_agent: String,
+    /// The `Accept` header (`text/plain, */*;q=0.5` for a robots.txt; a browser's for a page).
+    pub accept: &'static str,
 }
 
 /// What a [`get`] received.
@@ -249,6 +251,10 @@ pub struct Got {
     pub truncated: bool,
     /// Redirects followed.
     pub redirects: usize,
+    /// Every URL requested, the one asked first and the final one last.
+    pub chain: Vec<String>,
+    /// The final answer's `Content-Type`, as sent (empty when none).
+    pub content_type: String,
 }
 
 /// Why a [`get`] has no answer.
@@ -302,7 +308,9 @@ async fn get_within(
         why: Refused::Invalid(format!("{url}: {e}")),
         hop: 0,
     })?;
+    let mut chain = Vec::new();
     for hop in 0..=lim.max_redirects {
+        chain.push(u.to_string());
         let refused = |why| GetError::Refused { why, hop };
         let https = match u.scheme() {
             "http" => false,
@@ -331,9 +339,9 @@ async fn get_within(
                 .connect(host.trim_matches(['[', ']']), tcp)
                 .await
                 .map_err(|e| GetError::Failed(format!("TLS with {authority}: {e}")))?;
-            request(tls, &authority, &target, &lim.user_agent).await?
+            request(tls, &authority, &target, lim).await?
         } else {
-            request(tcp, &authority, &target, &lim.user_agent).await?
+            request(tcp, &authority, &target, lim).await?
         };
         let status = resp.status().as_u16();
         if matches!(status, 301 | 302 | 303 | 307 | 308) {
@@ -354,12 +362,20 @@ async fn get_within(
                 }
             }
         }
+        let content_type = resp
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         let (body, truncated) = read_capped(resp.into_body(), lim.max_bytes).await?;
         return Ok(Got {
             status,
             body,
             truncated,
             redirects: hop,
+            chain,
+            content_type,
         });
     }
     Err(GetError::TooManyRedirects(lim.max_redirects))
@@ -383,7 +399,7 @@ async fn request<IO>(
     io: IO,
     authority: &str,
     target: &str,
-    user_agent: &str,
+    lim: &GetLimits,
 ) -> Result<hyper::Response<hyper::body::Incoming>, GetError>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -397,8 +413,8 @@ where
     });
     let req = hyper::Request::get(target)
         .header(hyper::header::HOST, authority)
-        .header(hyper::header::USER_AGENT, user_agent)
-        .header(hyper::header::ACCEPT, "text/plain, */*;q=0.5")
+        .header(hyper::header::USER_AGENT, &lim.user_agent)
+        .header(hyper::header::ACCEPT, lim.accept)
         .body(http_body_util::Empty::<bytes::Bytes>::new())
         .map_err(|e| GetError::Failed(format!("{authority}: {e}")))?;
     send.send_request(req).await.map_err(failed)

@@ -41,6 +41,7 @@ fn limits(timeout_ms: u64) -> GetLimits {
         max_bytes: 500 * 1024,
         max_redirects: 5,
         user_agent: "crawlsieve-test".into(),
+        accept: "text/plain, */*;q=0.5",
     }
 }
 

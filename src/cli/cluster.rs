@@ -109,9 +109,15 @@ struct OutUrl {
     similarity_to_canonical: f64,
     content_sim: f64,
     structure_sim: f64,
-    visual_sim: f64,
-    behavior_sim: f64,
+    /// `None` (null) when the page or its canonical has no screenshot (not rendered).
+    visual_sim: Option<f64>,
+    /// `None` (null) when the page or its canonical has no timings (not rendered).
+    behavior_sim: Option<f64>,
     rule: Option<Rule>,
+    /// Whether the page was rendered in Chromium (`similar`; absent in `cluster`'s report,
+    /// whose input says nothing of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rendered: Option<bool>,
 }
 
 #[derive(Debug, Serialize)]
@@ -132,6 +138,12 @@ struct Meta {
     sim_threshold: f64,
     thresholds: Thresholds,
     generated_at: String,
+    /// `similar`'s `--render` (absent in `cluster`'s report).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    render_mode: Option<String>,
+    /// Pages rendered in Chromium (`similar`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rendered_urls: Option<usize>,
 }
 
 #[derive(Debug, Serialize)]
@@ -336,6 +348,8 @@ pub fn run(a: ClusterArgs) -> Result<()> {
         thumbs: &thumbs,
         probes: &[],
         learned: &[],
+        rendered: &[],
+        mode: None,
     };
     report(
         &pages,
@@ -357,6 +371,11 @@ pub(crate) struct Extras<'a> {
     pub probes: &'a [(String, String, String)],
     /// Query parameters these pages show change nothing ([`crate::page::params`]).
     pub learned: &'a [crate::page::params::Learned],
+    /// Whether each page was rendered (`similar`: one per page, and the mode; `cluster`:
+    /// empty and `None`).
+    pub rendered: &'a [bool],
+    /// `similar`'s `--render`.
+    pub mode: Option<crate::render::auto::Mode>,
 }
 
 pub(crate) fn report(
@@ -411,9 +430,14 @@ pub(crate) fn report(
             similarity_to_canonical: round(a.similarity_to_canonical),
             content_sim: round(a.sim.content),
             structure_sim: round(a.sim.structure),
-            visual_sim: round(a.sim.visual),
-            behavior_sim: round(a.sim.behavior),
+            visual_sim: (p.features.phash.is_some()
+                && pages[a.canonical].features.phash.is_some())
+            .then(|| round(a.sim.visual)),
+            behavior_sim: (p.features.timings.is_some()
+                && pages[a.canonical].features.timings.is_some())
+            .then(|| round(a.sim.behavior)),
             rule: a.rule,
+            rendered: extras.rendered.get(i).copied(),
         })
         .collect();
     let mut clusters: Vec<OutCluster> = Vec::new();
@@ -442,6 +466,10 @@ pub(crate) fn report(
             sim_threshold: t.structure,
             thresholds: *t,
             generated_at: crate::events::now_rfc3339(),
+            render_mode: extras.mode.map(|m| m.to_string()),
+            rendered_urls: extras
+                .mode
+                .map(|_| extras.rendered.iter().filter(|r| **r).count()),
         },
         urls,
         clusters,
@@ -600,6 +628,7 @@ fn html_report(r: &Report, extras: &Extras, command: &str) -> String {
             },
             error: &u.error,
             thumb: thumbs.get(u.id - 1).and_then(|t| t.as_deref()),
+            rendered: u.rendered,
         }
     }
     let groups: Vec<Group> = r
@@ -654,6 +683,7 @@ fn write_csv(r: &Report, out: &mut dyn Write) -> Result<()> {
         "visual_sim",
         "behavior_sim",
         "rule",
+        "rendered",
     ])?;
     for u in &r.urls {
         w.write_record([
@@ -671,9 +701,10 @@ fn write_csv(r: &Report, out: &mut dyn Write) -> Result<()> {
             u.similarity_to_canonical.to_string(),
             u.content_sim.to_string(),
             u.structure_sim.to_string(),
-            u.visual_sim.to_string(),
-            u.behavior_sim.to_string(),
+            u.visual_sim.map(|v| v.to_string()).unwrap_or_default(),
+            u.behavior_sim.map(|v| v.to_string()).unwrap_or_default(),
             u.rule.map(|r| format!("{r:?}")).unwrap_or_default(),
+            u.rendered.map(|r| r.to_string()).unwrap_or_default(),
         ])?;
     }
     w.flush()?;

@@ -59,6 +59,9 @@ pub struct Member<'a> {
     pub error: &'a str,
     /// A `data:` URI ([`thumbnail`]); none: a placeholder.
     pub thumb: Option<&'a str>,
+    /// Whether Chromium rendered it (`Some(false)`: seen over HTTP, compared on content and
+    /// structure; `None`: not said).
+    pub rendered: Option<bool>,
 }
 
 /// One cluster: its id, class, members (the canonical first).
@@ -208,6 +211,9 @@ fn member(h: &mut String, m: &Member, canonical: bool) {
         Some(t) => {
             let _ = write!(h, "<img class=\"thumb\" alt=\"\" src=\"{t}\">");
         }
+        None if m.rendered == Some(false) => h.push_str(
+            "<div class=\"thumb none\" title=\"fetched over HTTP, not rendered: compared on content and structure\">HTML only</div>",
+        ),
         None => h.push_str("<div class=\"thumb none\">no screenshot</div>"),
     }
     let link = if m.final_url.starts_with("http://") || m.final_url.starts_with("https://") {
@@ -259,6 +265,7 @@ mod tests {
             distance: 0.0,
             error: "",
             thumb: Some("https://evil.example/t.png"),
+            rendered: None,
         };
         let g = [Group {
             id: "c1",

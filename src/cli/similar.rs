@@ -12,6 +12,7 @@ use clap::Args;
 use crate::page::similarity::Thresholds;
 use crate::page::soft404;
 use crate::page::Page;
+use crate::render::auto::{Mode, Seen, Seer, Why, CHECK_ONE_IN};
 use crate::render::safety::Policy;
 use crate::render::{RenderConfig, Rendered, Renderer};
 
@@ -91,6 +92,17 @@ pub struct SimilarArgs {
     /// then classified `soft_404` (docs/render.md, "Soft 404s").
     #[arg(long = "no-soft-404-probe", env = "CRAWLSIEVE_NO_SOFT_404_PROBE", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_soft_404_probe: bool,
+    /// How pages are seen: `auto` fetches every page over HTTP (the browser's address policy
+    /// and limits) and renders in Chromium only the pages whose HTML or whose URL pattern says
+    /// rendering could change the answer, a sample of the rest as checks, and the canonical
+    /// page of every cluster for its picture; `always` renders every page (docs/render.md).
+    #[arg(long = "render", env = "CRAWLSIEVE_RENDER", value_enum, default_value_t = Mode::Auto)]
+    pub render: Mode,
+    /// With `--render auto`: once a site's pages are trusted to look the same over HTTP, one
+    /// page in this many is still rendered to check (never zero: a site that changes is
+    /// noticed).
+    #[arg(long = "check-one-in", env = "CRAWLSIEVE_CHECK_ONE_IN", default_value_t = CHECK_ONE_IN, value_parser = clap::value_parser!(u32).range(1..))]
+    pub check_one_in: u32,
 }
 
 /// The seed's single-dash long flags, rewritten to clap's double dash.
@@ -263,22 +275,39 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         thumbnails: true,
         ..RenderConfig::default()
     };
-    let (rendered, (templates, probes, serve_home)) = rt.block_on(async {
+    let mut t = if a.seed_thresholds {
+        Thresholds::seed()
+    } else {
+        Thresholds::default()
+    };
+    if let Some(s) = a.sim_threshold {
+        t.structure = s;
+    }
+    let (seen, (templates, probes, serve_home)) = rt.block_on(async {
         let r = Arc::new(
             Renderer::new(cfg)
                 .await
                 .map_err(|e| super::exit::unreachable(format!("{e:#}")))?,
         );
+        let seer = Arc::new(Seer::new(
+            r.clone(),
+            a.render,
+            a.check_one_in,
+            (a.threads * 4).max(8),
+        ));
         // Ctrl-C or SIGTERM: close the browser and remove its profile before exiting.
         let probe = !a.no_soft_404_probe;
         let work = async {
-            let pages = render_all(&r, &list, a.batch_size).await?;
+            let mut seen = see_all(&seer, &list, a.batch_size).await?;
             let templates = if probe {
-                soft_404_templates(&r, &pages, a.batch_size).await?
+                soft_404_templates(&seer, &seen).await?
             } else {
                 (Default::default(), Vec::new(), Default::default())
             };
-            anyhow::Ok((pages, templates))
+            if a.render == Mode::Auto {
+                render_canonicals(&seer, &mut seen, &templates, &t).await;
+            }
+            anyhow::Ok((seen, templates))
         };
         let out = tokio::select! {
             out = work => out,
@@ -291,29 +320,9 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         r.close().await;
         out
     })?;
-
-    let mut pages = Vec::with_capacity(rendered.len());
-    let mut errors = Vec::with_capacity(rendered.len());
-    let mut thumbs = Vec::with_capacity(rendered.len());
-    let soft = soft_404s(&rendered, &templates, &serve_home);
-    for (r, soft) in rendered.into_iter().zip(soft) {
-        thumbs.push(r.thumbnail);
-        let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
-        p.features.soft_404 = soft;
-        p.redirect_chain = r.redirect_chain;
-        p.features.phash = r.phash;
-        p.features.timings = r.timings;
-        pages.push(p);
-        errors.push(r.error);
-    }
-    let mut t = if a.seed_thresholds {
-        Thresholds::seed()
-    } else {
-        Thresholds::default()
-    };
-    if let Some(s) = a.sim_threshold {
-        t.structure = s;
-    }
+    let rendered_flags: Vec<bool> = seen.iter().map(|s| s.page.rendered).collect();
+    let (pages, errors) = pages_of(&seen, &(templates, Vec::new(), serve_home));
+    let thumbs: Vec<Option<String>> = seen.into_iter().map(|s| s.page.thumbnail).collect();
     rt.shutdown_timeout(Duration::from_secs(5));
     // What the render stage would learn from these pages: parameters that change nothing.
     let mut learner = crate::page::params::Learner::default();
@@ -339,6 +348,8 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         thumbs: &thumbs,
         probes: &probes,
         learned: &learned,
+        rendered: &rendered_flags,
+        mode: Some(a.render),
     };
     super::cluster::report(
         &pages,
@@ -351,8 +362,9 @@ pub fn run(a: SimilarArgs) -> Result<()> {
     )
 }
 
-/// Render every URL of `list`, `batch` at a time, with a progress bar on a terminal.
-async fn render_all(r: &Arc<Renderer>, list: &[String], batch: usize) -> Result<Vec<Rendered>> {
+/// See every URL of `list` ([`Seer::see_all`]: rendered, or fetched over HTTP in `auto`),
+/// `batch` at a time, with a progress bar on a terminal.
+async fn see_all(seer: &Arc<Seer>, list: &[String], batch: usize) -> Result<Vec<Seen>> {
     let bar = if std::io::stderr().is_terminal() {
         indicatif::ProgressBar::new(list.len() as u64)
     } else {
@@ -360,29 +372,71 @@ async fn render_all(r: &Arc<Renderer>, list: &[String], batch: usize) -> Result<
     };
     let mut out = Vec::with_capacity(list.len());
     for chunk in list.chunks(batch.max(1)) {
-        let tasks: Vec<_> = chunk
-            .iter()
-            .map(|u| {
-                let (r, u, bar) = (r.clone(), u.clone(), bar.clone());
-                tokio::spawn(async move {
-                    let x = r.render(&u).await;
-                    bar.inc(1);
-                    x
-                })
-            })
-            .collect();
-        for t in tasks {
-            out.push(t.await.context("a render task failed")?);
-        }
+        let b = bar.clone();
+        out.extend(seer.see_all(chunk, &move || b.inc(1)).await);
     }
     bar.finish_and_clear();
     Ok(out)
 }
 
+/// The pages (features) and their errors, soft 404s judged with `probed`'s templates.
+fn pages_of(seen: &[Seen], probed: &Probed) -> (Vec<Page>, Vec<String>) {
+    let (templates, _, serve_home) = probed;
+    let rendered: Vec<&Rendered> = seen.iter().map(|s| &s.page).collect();
+    let soft = soft_404s(&rendered, templates, serve_home);
+    let mut pages = Vec::with_capacity(seen.len());
+    let mut errors = Vec::with_capacity(seen.len());
+    for (r, soft) in rendered.into_iter().zip(soft) {
+        let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
+        p.features.soft_404 = soft;
+        p.redirect_chain = r.redirect_chain.clone();
+        p.features.phash = r.phash;
+        p.features.timings = r.timings;
+        pages.push(p);
+        errors.push(r.error.clone());
+    }
+    (pages, errors)
+}
+
+/// `--render auto`: render the canonical page of every cluster (content and rule clusters) that
+/// was seen over HTTP only, for its thumbnail and screenshot hash — then cluster again with what
+/// the browser showed, as a canonical's rendered features may move members; at most three
+/// rounds (a page whose render failed keeps its static record and is not asked again).
+async fn render_canonicals(seer: &Arc<Seer>, seen: &mut [Seen], probed: &Probed, t: &Thresholds) {
+    let mut tried = std::collections::HashSet::new();
+    for _ in 0..3 {
+        let (pages, errors) = pages_of(seen, probed);
+        let ok: Vec<usize> = (0..pages.len()).filter(|&i| errors[i].is_empty()).collect();
+        let ok_pages: Vec<Page> = ok.iter().map(|&i| pages[i].clone()).collect();
+        let want: Vec<usize> = crate::page::cluster::cluster(&ok_pages, t)
+            .into_iter()
+            .zip(&ok)
+            .filter(|(a, &i)| {
+                !a.cluster_id.is_empty() && a.is_canonical && !seen[i].page.rendered
+            })
+            .map(|(_, &i)| i)
+            .filter(|i| tried.insert(*i))
+            .collect();
+        if want.is_empty() {
+            return;
+        }
+        let items = want
+            .iter()
+            .map(|&i| (seen[i].page.url.clone(), Why::Canonical, Some(seen[i].page.clone())))
+            .collect();
+        for (i, s) in want.into_iter().zip(seer.render_for(items, &|| {}).await) {
+            seen[i] = Seen {
+                took: seen[i].took + s.took,
+                ..s
+            };
+        }
+    }
+}
+
 /// Which rendered pages are soft 404s: each scope's pages judged together by its template
 /// ([`soft404::judge_scope`]); a page with an error never is.
 fn soft_404s(
-    rendered: &[Rendered],
+    rendered: &[&Rendered],
     templates: &std::collections::HashMap<String, soft404::Template>,
     serve_home: &std::collections::HashSet<String>,
 ) -> Vec<bool> {
@@ -429,10 +483,11 @@ type Probed = (
 /// of the 2xx pages rendered without error, derived from the first page of that scope; and,
 /// where a section's root is among them, the origin's (from its root, when no page of the
 /// origin's own scope is here) and its home page.
-async fn soft_404_templates(r: &Arc<Renderer>, pages: &[Rendered], batch: usize) -> Result<Probed> {
+async fn soft_404_templates(seer: &Arc<Seer>, seen: &[Seen]) -> Result<Probed> {
+    let pages: Vec<&Rendered> = seen.iter().map(|s| &s.page).collect();
     let mut scopes: Vec<(String, String)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    let judged = |p: &&Rendered| p.error.is_empty() && (200..300).contains(&p.status);
+    let judged = |p: &&&Rendered| p.error.is_empty() && (200..300).contains(&p.status);
     for p in pages.iter().filter(judged) {
         let key = soft404::scope_key(&p.url);
         if seen.insert(key.clone()) {
@@ -459,7 +514,7 @@ async fn soft_404_templates(r: &Arc<Renderer>, pages: &[Rendered], batch: usize)
     }
     let mut probes: Vec<String> = scopes.iter().map(|(_, u)| u.clone()).collect();
     probes.extend(homes.iter().map(|o| format!("{o}/")));
-    let mut answers = render_all(r, &probes, batch).await?;
+    let mut answers = probe_all(seer, &probes).await?;
     let home_pages = answers.split_off(scopes.len());
     let mut out = std::collections::HashMap::new();
     let mut seen = Vec::new();
@@ -507,6 +562,23 @@ async fn soft_404_templates(r: &Arc<Renderer>, pages: &[Rendered], batch: usize)
         }
     }
     Ok((out, seen, serve_home))
+}
+
+/// The soft-404 probes and home pages ([`Seer::probe`]: rendered where the host's pages
+/// needed the browser, fetched over HTTP otherwise).
+async fn probe_all(seer: &Arc<Seer>, urls: &[String]) -> Result<Vec<Rendered>> {
+    let tasks: Vec<_> = urls
+        .iter()
+        .map(|u| {
+            let (seer, u) = (seer.clone(), u.clone());
+            tokio::spawn(async move { seer.probe(&u).await })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        out.push(t.await.context("a probe task failed")?);
+    }
+    Ok(out)
 }
 
 /// SIGINT or SIGTERM.

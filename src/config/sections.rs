@@ -27,6 +27,13 @@ pub struct RenderSection {
     pub soft_404_probe: bool,
     /// How long a scope's probe is kept in Redis before it is probed again.
     pub soft_404_ttl: Dur,
+    /// How pages are seen: `"auto"` fetches each page over HTTP through the browser's egress
+    /// policy and renders only where rendering could change the answer; `"always"` renders
+    /// every page (docs/render.md, "When a page is rendered").
+    pub mode: crate::render::auto::Mode,
+    /// In `auto`: once a pattern, section or host is trusted to look the same over HTTP, one
+    /// page in this many is still rendered as a check (at least 1).
+    pub check_one_in: u32,
 }
 
 impl Default for RenderSection {
@@ -39,6 +46,8 @@ impl Default for RenderSection {
             max_canonicals: 10_000,
             soft_404_probe: true,
             soft_404_ttl: Dur(Duration::from_secs(6 * 3600)),
+            mode: crate::render::auto::Mode::Auto,
+            check_one_in: crate::render::auto::CHECK_ONE_IN,
         }
     }
 }

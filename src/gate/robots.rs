@@ -516,6 +516,7 @@ impl Fetcher {
                     max_bytes: MAX_BYTES,
                     max_redirects: 5,
                     user_agent: cfg.agent.clone(),
+                    accept: "text/plain, */*;q=0.5",
                 };
                 let conn = Arc::new(std::sync::Mutex::new(LazyConn::new(redis)));
                 let sem = Arc::new(tokio::sync::Semaphore::new(cfg.fetch_concurrency));
@@ -623,6 +624,8 @@ mod tests {
             body: body.as_bytes().to_vec(),
             truncated: false,
             redirects: 0,
+            chain: vec!["https://h.example/robots.txt".into()],
+            content_type: "text/plain".into(),
         })
     }
 

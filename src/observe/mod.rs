@@ -92,6 +92,12 @@ impl Metrics {
         self.reg(IntCounterVec::new(o, &[label]).expect("valid metric"))
     }
 
+    /// A counter with two labels.
+    pub fn counter_vec2(&self, n: Name, labels: [&str; 2]) -> IntCounterVec {
+        let o = Opts::new(self.full_name(n), n.help);
+        self.reg(IntCounterVec::new(o, &labels).expect("valid metric"))
+    }
+
     /// An integer gauge.
     pub fn gauge(&self, n: Name) -> IntGauge {
         self.reg(IntGauge::new(self.full_name(n), n.help).expect("valid metric"))

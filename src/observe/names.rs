@@ -213,6 +213,11 @@ pub const SOFT_404_PAGES: Name = n(
     "soft_404_pages_total",
     "Pages classed soft_404: they match their scope's answer to a URL that cannot exist.",
 );
+/// Pages by how they were seen (`render.mode = "auto"`).
+pub const PAGES_SEEN: Name = n(
+    "pages_seen_total",
+    "Pages by how they were seen: how=rendered (Chromium) or how=http (fetched over HTTP only, render.mode auto), and why a rendered one was (always, signal, differs, learning, check, canonical; none for http).",
+);
 /// Learned parameter rules written back.
 pub const PARAM_RULES: Name = n(
     "param_rules_total",

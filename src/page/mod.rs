@@ -10,11 +10,13 @@
 //! * [`rules`] — E1, E3, L1, W1, M1, T1 (R1 and U1 are decided with the other pages).
 //! * [`cluster`] — the Hamming index and the canonical-centred batch clustering.
 //! * [`patterns`] — per URL pattern, sample N pages and decide similar/different.
+//! * [`dynamic`] — what a page's HTML says about whether a browser would show something else.
 //!
 //! Owns: what a page is and how pages are compared and grouped. Layer 1 (pure, no browser, no
 //! Kafka): may import `url` and `input`; never `render` (which builds on it) or above.
 
 pub mod cluster;
+pub mod dynamic;
 pub mod features;
 pub mod online;
 pub mod params;

@@ -35,6 +35,9 @@ pub struct RenderMetrics {
     /// counter-example, `refuted`: a counter-example before any rule, `refused`: revoked before,
     /// not published).
     pub param_rules: IntCounterVec,
+    /// Pages by how they were seen (`how`: `rendered`, `http`) and why rendered (`why`:
+    /// [`crate::render::auto::Why::label`], `none` for `http`).
+    pub pages_seen: IntCounterVec,
 }
 
 impl RenderMetrics {
@@ -57,11 +60,16 @@ impl RenderMetrics {
             param_rules: m.counter_vec(names::PARAM_RULES, "outcome"),
             soft_404_probes: m.counter_vec(names::SOFT_404_PROBES, "answer"),
             soft_404_pages: m.counter(names::SOFT_404_PAGES),
+            pages_seen: m.counter_vec2(names::PAGES_SEEN, ["how", "why"]),
         };
         // Rare outcomes are exported at 0 from the start: `increase()` over them has data
         // before the first rule is learned.
         for o in ["learned", "revoked", "refuted", "refused"] {
             r.param_rules.with_label_values(&[o]);
+        }
+        r.pages_seen.with_label_values(&["http", "none"]);
+        for w in ["always", "signal", "differs", "learning", "check", "canonical"] {
+            r.pages_seen.with_label_values(&["rendered", w]);
         }
         r
     }

@@ -9,6 +9,9 @@
 //! that fails or hangs becomes a [`Rendered`] with an error, never a stuck caller; a browser that
 //! died is relaunched on the next page.
 //!
+//! * [`auto`] — `render.mode = "auto"`: fetch over HTTP, render where it could change the
+//!   answer, learn from checks ([`auto::Seer`] sees pages for `similar` and the stage).
+//! * [`http`] — the static fetch, through the same egress policy.
 //! * [`egress`] — the forward proxy every browser connection goes through.
 //! * [`safety`] — which addresses a page may reach.
 //! * [`stage`] — the render stage's decision ([`stage::RenderStage`], a [`crate::stage::Stage`]):
@@ -18,7 +21,9 @@
 //! Owns: the browser and what a page may reach. May import `page`, `config`, `stage`,
 //! `observe`, `events`, `patterns`, `redis_filter`, `url`; never `gate`, `serve` or `cli`.
 
+pub mod auto;
 pub mod egress;
+pub mod http;
 pub mod metrics;
 pub mod safety;
 pub mod soft404;
@@ -118,6 +123,9 @@ pub struct Rendered {
     pub blocked: Vec<String>,
     /// Empty on success.
     pub error: String,
+    /// Whether Chromium produced this record (`false`: fetched over HTTP, no screenshot, no
+    /// timings).
+    pub rendered: bool,
 }
 
 impl Rendered {
@@ -199,6 +207,7 @@ impl Live {
 /// One browser and its tabs.
 pub struct Renderer {
     cfg: RenderConfig,
+    user_agent: String,
     egress: egress::Egress,
     live: Mutex<Option<Live>>,
     tabs: Arc<Semaphore>,
@@ -374,8 +383,15 @@ impl Renderer {
             Ok(l) => l,
             Err(_) => launch(&cfg, &proxy).await?,
         };
+        // What the browser says it is: the static fetch of `render.mode = "auto"` says the same.
+        let user_agent = tokio::time::timeout(Duration::from_secs(10), live.browser.user_agent())
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .unwrap_or_else(|| "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome Safari/537.36".into());
         Ok(Renderer {
             egress,
+            user_agent,
             tabs: Arc::new(Semaphore::new(cfg.tabs.max(1))),
             cfg,
             live: Mutex::new(Some(live)),
@@ -390,6 +406,16 @@ impl Renderer {
         if let Some(l) = self.live.lock().await.take() {
             l.close().await;
         }
+    }
+
+    /// Its settings.
+    pub fn config(&self) -> &RenderConfig {
+        &self.cfg
+    }
+
+    /// The browser's `User-Agent`.
+    pub fn user_agent(&self) -> &str {
+        &self.user_agent
     }
 
     /// The egress proxy every connection of the browser goes through.
@@ -409,6 +435,7 @@ impl Renderer {
             return out;
         }
         let _tab = self.tabs.acquire().await.expect("semaphore open");
+        out.rendered = true;
         if let Err(e) = self.render_inner(url, &mut out).await {
             out.error = format!("{e:#}");
         }
@@ -458,6 +485,7 @@ impl Renderer {
                     out = Rendered {
                         url: out.url,
                         final_url: hop.clone(),
+                        rendered: true,
                         error: format!("refused after a redirect: {e}"),
                         ..Rendered::default()
                     };

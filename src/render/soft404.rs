@@ -32,7 +32,6 @@ use serde::{Deserialize, Serialize};
 use crate::page::soft404::{self, Template};
 use crate::redis_filter::{LazyConn, RedisFilterError};
 
-use super::Renderer;
 
 /// How long a worker trusts a template it read before reading Redis again.
 pub const REREAD: Duration = Duration::from_secs(600);
@@ -142,7 +141,7 @@ impl Probes {
     pub fn templates(
         &mut self,
         rt: &tokio::runtime::Runtime,
-        renderer: &Arc<Renderer>,
+        seer: &Arc<super::auto::Seer>,
         redis: &mut LazyConn,
         wanted: &[(String, String)],
     ) -> Result<Found, RedisFilterError> {
@@ -197,7 +196,7 @@ impl Probes {
         let answers = if to_probe.is_empty() {
             Vec::new()
         } else {
-            let r = renderer.clone();
+            let r = seer.clone();
             // An origin's probe renders its home page too ([`Record::serves_home`]).
             let urls: Vec<String> = to_probe
                 .iter()
@@ -214,7 +213,7 @@ impl Probes {
                     .into_iter()
                     .map(|u| {
                         let r = r.clone();
-                        tokio::spawn(async move { r.render(&u).await })
+                        tokio::spawn(async move { r.probe(&u).await })
                     })
                     .collect();
                 let mut out = Vec::new();

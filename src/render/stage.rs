@@ -6,7 +6,7 @@
 //! extract features, assign each page online (per host; the host's clusters are loaded from
 //! their Redis checkpoint the first time the worker sees the host, so a rebalance does not
 //! forget them), and stage one cluster-assignment event per page (`schemas/
-//! cluster-assignment.v1.json`, keyed by host) for the results topic. Pages also feed the
+//! cluster-assignment.v2.json`, keyed by host) for the results topic. Pages also feed the
 //! URL-pattern sampler; decided patterns are written to Redis for the gate. Both the
 //! checkpoints and the verdicts are written in [`Stage::finish`], after the assignments were
 //! delivered.
@@ -27,6 +27,7 @@ use crate::redis_filter::{LazyConn, RedisFilterError};
 use crate::stage::{Batch, Dest, Stage, Staged};
 use crate::url::lex::origin;
 
+use super::auto::{Seen, Seer};
 use super::metrics::RenderMetrics;
 use super::{RenderConfig, Rendered, Renderer};
 
@@ -70,6 +71,9 @@ pub struct AssignmentEvent {
     pub error: String,
     /// When it was rendered (RFC 3339, UTC).
     pub rendered_at: String,
+    /// Whether Chromium rendered it (`false`: fetched over HTTP by `render.mode = "auto"`; no
+    /// screenshot hash, no timings). Version 2.
+    pub rendered: bool,
 }
 
 /// What the assignment carries of the features.
@@ -88,12 +92,17 @@ pub struct FeatureSummary {
     pub phash: Option<String>,
     /// Element count.
     pub nodes: u32,
+    /// Browser timings; `None` (null) when the page was not rendered: absent, not zero.
+    /// Version 2.
+    pub timings: Option<crate::page::Timings>,
 }
 
 /// The render stage.
 pub struct RenderStage {
     rt: tokio::runtime::Runtime,
     renderer: Arc<Renderer>,
+    /// How pages are seen (`render.mode`) and what the checks taught.
+    seer: Arc<Seer>,
     clusterer: OnlineClusterer,
     sampler: Sampler,
     redis: LazyConn,
@@ -149,9 +158,16 @@ impl RenderStage {
                 })?;
         }
         let redis = LazyConn::new(cfg.redis.client());
+        let seer = Arc::new(Seer::new(
+            renderer.clone(),
+            r.mode,
+            r.check_one_in,
+            (r.tabs * 4).max(8),
+        ));
         Ok(RenderStage {
             rt,
             renderer,
+            seer,
             clusterer: OnlineClusterer::new(Thresholds::default(), r.max_canonicals),
             sampler: Sampler::new(
                 cfg.patterns.url_pattern_dom_sample_count as usize,
@@ -178,26 +194,26 @@ impl RenderStage {
     /// pages gets its template (memory, Redis, or a probe rendered now), then its pages are
     /// judged together. Redis unreachable: judged with the templates this worker remembers (a
     /// page missed is only a page not classed).
-    fn soft_404s(&mut self, rendered: &[(Rendered, std::time::Duration)]) -> Vec<bool> {
+    fn soft_404s(&mut self, rendered: &[Seen]) -> Vec<bool> {
         use crate::page::soft404;
         let mut out = vec![false; rendered.len()];
         let Some(probes) = &mut self.probes else {
             return out;
         };
         let mut by: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
-        for (i, (r, _)) in rendered.iter().enumerate() {
+        for (i, Seen { page: r, .. }) in rendered.iter().enumerate() {
             if r.error.is_empty() && (200..300).contains(&r.status) {
                 by.entry(soft404::scope_key(&r.url)).or_default().push(i);
             }
         }
         let mut wanted: Vec<(String, String)> = by
             .iter()
-            .map(|(s, idx)| (s.clone(), rendered[idx[0]].0.url.clone()))
+            .map(|(s, idx)| (s.clone(), rendered[idx[0]].page.url.clone()))
             .collect();
         // A section's root (`/manual/`) is judged against the origin's answer too (only the
         // pages judged: 2xx, rendered, in scope).
         for &i in by.values().flatten() {
-            if let Some((origin, sample)) = soft404::origin_probe_for(&rendered[i].0.url) {
+            if let Some((origin, sample)) = soft404::origin_probe_for(&rendered[i].page.url) {
                 if !wanted.iter().any(|(s, _)| *s == origin) {
                     wanted.push((origin, sample));
                 }
@@ -205,7 +221,7 @@ impl RenderStage {
         }
         let (templates, homes) = match probes.templates(
             &self.rt,
-            &self.renderer,
+            &self.seer,
             &mut self.redis,
             &wanted,
         ) {
@@ -231,10 +247,10 @@ impl RenderStage {
             let pages: Vec<soft404::Rendered> = idx
                 .iter()
                 .map(|&i| soft404::Rendered {
-                    url: &rendered[i].0.url,
-                    final_url: &rendered[i].0.final_url,
-                    status: rendered[i].0.status,
-                    html: &rendered[i].0.html,
+                    url: &rendered[i].page.url,
+                    final_url: &rendered[i].page.final_url,
+                    status: rendered[i].page.status,
+                    html: &rendered[i].page.html,
                 })
                 .collect();
             let origin = soft404::origin_scope(&scope);
@@ -308,49 +324,54 @@ impl Stage for RenderStage {
         for host in &hosts {
             self.ensure_host(host)?;
         }
-        let renderer = self.renderer.clone();
-        let rendered = self.rt.block_on(async {
-            let tasks: Vec<_> = events
-                .iter()
-                .map(|(_, ev)| {
-                    let (r, u) = (renderer.clone(), ev.url.clone());
-                    let out_of_scope = self
-                        .scopes
-                        .get(&ev.namespace)
-                        .unwrap_or(&self.scope)
-                        .as_ref()
-                        .and_then(|s| s.check(&ev.url, None).err());
-                    tokio::spawn(async move {
-                        if let Some(reason) = out_of_scope {
-                            let r = Rendered {
-                                url: u.clone(),
-                                final_url: u,
-                                error: format!("out of scope: {reason}"),
-                                ..Rendered::default()
-                            };
-                            return (r, std::time::Duration::ZERO);
-                        }
-                        let t = std::time::Instant::now();
-                        let out = r.render(&u).await;
-                        (out, t.elapsed())
+        // Out-of-scope events become records with their error; the others are seen
+        // (`render.mode`: rendered, or fetched over HTTP and rendered where it could matter).
+        let mut seen: Vec<Option<Seen>> = vec![None; events.len()];
+        let mut urls: Vec<String> = Vec::new();
+        let mut at: Vec<usize> = Vec::new();
+        for (k, (_, ev)) in events.iter().enumerate() {
+            let out_of_scope = self
+                .scopes
+                .get(&ev.namespace)
+                .unwrap_or(&self.scope)
+                .as_ref()
+                .and_then(|s| s.check(&ev.url, None).err());
+            match out_of_scope {
+                Some(reason) => {
+                    seen[k] = Some(Seen {
+                        page: Rendered {
+                            url: ev.url.clone(),
+                            final_url: ev.url.clone(),
+                            error: format!("out of scope: {reason}"),
+                            ..Rendered::default()
+                        },
+                        why: None,
+                        took: std::time::Duration::ZERO,
                     })
-                })
-                .collect();
-            let mut out = Vec::with_capacity(tasks.len());
-            for t in tasks {
-                out.push(t.await.unwrap_or_else(|e| {
-                    let r = Rendered {
-                        error: format!("the render task failed: {e}"),
-                        ..Rendered::default()
-                    };
-                    (r, std::time::Duration::ZERO)
-                }));
+                }
+                None => {
+                    urls.push(ev.url.clone());
+                    at.push(k);
+                }
             }
-            out
-        });
+        }
+        let seer = self.seer.clone();
+        let got = self.rt.block_on(async move { seer.see_all(&urls, &|| {}).await });
+        for (k, s) in at.into_iter().zip(got) {
+            seen[k] = Some(s);
+        }
+        let rendered: Vec<Seen> = seen
+            .into_iter()
+            .map(|s| s.expect("every event seen"))
+            .collect();
         let soft = self.soft_404s(&rendered);
         let now = now_rfc3339();
-        for (((idx, ev), (r, took)), soft) in events.iter().zip(rendered).zip(soft) {
+        for (((idx, ev), seen), soft) in events.iter().zip(rendered).zip(soft) {
+            let Seen {
+                page: r,
+                why,
+                took,
+            } = seen;
             let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
             p.features.soft_404 = soft;
             p.redirect_chain = r.redirect_chain.clone();
@@ -363,6 +384,12 @@ impl Stage for RenderStage {
             };
             if let Some(m) = &self.metrics {
                 m.page_seconds.observe(took.as_secs_f64());
+                match why {
+                    Some(w) if r.rendered => {
+                        m.pages_seen.with_label_values(&["rendered", w.label()]).inc()
+                    }
+                    _ => m.pages_seen.with_label_values(&["http", "none"]).inc(),
+                }
                 match r.failure_kind() {
                     Some(kind) => m.failures.with_label_values(&[kind]).inc(),
                     None => m.pages.inc(),
@@ -449,10 +476,12 @@ impl Stage for RenderStage {
                     simhash: format!("{:016x}", f.simhash),
                     phash: f.phash.map(|h| format!("{h:016x}")),
                     nodes: f.nodes,
+                    timings: f.timings,
                 },
                 namespace: ev.namespace.clone(),
                 error: r.error,
                 rendered_at: now.clone(),
+                rendered: r.rendered,
             };
             out.emitted += 1;
             out.json_from(*idx, Dest::Output, Some(ev.host.as_bytes()), &event);

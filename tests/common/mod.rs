@@ -27,9 +27,20 @@ pub fn jsonl(rel: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// A validator for `schemas/<name>.v1.json` (formats checked).
+/// A validator for the newest `schemas/<name>.vN.json` (formats checked).
 pub fn schema_validator(name: &str) -> jsonschema::Validator {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("schemas/{name}.v1.json"));
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas");
+    let newest = (1..10)
+        .filter(|v| dir.join(format!("{name}.v{v}.json")).is_file())
+        .max()
+        .unwrap_or_else(|| panic!("no schemas/{name}.vN.json"));
+    schema_validator_version(name, newest)
+}
+
+/// A validator for `schemas/<name>.v<version>.json` (formats checked).
+pub fn schema_validator_version(name: &str, version: u32) -> jsonschema::Validator {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("schemas/{name}.v{version}.json"));
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     jsonschema::options()

@@ -1,0 +1,311 @@
+//! What a page's HTML, as a server sent it, says about whether a browser would show something
+//! else (`render.mode = "auto"`, docs/render.md): script-written documents, redirects done by a
+//! script or a `<meta http-equiv="refresh">`, `<noscript>` notices. Pure: the HTML in, the
+//! evidence out; [`Signals::needs_browser`] turns it into a reason or none.
+//!
+//! The thresholds are set so that a documentation page, an article or a forum thread (hundreds
+//! of characters of text, scripts only for search boxes and analytics) has no reason, and an
+//! application shell (an empty mount point, a state block, a few words) has one; what the HTML
+//! cannot show is learned by rendering samples and comparing ([`crate::render::auto`]).
+
+use ego_tree::iter::Edge;
+use scraper::{Html, Node};
+
+/// Below this many characters of visible text, a page with a script is rendered (its text is
+/// likely written by the script: an app shell, a "loading…" page, a search page). 300
+/// characters is about two sentences; the T1 rule calls pages under 200 thin.
+pub const LITTLE_TEXT: usize = 300;
+/// A framework's mount point holding fewer characters than this is empty: the framework writes
+/// the page.
+pub const EMPTY_ROOT: usize = 50;
+/// A state block (`__NEXT_DATA__`, `window.__INITIAL_STATE__`, …) or a `<noscript>` notice
+/// counts only on a page with less visible text than this: server-rendered pages carry state
+/// blocks too (for hydration), and articles carry "enable JavaScript to see the comments".
+pub const SOME_TEXT: usize = 1500;
+
+/// Ids of elements frameworks mount into.
+const ROOT_IDS: [&str; 9] = [
+    "root", "app", "__next", "__nuxt", "___gatsby", "svelte", "q-app", "react-root", "main-app",
+];
+/// Attributes that mark a framework's root element.
+const ROOT_ATTRS: [&str; 5] = [
+    "ng-app",
+    "ng-version",
+    "data-reactroot",
+    "data-server-rendered",
+    "x-data",
+];
+/// Inline-script markers of a serialized application state.
+const STATE_MARKERS: [&str; 7] = [
+    "__NEXT_DATA__",
+    "__NUXT__",
+    "__INITIAL_STATE__",
+    "__APOLLO_STATE__",
+    "__PRELOADED_STATE__",
+    "__remixContext",
+    "__sveltekit",
+];
+
+/// The evidence of one document.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Signals {
+    /// Characters of visible text (outside `script`, `style`, `noscript`, `template`, `title`).
+    pub visible_chars: usize,
+    /// `<script>` elements (external or inline, JSON data blocks excluded).
+    pub scripts: u32,
+    /// A framework's root element (or its attribute) is present.
+    pub framework_root: bool,
+    /// A framework's root element holds fewer than [`EMPTY_ROOT`] characters.
+    pub empty_root: bool,
+    /// A serialized application state.
+    pub state_block: bool,
+    /// A `<noscript>` whose text mentions JavaScript.
+    pub noscript_notice: bool,
+    /// `<meta http-equiv="refresh">`.
+    pub meta_refresh: bool,
+    /// An inline script assigns `location` (or calls `location.replace`/`assign`).
+    pub script_redirect: bool,
+}
+
+impl Signals {
+    /// Read the evidence from `html` (bounded input: the caller checked
+    /// [`super::features::check_bounds`]).
+    pub fn of(html: &str) -> Signals {
+        let doc = Html::parse_document(html);
+        let mut s = Signals::default();
+        // (skip text, inside a root: index into `roots`)
+        let mut stack: Vec<(bool, Option<usize>)> = Vec::with_capacity(64);
+        let mut roots: Vec<usize> = Vec::new(); // characters inside each root element
+        let mut in_script = 0u32;
+        let mut in_noscript = 0u32;
+        for edge in doc.tree.root().traverse() {
+            match edge {
+                Edge::Open(node) => match node.value() {
+                    Node::Element(e) => {
+                        let tag = e.name();
+                        let parent = stack.last().copied();
+                        let skip = parent.is_some_and(|p| p.0)
+                            || matches!(
+                                tag,
+                                "script" | "style" | "noscript" | "template" | "title" | "head"
+                            );
+                        let mut root = parent.and_then(|p| p.1);
+                        let is_root = e.id().is_some_and(|id| ROOT_IDS.contains(&id))
+                            || ROOT_ATTRS.iter().any(|a| e.attr(a).is_some())
+                            || tag == "app-root";
+                        if is_root && root.is_none() && tag != "html" && tag != "body" {
+                            s.framework_root = true;
+                            roots.push(0);
+                            root = Some(roots.len() - 1);
+                        }
+                        if tag == "script" {
+                            let ty = e.attr("type").unwrap_or("").to_ascii_lowercase();
+                            let data = ty.contains("json") || ty.contains("template");
+                            if e.id() == Some("__NEXT_DATA__") {
+                                s.state_block = true;
+                            }
+                            if !data {
+                                s.scripts += 1;
+                            }
+                            in_script += 1;
+                        }
+                        if tag == "noscript" {
+                            in_noscript += 1;
+                        }
+                        if tag == "meta"
+                            && e.attr("http-equiv")
+                                .is_some_and(|v| v.trim().eq_ignore_ascii_case("refresh"))
+                        {
+                            s.meta_refresh = true;
+                        }
+                        stack.push((skip, root));
+                    }
+                    Node::Text(t) => {
+                        if in_script > 0 {
+                            let t: &str = t;
+                            if STATE_MARKERS.iter().any(|m| t.contains(m)) {
+                                s.state_block = true;
+                            }
+                            if assigns_location(t) {
+                                s.script_redirect = true;
+                            }
+                            continue;
+                        }
+                        if in_noscript > 0 {
+                            // Scripting on: a noscript's content is raw text, markup included.
+                            if t.to_ascii_lowercase().contains("javascript") {
+                                s.noscript_notice = true;
+                            }
+                            continue;
+                        }
+                        let Some(&(skip, root)) = stack.last() else {
+                            continue;
+                        };
+                        if skip {
+                            continue;
+                        }
+                        let n: usize = t.split_whitespace().map(|w| w.chars().count() + 1).sum();
+                        s.visible_chars += n;
+                        if let Some(r) = root {
+                            roots[r] += n;
+                        }
+                    }
+                    _ => {}
+                },
+                Edge::Close(node) => {
+                    if let Node::Element(e) = node.value() {
+                        stack.pop();
+                        match e.name() {
+                            "script" => in_script = in_script.saturating_sub(1),
+                            "noscript" => in_noscript = in_noscript.saturating_sub(1),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        s.empty_root = roots.iter().any(|&n| n < EMPTY_ROOT);
+        s
+    }
+
+    /// Why a browser could show something else than this HTML, if anything does: a short,
+    /// fixed label (`meta_refresh`, `script_redirect`, `app_root`, `little_text`,
+    /// `state_block`, `noscript`) for the metrics and the report.
+    pub fn needs_browser(&self) -> Option<&'static str> {
+        let scripted = self.scripts > 0;
+        if self.meta_refresh {
+            Some("meta_refresh")
+        } else if self.script_redirect && self.visible_chars < SOME_TEXT {
+            Some("script_redirect")
+        } else if self.empty_root && scripted {
+            Some("app_root")
+        } else if scripted && self.visible_chars < LITTLE_TEXT {
+            Some("little_text")
+        } else if self.state_block && self.visible_chars < SOME_TEXT {
+            Some("state_block")
+        } else if self.noscript_notice && self.visible_chars < SOME_TEXT {
+            Some("noscript")
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether a script's text assigns the document's location (`location = …`,
+/// `location.href = …`, `location.replace(…)`, `location.assign(…)`), not compares it.
+fn assigns_location(js: &str) -> bool {
+    let mut from = 0;
+    while let Some(i) = js[from..].find("location") {
+        let at = from + i + "location".len();
+        from = at;
+        // Not part of a longer name (`geolocation`, `locationBar`).
+        let before = js[..at - "location".len()].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+            continue;
+        }
+        let rest = js[at..].trim_start();
+        let rest = rest.strip_prefix(".href").map_or(rest, str::trim_start);
+        if let Some(r) = rest.strip_prefix('=') {
+            if !r.starts_with('=') {
+                return true;
+            }
+        }
+        if rest.starts_with(".replace(") || rest.starts_with(".assign(") {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn article(words: usize) -> String {
+        let text = "The quick brown fox jumps over the lazy dog. ".repeat(words / 9 + 1);
+        format!(
+            "<!DOCTYPE html><html><head><title>T</title><script src=/a.js></script></head>\
+             <body><nav><a href=/>Home</a></nav><main><h1>Title</h1><p>{text}</p></main>\
+             <noscript><img src=/pixel.gif></noscript></body></html>"
+        )
+    }
+
+    #[test]
+    fn a_documentation_page_needs_no_browser() {
+        let s = Signals::of(&article(200));
+        assert!(s.visible_chars > 1000, "{s:?}");
+        assert_eq!(s.scripts, 1);
+        assert_eq!(s.needs_browser(), None, "{s:?}");
+        // A server-rendered app (a root with its content, a state block) with a long text.
+        let ssr = article(400).replace(
+            "<main>",
+            "<script id=__NEXT_DATA__ type=application/json>{}</script><div id=__next><main>",
+        );
+        let s = Signals::of(&ssr);
+        assert!(s.framework_root && !s.empty_root && s.state_block, "{s:?}");
+        assert_eq!(s.needs_browser(), None);
+    }
+
+    #[test]
+    fn app_shells_and_redirects_need_one() {
+        let shell = "<!DOCTYPE html><html><head><title>Shop</title></head><body>\
+                     <div id=\"root\"></div><script src=\"/static/app.js\"></script></body></html>";
+        assert_eq!(Signals::of(shell).needs_browser(), Some("app_root"));
+        // An empty root with a long footer around it is still written by its script.
+        let footer = format!(
+            "<body><div id=app><p>Loading…</p></div><footer>{}</footer><script>boot()</script></body>",
+            "Contact us at our offices. ".repeat(40)
+        );
+        assert_eq!(Signals::of(&footer).needs_browser(), Some("app_root"));
+        assert_eq!(
+            Signals::of("<p>Hi</p><script>document.body.innerHTML = '…'</script>").needs_browser(),
+            Some("little_text")
+        );
+        assert_eq!(
+            Signals::of("<head><meta http-equiv=Refresh content='0; url=/x'></head><p>Moved</p>")
+                .needs_browser(),
+            Some("meta_refresh")
+        );
+        assert_eq!(
+            Signals::of(&format!(
+                "<p>{}</p><script>window.location.href = '/new';</script>",
+                "Moved. ".repeat(60)
+            ))
+            .needs_browser(),
+            Some("script_redirect")
+        );
+        assert_eq!(
+            Signals::of(&format!(
+                "<p>{}</p><noscript>You need to enable JavaScript to run this app.</noscript>",
+                "Some words. ".repeat(40)
+            ))
+            .needs_browser(),
+            Some("noscript")
+        );
+        assert_eq!(
+            Signals::of(&format!(
+                "<p>{}</p><script>window.__INITIAL_STATE__ = {{}}</script>",
+                "Some words. ".repeat(40)
+            ))
+            .needs_browser(),
+            Some("state_block")
+        );
+    }
+
+    #[test]
+    fn comparisons_and_other_names_are_not_redirects() {
+        assert!(!assigns_location("if (location == x) {}"));
+        assert!(!assigns_location("if (location.href === x) {}"));
+        assert!(!assigns_location("navigator.geolocation = 1; var locationBar = 2"));
+        assert!(assigns_location("location='/a'"));
+        assert!(assigns_location("top.location.replace('/a')"));
+        assert!(assigns_location("document.location.assign(u)"));
+        // A JSON data block is not a script; noscript without the word is a pixel.
+        let s = Signals::of(
+            "<p>x</p><script type=application/ld+json>{\"a\":1}</script><noscript><img src=p></noscript>",
+        );
+        assert_eq!(s.scripts, 0);
+        assert!(!s.noscript_notice);
+        assert_eq!(s.needs_browser(), None);
+    }
+}

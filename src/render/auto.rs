@@ -1,0 +1,676 @@
+//! `render.mode = "auto"` (`similar --render auto`): fetch every page over HTTP, start Chromium
+//! only where rendering could change the answer (docs/render.md, "When a page is rendered").
+//!
+//! Per page, in this order:
+//! 1. the static fetch ([`super::http`], the browser's egress policy) failed, was refused, or is
+//!    no HTML: that is the record — a refused URL never reaches the browser;
+//! 2. the HTML shows a reason ([`crate::page::dynamic::Signals::needs_browser`]: an empty
+//!    framework root, little text beside scripts, a state block, a `<noscript>` notice, a meta or
+//!    script redirect) or the status is one bot defences answer with (401, 403, 429, 503):
+//!    rendered;
+//! 3. otherwise [`Learned::plan`] decides from what rendering samples taught: the page's URL
+//!    pattern, its section (origin and first path segment) and its host each keep how many
+//!    rendered checks agreed with the static features ([`agree`]) and how many differed.
+//!
+//! The policy ([`Learned::plan`]):
+//! * a URL pattern one of whose pages differed when rendered is rendered from then on;
+//! * a section or host where at least a quarter of the checks differed is *mixed*: it lends no
+//!   trust;
+//! * trust is spoken by the most specific place that was checked: the pattern's agreeing checks
+//!   (or more, lent by its section or host when they are not mixed), else its section's, else its
+//!   host's; below [`WARMUP`] the page is rendered to learn (at most [`WARMUP`] such renders per
+//!   host at a time; the others wait for their answers);
+//! * with trust, the host's pages are rendered one in `interval` as checks, `interval` growing
+//!   with trust up to `check_one_in` (default 20, 5%): the share never reaches zero, so a site
+//!   that starts writing its pages by script is noticed.
+//!
+//! Every rendered page with a static twin is also a check ([`Seer::see_all`]), whatever it was
+//! rendered for.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::page::dynamic::Signals;
+use crate::page::similarity::{compare, Thresholds};
+use crate::page::Page;
+
+use super::http::StaticFetch;
+use super::{Rendered, Renderer};
+
+/// How pages are seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Fetch over HTTP; render where rendering could change the answer.
+    #[default]
+    Auto,
+    /// Render every page in Chromium.
+    Always,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Auto => "auto",
+            Mode::Always => "always",
+        })
+    }
+}
+
+/// Agreeing checks before a host, section or pattern is trusted to be seen over HTTP.
+pub const WARMUP: u32 = 3;
+/// The default `check_one_in`: with full trust, one page in 20 is still rendered.
+pub const CHECK_ONE_IN: u32 = 20;
+
+/// Why a page was rendered (a fixed label set: metrics and reports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// `render.mode = "always"`.
+    Always,
+    /// The HTML showed a reason ([`Signals::needs_browser`], or `challenge` for a 401, 403, 429
+    /// or 503 answer).
+    Signal(&'static str),
+    /// Its URL pattern's pages differed when rendered, or its section or host is mixed.
+    Differs,
+    /// Too little known of its pattern, section and host.
+    Learning,
+    /// A sampled check of a trusted pattern.
+    Check,
+    /// The canonical page of a cluster: rendered for its picture.
+    Canonical,
+}
+
+impl Why {
+    /// The label (`always`, `signal`, `differs`, `learning`, `check`, `canonical`).
+    pub fn label(&self) -> &'static str {
+        match self {
+            Why::Always => "always",
+            Why::Signal(_) => "signal",
+            Why::Differs => "differs",
+            Why::Learning => "learning",
+            Why::Check => "check",
+            Why::Canonical => "canonical",
+        }
+    }
+
+    /// `signal:<reason>` for a signal, else the label.
+    pub fn describe(&self) -> String {
+        match self {
+            Why::Signal(s) => format!("signal:{s}"),
+            w => w.label().to_string(),
+        }
+    }
+}
+
+/// What [`Learned::plan`] says of a page without a signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Its HTML is enough.
+    Static,
+    /// Render it.
+    Render(Why),
+    /// Enough renders of its host are under way to learn from: ask again after their answers.
+    Wait,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Evidence {
+    agreed: u32,
+    differed: u32,
+}
+
+impl Evidence {
+    fn mixed(&self) -> bool {
+        self.differed > 0 && self.differed * 4 >= self.agreed + self.differed
+    }
+}
+
+/// Most places remembered (patterns, sections, hosts); past it the least recently learned
+/// half is forgotten (they are learned again, a few renders each).
+const MAX_PLACES: usize = 200_000;
+
+/// What rendering samples taught, per URL pattern, section and host (one worker's memory).
+#[derive(Debug)]
+pub struct Learned {
+    check_one_in: u32,
+    places: HashMap<String, (Evidence, u64)>,
+    /// Per host: static decisions since its last check, and learning renders under way.
+    hosts: HashMap<String, (u32, u32)>,
+    /// Hosts with a page that needed the browser (a signal or a difference).
+    browser_hosts: HashMap<String, u64>,
+    tick: u64,
+}
+
+/// The three places a URL is learned under: its pattern, section and host.
+fn places(url: &str) -> [String; 3] {
+    let pattern = crate::url::pattern::pattern(url);
+    let section = crate::page::soft404::scope_key(url);
+    let host = crate::url::lex::origin(url).into_owned();
+    [
+        format!("p {pattern}"),
+        format!("s {section}"),
+        format!("h {host}"),
+    ]
+}
+
+impl Learned {
+    /// A policy that renders at least one trusted page in `check_one_in` (at least 1).
+    pub fn new(check_one_in: u32) -> Learned {
+        Learned {
+            check_one_in: check_one_in.max(1),
+            places: HashMap::new(),
+            hosts: HashMap::new(),
+            browser_hosts: HashMap::new(),
+            tick: 0,
+        }
+    }
+
+    fn evidence(&self, key: &str) -> Evidence {
+        self.places.get(key).map(|e| e.0).unwrap_or_default()
+    }
+
+    /// Decide for a page of `url` whose HTML showed no reason; `max_learning` renders to learn
+    /// from may be under way per host.
+    pub fn plan(&mut self, url: &str, max_learning: u32) -> Plan {
+        let [p, s, h] = places(url);
+        let host = h[2..].to_string();
+        let ep = self.evidence(&p);
+        if ep.differed > 0 {
+            return Plan::Render(Why::Differs);
+        }
+        let (es, eh) = (self.evidence(&s), self.evidence(&h));
+        let lend = |e: Evidence| if e.mixed() { 0 } else { e.agreed };
+        // The most specific place that has been checked speaks: the pattern (with what its
+        // section and host lend), else its section, else its host.
+        let trust = if ep.agreed > 0 {
+            ep.agreed.max(lend(es)).max(lend(eh))
+        } else if es.agreed + es.differed > 0 {
+            lend(es)
+        } else {
+            lend(eh)
+        };
+        let hs = self.hosts.entry(host).or_default();
+        if trust >= WARMUP {
+            let interval = trust.clamp(2, self.check_one_in.max(2));
+            hs.0 += 1;
+            if hs.0 >= interval {
+                hs.0 = 0;
+                return Plan::Render(Why::Check);
+            }
+            return Plan::Static;
+        }
+        if hs.1 >= max_learning.max(1) {
+            return Plan::Wait;
+        }
+        hs.1 += 1;
+        Plan::Render(Why::Learning)
+    }
+
+    /// A page of `url`'s host needed the browser by its HTML: its soft-404 probes are rendered.
+    pub fn note_signal(&mut self, url: &str) {
+        self.tick += 1;
+        let host = crate::url::lex::origin(url).into_owned();
+        self.browser_hosts.insert(host, self.tick);
+    }
+
+    /// Whether `url`'s host has shown a page that needed the browser (a signal, or a rendered
+    /// check that differed): its soft-404 probes are rendered too.
+    pub fn host_needs_browser(&self, url: &str) -> bool {
+        self.browser_hosts
+            .contains_key(crate::url::lex::origin(url).as_ref())
+    }
+
+    /// What a render of `url` (planned for `why`) taught: `agreed` when its static and rendered
+    /// features tell the same page, `None` when it could not be compared (a failure).
+    pub fn learn(&mut self, url: &str, why: Why, agreed: Option<bool>) {
+        let [p, s, h] = places(url);
+        if why == Why::Learning {
+            if let Some(hs) = self.hosts.get_mut(&h[2..]) {
+                hs.1 = hs.1.saturating_sub(1);
+            }
+        }
+        let Some(agreed) = agreed else { return };
+        self.tick += 1;
+        if !agreed {
+            self.browser_hosts.insert(h[2..].to_string(), self.tick);
+        }
+        if self.places.len() >= MAX_PLACES {
+            let mut ticks: Vec<u64> = self.places.values().map(|v| v.1).collect();
+            ticks.sort_unstable();
+            let cut = ticks[ticks.len() / 2];
+            self.places.retain(|_, v| v.1 > cut);
+            self.browser_hosts.retain(|_, t| *t > cut);
+        }
+        for k in [p, s, h] {
+            let e = self.places.entry(k).or_default();
+            if agreed {
+                e.0.agreed += 1;
+            } else {
+                e.0.differed += 1;
+            }
+            e.1 = self.tick;
+        }
+    }
+
+    /// Places remembered (for the log).
+    pub fn len(&self) -> usize {
+        self.places.len()
+    }
+
+    /// Whether nothing was learned yet.
+    pub fn is_empty(&self) -> bool {
+        self.places.is_empty()
+    }
+}
+
+/// Whether a page's static and rendered forms tell the same page: the same final URL, the same
+/// rule class, and the duplicate decision of the clustering ([`Thresholds::default`]) without
+/// the screenshot (the static side has none) — the rendered page would be clustered with its
+/// static twin. Two pages with no main text at all are compared on structure alone.
+pub fn agree(stat: &Page, rend: &Page) -> bool {
+    let norm = |u: &str| url::Url::parse(u).map_or_else(|_| u.to_string(), |mut u| {
+        u.set_fragment(None);
+        u.to_string()
+    });
+    if norm(&stat.final_url) != norm(&rend.final_url) || stat.status != rend.status
+    {
+        return false;
+    }
+    let rule = |p: &Page| {
+        crate::page::rules::page_rule(p.status, p.is_html(), &p.features).map(|r| r.code())
+    };
+    if rule(stat) != rule(rend) {
+        return false;
+    }
+    let t = Thresholds::default();
+    let (a, b) = (&stat.features, &rend.features);
+    let sim = compare(a, b, &t);
+    if a.text_chars == 0 && b.text_chars == 0 {
+        return sim.structure >= t.structure;
+    }
+    sim.is_duplicate(&t)
+}
+
+/// One page as seen: the record, and why the browser was used (`None`: over HTTP only).
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// The record ([`Rendered::rendered`] says which way).
+    pub page: Rendered,
+    /// Why it was rendered.
+    pub why: Option<Why>,
+    /// How long seeing it took (fetch and render).
+    pub took: Duration,
+}
+
+/// Statuses bot defences answer a client without a browser with.
+fn challenge(status: u16) -> bool {
+    matches!(status, 401 | 403 | 429 | 503)
+}
+
+/// The browser, the static fetch, the mode and what was learned: how every page is seen.
+pub struct Seer {
+    /// The browser.
+    pub renderer: Arc<Renderer>,
+    /// `auto` or `always`.
+    pub mode: Mode,
+    fetch: StaticFetch,
+    fetches: Arc<tokio::sync::Semaphore>,
+    /// What the checks taught.
+    pub learned: std::sync::Mutex<Learned>,
+}
+
+impl Seer {
+    /// Pages are seen with `renderer` in `mode`; static fetches use the renderer's policy and
+    /// limits and its browser's `User-Agent`, `fetches` at a time.
+    pub fn new(renderer: Arc<Renderer>, mode: Mode, check_one_in: u32, fetches: usize) -> Seer {
+        let cfg = renderer.config();
+        let fetch = StaticFetch {
+            policy: cfg.policy.clone(),
+            lookup: crate::net::system_lookup(),
+            limits: crate::net::GetLimits {
+                timeout: cfg.page_timeout,
+                max_bytes: cfg.max_html_bytes,
+                max_redirects: super::http::MAX_REDIRECTS,
+                user_agent: renderer.user_agent().to_string(),
+                accept: super::http::BROWSER_ACCEPT,
+            },
+        };
+        Seer {
+            renderer,
+            mode,
+            fetch,
+            fetches: Arc::new(tokio::sync::Semaphore::new(fetches.max(1))),
+            learned: std::sync::Mutex::new(Learned::new(check_one_in)),
+        }
+    }
+
+    fn learned(&self) -> std::sync::MutexGuard<'_, Learned> {
+        self.learned.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Fetch `url` over HTTP (the browser's policy); a refusal counts in the egress proxy's
+    /// refusals.
+    pub async fn fetch(&self, url: &str) -> Rendered {
+        let _permit = self.fetches.acquire().await.expect("semaphore open");
+        let r = self.fetch.fetch(url).await;
+        if r.failure_kind() == Some("refused") {
+            self.renderer
+                .egress()
+                .stats()
+                .refused
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// A soft-404 probe: rendered in `always`, and in `auto` when the host's pages needed the
+    /// browser; fetched over HTTP otherwise.
+    pub async fn probe(&self, url: &str) -> Rendered {
+        if self.mode == Mode::Always || self.learned().host_needs_browser(url) {
+            self.renderer.render(url).await
+        } else {
+            self.fetch(url).await
+        }
+    }
+
+    /// Render `urls` for `why` (the canonicals of clusters seen over HTTP), each compared with
+    /// its static record in `statics` when given, and learned from.
+    pub async fn render_for(
+        self: &Arc<Self>,
+        items: Vec<(String, Why, Option<Rendered>)>,
+        tick: &(dyn Fn() + Send + Sync),
+    ) -> Vec<Seen> {
+        let tasks: Vec<_> = items
+            .into_iter()
+            .map(|(u, why, stat)| {
+                let me = self.clone();
+                tokio::spawn(async move {
+                    let t = Instant::now();
+                    let r = me.renderer.render(&u).await;
+                    let took = t.elapsed();
+                    (me.judge(&u, why, stat, r), took)
+                })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            let (seen, took) = match t.await {
+                Ok(x) => x,
+                Err(e) => (
+                    Seen {
+                        page: Rendered {
+                            error: format!("the render task failed: {e}"),
+                            ..Rendered::default()
+                        },
+                        why: None,
+                        took: Duration::ZERO,
+                    },
+                    Duration::ZERO,
+                ),
+            };
+            tick();
+            out.push(Seen {
+                took: seen.took + took,
+                ..seen
+            });
+        }
+        out
+    }
+
+    /// Compare a render with its static twin, learn, and choose the record: the rendered page,
+    /// or — when a render made only to check or learn failed — the static one (a page is not
+    /// lost to a browser hiccup when its HTML was enough to see it).
+    fn judge(&self, url: &str, why: Why, stat: Option<Rendered>, r: Rendered) -> Seen {
+        let Some(stat) = stat else {
+            return Seen {
+                page: r,
+                why: Some(why),
+                took: Duration::ZERO,
+            };
+        };
+        if !r.error.is_empty() {
+            self.learned().learn(url, why, None);
+            let keep_static = matches!(why, Why::Learning | Why::Check | Why::Canonical);
+            return if keep_static {
+                Seen {
+                    page: stat,
+                    why: None,
+                    took: Duration::ZERO,
+                }
+            } else {
+                Seen {
+                    page: r,
+                    why: Some(why),
+                    took: Duration::ZERO,
+                }
+            };
+        }
+        let sp = Page::new(&stat.url, &stat.final_url, stat.status, &stat.content_type, &stat.html);
+        let rp = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
+        let agreed = agree(&sp, &rp);
+        if std::env::var_os("CRAWLSIEVE_DEBUG_AUTO").is_some() {
+            let sim = compare(&sp.features, &rp.features, &Thresholds::default());
+            eprintln!("auto {url} why={} agreed={agreed} status {}/{} final {}/{} text {}/{} sim {sim:?}", why.describe(), sp.status, rp.status, sp.final_url, rp.final_url, sp.features.text_chars, rp.features.text_chars);
+        }
+        if !agreed {
+            tracing::debug!(url, why = why.describe(), "rendered page differs from its HTML");
+        }
+        self.learned().learn(url, why, Some(agreed));
+        Seen {
+            page: r,
+            why: Some(why),
+            took: Duration::ZERO,
+        }
+    }
+
+    /// See every URL of `urls` (results in the same order). `always`: render each. `auto`: fetch
+    /// each over HTTP, render those the HTML or the policy asks for — in waves, so that what the
+    /// first renders of a host teach decides for its other pages — and learn from every render.
+    /// `tick` is called once per page done.
+    pub async fn see_all(
+        self: &Arc<Self>,
+        urls: &[String],
+        tick: &(dyn Fn() + Send + Sync),
+    ) -> Vec<Seen> {
+        if self.mode == Mode::Always {
+            let items = urls
+                .iter()
+                .map(|u| (u.clone(), Why::Always, None))
+                .collect();
+            return self.render_for(items, tick).await;
+        }
+        let t0 = Instant::now();
+        let tasks: Vec<_> = urls
+            .iter()
+            .map(|u| {
+                let (me, u) = (self.clone(), u.clone());
+                tokio::spawn(async move { me.fetch(&u).await })
+            })
+            .collect();
+        let mut statics = Vec::with_capacity(urls.len());
+        for (t, u) in tasks.into_iter().zip(urls) {
+            statics.push(t.await.unwrap_or_else(|e| Rendered {
+                url: u.clone(),
+                final_url: u.clone(),
+                error: format!("the fetch task failed: {e}"),
+                ..Rendered::default()
+            }));
+        }
+        let fetch_took = t0.elapsed() / (urls.len().max(1) as u32);
+        let mut out: Vec<Option<Seen>> = vec![None; urls.len()];
+        let mut wave: Vec<(usize, Why)> = Vec::new();
+        let mut pending: Vec<usize> = Vec::new();
+        let mut later = vec![false; urls.len()];
+        {
+            let mut l = self.learned();
+            for (i, s) in statics.iter().enumerate() {
+                let is_html = {
+                    let ct = s.content_type.as_str();
+                    ct.is_empty() || ct.contains("html")
+                };
+                if !s.error.is_empty() || (!is_html && !challenge(s.status)) {
+                    continue;
+                }
+                let reason = if challenge(s.status) {
+                    Some("challenge")
+                } else {
+                    Signals::of(&s.html).needs_browser()
+                };
+                match reason {
+                    Some(r) => {
+                        l.note_signal(&s.url);
+                        wave.push((i, Why::Signal(r)));
+                    }
+                    None => pending.push(i),
+                }
+                later[i] = true;
+            }
+        }
+        for (i, s) in statics.iter().enumerate() {
+            if !later[i] {
+                out[i] = Some(Seen {
+                    page: s.clone(),
+                    why: None,
+                    took: fetch_took,
+                });
+                tick();
+            }
+        }
+        let max_learning = WARMUP;
+        loop {
+            {
+                let mut l = self.learned();
+                let mut next = Vec::new();
+                for i in pending.drain(..) {
+                    match l.plan(&urls[i], max_learning) {
+                        Plan::Static => {
+                            out[i] = Some(Seen {
+                                page: statics[i].clone(),
+                                why: None,
+                                took: fetch_took,
+                            });
+                            tick();
+                        }
+                        Plan::Render(w) => wave.push((i, w)),
+                        Plan::Wait => next.push(i),
+                    }
+                }
+                pending = next;
+            }
+            if wave.is_empty() {
+                // Nothing under way can answer the waiting pages (cannot happen: a page waits
+                // only on renders of its host in this wave); render them rather than loop.
+                wave.extend(pending.drain(..).map(|i| (i, Why::Learning)));
+                if wave.is_empty() {
+                    break;
+                }
+            }
+            let items = wave
+                .iter()
+                .map(|&(i, w)| (urls[i].clone(), w, Some(statics[i].clone())))
+                .collect();
+            let seen = self.render_for(items, tick).await;
+            for ((i, _), mut s) in wave.drain(..).zip(seen) {
+                s.took += fetch_took;
+                out[i] = Some(s);
+            }
+        }
+        out.into_iter()
+            .zip(statics)
+            .map(|(o, s)| {
+                o.unwrap_or(Seen {
+                    page: s,
+                    why: None,
+                    took: fetch_took,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(url: &str, html: &str) -> Page {
+        Page::new(url, url, 200, "text/html", html)
+    }
+
+    #[test]
+    fn a_trusted_host_is_checked_one_page_in_an_interval_that_never_ends() {
+        let mut l = Learned::new(20);
+        let u = |i: usize| format!("https://docs.example/manual/page-{}.html", (b'a' + (i % 26) as u8) as char);
+        // Nothing known: the first WARMUP pages are rendered to learn, the next wait.
+        for i in 0..3 {
+            assert_eq!(l.plan(&u(i), 3), Plan::Render(Why::Learning));
+        }
+        assert_eq!(l.plan(&u(3), 3), Plan::Wait);
+        for i in 0..3 {
+            l.learn(&u(i), Why::Learning, Some(true));
+        }
+        // Trusted: static, with a check every `interval` pages; over a long run the share of
+        // checks settles at 1 in 20 and never reaches zero.
+        let (mut checks, n) = (0, 2000);
+        for i in 0..n {
+            match l.plan(&u(i), 3) {
+                Plan::Render(Why::Check) => {
+                    checks += 1;
+                    l.learn(&u(i), Why::Check, Some(true));
+                }
+                Plan::Static => {}
+                p => panic!("{p:?}"),
+            }
+        }
+        assert!((100..=130).contains(&checks), "{checks} checks of {n}");
+    }
+
+    #[test]
+    fn a_pattern_that_differs_is_rendered_and_a_mixed_host_lends_no_trust() {
+        let mut l = Learned::new(20);
+        for i in 0..5 {
+            l.learn(&format!("https://h.example/doc/{i}.html"), Why::Learning, Some(true));
+        }
+        // One check of /app/{num} differs: that pattern is rendered from then on.
+        l.learn("https://h.example/app/1", Why::Check, Some(false));
+        for i in 2..50 {
+            assert_eq!(l.plan(&format!("https://h.example/app/{i}"), 3), Plan::Render(Why::Differs));
+        }
+        // The host is not mixed (1 of 6 differed): a new pattern elsewhere is trusted.
+        assert_ne!(l.plan("https://h.example/blog/x.html", 3), Plan::Render(Why::Learning));
+        // Two more differences make it mixed (3 of 8): an unchecked pattern is rendered.
+        l.learn("https://h.example/shop/1", Why::Check, Some(false));
+        l.learn("https://h.example/cart/1", Why::Check, Some(false));
+        assert_eq!(l.plan("https://h.example/new/thing", 3), Plan::Render(Why::Learning));
+        // A section checked on its own speaks for itself: /doc/ lends to its new patterns.
+        assert_ne!(l.plan("https://h.example/doc/intro.html", 3), Plan::Render(Why::Learning));
+        // A pattern with its own agreement keeps it: /doc/ pages are still sampled.
+        assert!(matches!(
+            l.plan("https://h.example/doc/9.html", 3),
+            Plan::Static | Plan::Render(Why::Check)
+        ));
+        // Another host knows nothing.
+        assert_eq!(l.plan("https://other.example/", 3), Plan::Render(Why::Learning));
+    }
+
+    #[test]
+    fn static_and_rendered_twins_agree_unless_a_script_wrote_the_page() {
+        let text = "Reference manual: every function of the library, its arguments and what it returns. ".repeat(20);
+        let doc = format!("<html><head><title>Manual</title></head><body><nav><a href=/>Home</a></nav><main><h1>Manual</h1><p>{text}</p></main></body></html>");
+        // Chromium's DOM of a static page: the same tree (a script may add a node or two).
+        let rendered = doc.replace("</body>", "<div class=toast></div></body>");
+        assert!(agree(&page("https://h/a", &doc), &page("https://h/a", &rendered)));
+        // An app shell and what its script wrote.
+        let shell = "<html><head><title>Shop</title></head><body><div id=root></div><script src=/app.js></script></body></html>";
+        let written = shell.replace("<div id=root></div>", &format!("<div id=root><main><p>{text}</p></main></div>"));
+        assert!(!agree(&page("https://h/p/1", shell), &page("https://h/p/1", &written)));
+        // A script redirect: another final URL.
+        let mut moved = page("https://h/a", &doc);
+        moved.final_url = "https://h/b".into();
+        assert!(!agree(&page("https://h/a", &doc), &moved));
+        // Two empty pages of the same shape agree.
+        assert!(agree(&page("https://h/e", "<p></p>"), &page("https://h/e", "<p></p>")));
+    }
+}
