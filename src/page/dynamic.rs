@@ -191,6 +191,40 @@ impl Signals {
     }
 }
 
+/// The target of a `<meta http-equiv="refresh" content="N; url=…">` that sends the reader on
+/// within `max_delay` seconds: (delay, the URL as written). `None` without one, or for a refresh
+/// that reloads the page itself (no URL).
+pub fn meta_refresh(html: &str, max_delay: u32) -> Option<(u32, String)> {
+    let doc = Html::parse_document(html);
+    let sel = scraper::Selector::parse("meta[http-equiv]").expect("a valid selector");
+    for m in doc.select(&sel) {
+        let e = m.value();
+        if !e
+            .attr("http-equiv")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("refresh"))
+        {
+            continue;
+        }
+        let content = e.attr("content")?.trim();
+        let (delay, rest) = content
+            .split_once([';', ','])
+            .map_or((content, ""), |(d, r)| (d, r));
+        let delay: u32 = delay.trim().split('.').next()?.parse().ok()?;
+        if delay > max_delay {
+            return None;
+        }
+        let rest = rest.trim();
+        let url = match rest.get(..4) {
+            Some(k) if k.eq_ignore_ascii_case("url=") => &rest[4..],
+            _ => rest,
+        }
+        .trim()
+        .trim_matches(['\'', '"']);
+        return (!url.is_empty()).then(|| (delay, url.to_string()));
+    }
+    None
+}
+
 /// Whether a script's text assigns the document's location (`location = …`,
 /// `location.href = …`, `location.replace(…)`, `location.assign(…)`), not compares it.
 fn assigns_location(js: &str) -> bool {
@@ -290,6 +324,16 @@ mod tests {
             .needs_browser(),
             Some("state_block")
         );
+    }
+
+    #[test]
+    fn meta_refresh_targets() {
+        let m = |c: &str| meta_refresh(&format!("<head><meta http-equiv=Refresh content=\"{c}\"></head>"), 1);
+        assert_eq!(m("0;URL=../std/vec/struct.Vec.html"), Some((0, "../std/vec/struct.Vec.html".into())));
+        assert_eq!(m("1; url='/b'"), Some((1, "/b".into())));
+        assert_eq!(m("0"), None, "a reload is no redirect");
+        assert_eq!(m("30; url=/later"), None, "too late to matter");
+        assert_eq!(meta_refresh("<p>no refresh</p>", 1), None);
     }
 
     #[test]

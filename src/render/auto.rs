@@ -20,9 +20,13 @@
 //!   (or more, lent by its section or host when they are not mixed), else its section's, else its
 //!   host's; below [`WARMUP`] the page is rendered to learn (at most [`WARMUP`] such renders per
 //!   host at a time; the others wait for their answers);
-//! * with trust, the host's pages are rendered one in `interval` as checks, `interval` growing
-//!   with trust up to `check_one_in` (default 20, 5%): the share never reaches zero, so a site
+//! * with trust, the host's pages are rendered one in `interval` as checks, `interval` twice
+//!   the trust, up to `check_one_in` (default 20, 5%): the share never reaches zero, so a site
 //!   that starts writing its pages by script is noticed.
+//!
+//! A `<meta http-equiv="refresh">` that sends the reader on within a second is followed over
+//! HTTP as Chromium follows it (each hop through the same policy, at most five), so a site of
+//! redirect stubs (a third of Rust's documentation files) is not rendered for them.
 //!
 //! Every rendered page with a static twin is also a check ([`Seer::see_all`]), whatever it was
 //! rendered for.
@@ -194,7 +198,7 @@ impl Learned {
         };
         let hs = self.hosts.entry(host).or_default();
         if trust >= WARMUP {
-            let interval = trust.clamp(2, self.check_one_in.max(2));
+            let interval = (2 * trust).clamp(2, self.check_one_in.max(2));
             hs.0 += 1;
             if hs.0 >= interval {
                 hs.0 = 0;
@@ -244,7 +248,14 @@ impl Learned {
             self.places.retain(|_, v| v.1 > cut);
             self.browser_hosts.retain(|_, t| *t > cut);
         }
-        for k in [p, s, h] {
+        // A page rendered for a signal in its HTML is expected to differ: what it shows is
+        // its pattern's, not evidence about its section's or host's other pages.
+        let keys = if matches!(why, Why::Signal(_)) {
+            vec![p]
+        } else {
+            vec![p, s, h]
+        };
+        for k in keys {
             let e = self.places.entry(k).or_default();
             if agreed {
                 e.0.agreed += 1;
@@ -366,6 +377,51 @@ impl Seer {
         r
     }
 
+    /// [`Seer::fetch`], and a `<meta http-equiv="refresh">` within a second followed over HTTP
+    /// (at most five hops, each through the policy), as the browser would follow it: the final
+    /// URL and page are the target's, the chain lists every URL asked.
+    pub async fn fetch_following(&self, url: &str) -> Rendered {
+        let mut r = self.fetch(url).await;
+        for _ in 0..5 {
+            let is_html = r.content_type.is_empty() || r.content_type.contains("html");
+            if !r.error.is_empty() || !is_html || !(200..300).contains(&r.status) {
+                break;
+            }
+            let Some((_, to)) = crate::page::dynamic::meta_refresh(&r.html, 1) else {
+                break;
+            };
+            let Some(next) = url::Url::parse(&r.final_url)
+                .ok()
+                .and_then(|b| b.join(&to).ok())
+                .map(|u| u.to_string())
+            else {
+                break;
+            };
+            if next == r.final_url {
+                break;
+            }
+            let mut chain = if r.redirect_chain.is_empty() {
+                vec![r.final_url.clone()]
+            } else {
+                r.redirect_chain.clone()
+            };
+            let mut t = self.fetch(&next).await;
+            chain.extend(if t.redirect_chain.is_empty() {
+                vec![t.final_url.clone()]
+            } else {
+                t.redirect_chain.clone()
+            });
+            t.url = url.to_string();
+            t.redirect_chain = chain;
+            if !t.error.is_empty() {
+                // The target could not be fetched: the browser would have tried; render the stub.
+                return r;
+            }
+            r = t;
+        }
+        r
+    }
+
     /// A soft-404 probe: rendered in `always`, and in `auto` when the host's pages needed the
     /// browser; fetched over HTTP otherwise.
     pub async fn probe(&self, url: &str) -> Rendered {
@@ -451,12 +507,17 @@ impl Seer {
         let sp = Page::new(&stat.url, &stat.final_url, stat.status, &stat.content_type, &stat.html);
         let rp = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
         let agreed = agree(&sp, &rp);
-        if std::env::var_os("CRAWLSIEVE_DEBUG_AUTO").is_some() {
-            let sim = compare(&sp.features, &rp.features, &Thresholds::default());
-            eprintln!("auto {url} why={} agreed={agreed} status {}/{} final {}/{} text {}/{} sim {sim:?}", why.describe(), sp.status, rp.status, sp.final_url, rp.final_url, sp.features.text_chars, rp.features.text_chars);
-        }
         if !agreed {
-            tracing::debug!(url, why = why.describe(), "rendered page differs from its HTML");
+            let sim = compare(&sp.features, &rp.features, &Thresholds::default());
+            tracing::debug!(
+                url,
+                why = why.describe(),
+                content = sim.content,
+                structure = sim.structure,
+                text = sim.text,
+                final_url = rp.final_url,
+                "rendered page differs from its HTML"
+            );
         }
         self.learned().learn(url, why, Some(agreed));
         Seen {
@@ -487,7 +548,7 @@ impl Seer {
             .iter()
             .map(|u| {
                 let (me, u) = (self.clone(), u.clone());
-                tokio::spawn(async move { me.fetch(&u).await })
+                tokio::spawn(async move { me.fetch_following(&u).await })
             })
             .collect();
         let mut statics = Vec::with_capacity(urls.len());
