@@ -118,6 +118,10 @@ struct OutUrl {
     /// whose input says nothing of it).
     #[serde(skip_serializing_if = "Option::is_none")]
     rendered: Option<bool>,
+    /// Why `similar --render auto` rendered it (`signal:app_root`, `learning`, `check`,
+    /// `differs`, `canonical`, `always`); null when it was not rendered. Absent in `cluster`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    render_reason: Option<Option<String>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -350,6 +354,7 @@ pub fn run(a: ClusterArgs) -> Result<()> {
         learned: &[],
         rendered: &[],
         mode: None,
+        why: &[],
     };
     report(
         &pages,
@@ -376,6 +381,8 @@ pub(crate) struct Extras<'a> {
     pub rendered: &'a [bool],
     /// `similar`'s `--render`.
     pub mode: Option<crate::render::auto::Mode>,
+    /// Why each page was rendered (`similar`; empty for `cluster`).
+    pub why: &'a [Option<String>],
 }
 
 pub(crate) fn report(
@@ -438,6 +445,7 @@ pub(crate) fn report(
             .then(|| round(a.sim.behavior)),
             rule: a.rule,
             rendered: extras.rendered.get(i).copied(),
+            render_reason: extras.why.get(i).cloned(),
         })
         .collect();
     let mut clusters: Vec<OutCluster> = Vec::new();
@@ -684,6 +692,7 @@ fn write_csv(r: &Report, out: &mut dyn Write) -> Result<()> {
         "behavior_sim",
         "rule",
         "rendered",
+        "render_reason",
     ])?;
     for u in &r.urls {
         w.write_record([
@@ -705,6 +714,7 @@ fn write_csv(r: &Report, out: &mut dyn Write) -> Result<()> {
             u.behavior_sim.map(|v| v.to_string()).unwrap_or_default(),
             u.rule.map(|r| format!("{r:?}")).unwrap_or_default(),
             u.rendered.map(|r| r.to_string()).unwrap_or_default(),
+            u.render_reason.clone().flatten().unwrap_or_default(),
         ])?;
     }
     w.flush()?;

@@ -298,15 +298,23 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         // Ctrl-C or SIGTERM: close the browser and remove its profile before exiting.
         let probe = !a.no_soft_404_probe;
         let work = async {
-            let mut seen = see_all(&seer, &list, a.batch_size).await?;
+            let t0 = std::time::Instant::now();
+            let mut seen = see_all(&seer, &list, a.batch_size, &t).await?;
+            let rendered = seen.iter().filter(|s| s.page.rendered).count();
+            tracing::debug!(pages = seen.len(), rendered, seconds = t0.elapsed().as_secs_f64(), "pages seen");
+            let t0 = std::time::Instant::now();
             let templates = if probe {
                 soft_404_templates(&seer, &seen).await?
             } else {
                 (Default::default(), Vec::new(), Default::default())
             };
+            tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "soft-404 probes");
+            let t0 = std::time::Instant::now();
             if a.render == Mode::Auto {
                 render_canonicals(&seer, &mut seen, &templates, &t).await;
             }
+            let more = seen.iter().filter(|s| s.page.rendered).count() - rendered;
+            tracing::debug!(rendered = more, seconds = t0.elapsed().as_secs_f64(), "canonicals rendered after clustering");
             anyhow::Ok((seen, templates))
         };
         let out = tokio::select! {
@@ -321,6 +329,10 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         out
     })?;
     let rendered_flags: Vec<bool> = seen.iter().map(|s| s.page.rendered).collect();
+    let why: Vec<Option<String>> = seen
+        .iter()
+        .map(|s| s.why.filter(|_| s.page.rendered).map(|w| w.describe()))
+        .collect();
     let (pages, errors) = pages_of(&seen, &(templates, Vec::new(), serve_home));
     let thumbs: Vec<Option<String>> = seen.into_iter().map(|s| s.page.thumbnail).collect();
     rt.shutdown_timeout(Duration::from_secs(5));
@@ -350,6 +362,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         learned: &learned,
         rendered: &rendered_flags,
         mode: Some(a.render),
+        why: &why,
     };
     super::cluster::report(
         &pages,
@@ -364,7 +377,12 @@ pub fn run(a: SimilarArgs) -> Result<()> {
 
 /// See every URL of `list` ([`Seer::see_all`]: rendered, or fetched over HTTP in `auto`),
 /// `batch` at a time, with a progress bar on a terminal.
-async fn see_all(seer: &Arc<Seer>, list: &[String], batch: usize) -> Result<Vec<Seen>> {
+async fn see_all(
+    seer: &Arc<Seer>,
+    list: &[String],
+    batch: usize,
+    t: &Thresholds,
+) -> Result<Vec<Seen>> {
     let bar = if std::io::stderr().is_terminal() {
         indicatif::ProgressBar::new(list.len() as u64)
     } else {
@@ -373,7 +391,31 @@ async fn see_all(seer: &Arc<Seer>, list: &[String], batch: usize) -> Result<Vec<
     let mut out = Vec::with_capacity(list.len());
     for chunk in list.chunks(batch.max(1)) {
         let b = bar.clone();
-        out.extend(seer.see_all(chunk, &move || b.inc(1)).await);
+        // `auto`: the canonical pages of the clusters the HTML alone forms are rendered first
+        // (for their pictures, and as the policy's first checks).
+        let t = *t;
+        let canonicals = move |statics: &[Rendered]| -> Vec<usize> {
+            let ok: Vec<usize> = (0..statics.len())
+                .filter(|&i| statics[i].error.is_empty())
+                .collect();
+            let pages: Vec<Page> = ok
+                .iter()
+                .map(|&i| {
+                    let r = &statics[i];
+                    Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html)
+                })
+                .collect();
+            crate::page::cluster::cluster(&pages, &t)
+                .into_iter()
+                .zip(&ok)
+                .filter(|(a, _)| !a.cluster_id.is_empty() && a.is_canonical)
+                .map(|(_, &i)| i)
+                .collect()
+        };
+        out.extend(
+            seer.see_all_first(chunk, &move || b.inc(1), &canonicals)
+                .await,
+        );
     }
     bar.finish_and_clear();
     Ok(out)
@@ -422,7 +464,13 @@ async fn render_canonicals(seer: &Arc<Seer>, seen: &mut [Seen], probed: &Probed,
         }
         let items = want
             .iter()
-            .map(|&i| (seen[i].page.url.clone(), Why::Canonical, Some(seen[i].page.clone())))
+            .map(|&i| {
+                seer.learned
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .begin(&seen[i].page.url);
+                (seen[i].page.url.clone(), Why::Canonical, Some(seen[i].page.clone()))
+            })
             .collect();
         for (i, s) in want.into_iter().zip(seer.render_for(items, &|| {}).await) {
             seen[i] = Seen {

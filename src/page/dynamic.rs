@@ -195,6 +195,9 @@ impl Signals {
 /// within `max_delay` seconds: (delay, the URL as written). `None` without one, or for a refresh
 /// that reloads the page itself (no URL).
 pub fn meta_refresh(html: &str, max_delay: u32) -> Option<(u32, String)> {
+    if !(html.contains("efresh") || html.contains("EFRESH")) {
+        return None; // no parse for the pages that cannot have one
+    }
     let doc = Html::parse_document(html);
     let sel = scraper::Selector::parse("meta[http-equiv]").expect("a valid selector");
     for m in doc.select(&sel) {

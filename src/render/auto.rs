@@ -29,7 +29,8 @@
 //! redirect stubs (a third of Rust's documentation files) is not rendered for them.
 //!
 //! Every rendered page with a static twin is also a check ([`Seer::see_all`]), whatever it was
-//! rendered for.
+//! rendered for; a cluster's canonical rendered for its picture stands for one scheduled check
+//! of its host (a credit), so `similar` does not render both.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -132,6 +133,18 @@ impl Evidence {
     }
 }
 
+/// A host's check schedule.
+#[derive(Debug, Default)]
+struct HostState {
+    /// Pages decided static since its last check.
+    since: u32,
+    /// Renders to learn from under way (the host's undecided pages wait for them).
+    learning: u32,
+    /// Renders compared with their static twins that the schedule did not ask for (a
+    /// cluster's canonical): each stands for one scheduled check.
+    credit: u32,
+}
+
 /// Most places remembered (patterns, sections, hosts); past it the least recently learned
 /// half is forgotten (they are learned again, a few renders each).
 const MAX_PLACES: usize = 200_000;
@@ -141,10 +154,11 @@ const MAX_PLACES: usize = 200_000;
 pub struct Learned {
     check_one_in: u32,
     places: HashMap<String, (Evidence, u64)>,
-    /// Per host: static decisions since its last check, and learning renders under way.
-    hosts: HashMap<String, (u32, u32)>,
-    /// Hosts with a page that needed the browser (a signal or a difference).
-    browser_hosts: HashMap<String, u64>,
+    /// Per host: the check schedule and the renders under way.
+    hosts: HashMap<String, HostState>,
+    /// Sections (soft-404 scopes) with a page that needed the browser (a signal or a
+    /// difference).
+    browser_scopes: HashMap<String, u64>,
     tick: u64,
 }
 
@@ -167,7 +181,7 @@ impl Learned {
             check_one_in: check_one_in.max(1),
             places: HashMap::new(),
             hosts: HashMap::new(),
-            browser_hosts: HashMap::new(),
+            browser_scopes: HashMap::new(),
             tick: 0,
         }
     }
@@ -199,54 +213,71 @@ impl Learned {
         let hs = self.hosts.entry(host).or_default();
         if trust >= WARMUP {
             let interval = (2 * trust).clamp(2, self.check_one_in.max(2));
-            hs.0 += 1;
-            if hs.0 >= interval {
-                hs.0 = 0;
+            hs.since += 1;
+            if hs.since >= interval {
+                hs.since = 0;
+                if hs.credit > 0 {
+                    // A canonical's render already compared a page of this host.
+                    hs.credit -= 1;
+                    return Plan::Static;
+                }
                 return Plan::Render(Why::Check);
             }
             return Plan::Static;
         }
-        if hs.1 >= max_learning.max(1) {
+        if hs.learning >= max_learning.max(1) {
             return Plan::Wait;
         }
-        hs.1 += 1;
+        hs.learning += 1;
         Plan::Render(Why::Learning)
     }
 
-    /// A page of `url`'s host needed the browser by its HTML: its soft-404 probes are rendered.
-    pub fn note_signal(&mut self, url: &str) {
-        self.tick += 1;
+    /// A render of a page of `url` to learn from is under way (the host's other pages wait for
+    /// it as for a [`Why::Learning`] render); [`Learned::learn`] with [`Why::Canonical`] ends it.
+    pub fn begin(&mut self, url: &str) {
         let host = crate::url::lex::origin(url).into_owned();
-        self.browser_hosts.insert(host, self.tick);
+        self.hosts.entry(host).or_default().learning += 1;
     }
 
-    /// Whether `url`'s host has shown a page that needed the browser (a signal, or a rendered
-    /// check that differed): its soft-404 probes are rendered too.
-    pub fn host_needs_browser(&self, url: &str) -> bool {
-        self.browser_hosts
-            .contains_key(crate::url::lex::origin(url).as_ref())
+    /// A page of `url`'s section needed the browser by its HTML: the section's soft-404 probes
+    /// are rendered.
+    pub fn note_signal(&mut self, url: &str) {
+        self.tick += 1;
+        self.browser_scopes
+            .insert(crate::page::soft404::scope_key(url), self.tick);
+    }
+
+    /// Whether `url`'s section (origin and first path segment, the soft-404 probe's scope)
+    /// has shown a page that needed the browser (a signal, or a rendered check that differed):
+    /// its soft-404 probes are rendered too.
+    pub fn needs_browser(&self, url: &str) -> bool {
+        self.browser_scopes
+            .contains_key(&crate::page::soft404::scope_key(url))
     }
 
     /// What a render of `url` (planned for `why`) taught: `agreed` when its static and rendered
     /// features tell the same page, `None` when it could not be compared (a failure).
     pub fn learn(&mut self, url: &str, why: Why, agreed: Option<bool>) {
         let [p, s, h] = places(url);
-        if why == Why::Learning {
+        if matches!(why, Why::Learning | Why::Canonical) {
             if let Some(hs) = self.hosts.get_mut(&h[2..]) {
-                hs.1 = hs.1.saturating_sub(1);
+                hs.learning = hs.learning.saturating_sub(1);
+                if why == Why::Canonical && agreed.is_some() {
+                    hs.credit += 1;
+                }
             }
         }
         let Some(agreed) = agreed else { return };
         self.tick += 1;
         if !agreed {
-            self.browser_hosts.insert(h[2..].to_string(), self.tick);
+            self.browser_scopes.insert(s[2..].to_string(), self.tick);
         }
         if self.places.len() >= MAX_PLACES {
             let mut ticks: Vec<u64> = self.places.values().map(|v| v.1).collect();
             ticks.sort_unstable();
             let cut = ticks[ticks.len() / 2];
             self.places.retain(|_, v| v.1 > cut);
-            self.browser_hosts.retain(|_, t| *t > cut);
+            self.browser_scopes.retain(|_, t| *t > cut);
         }
         // A page rendered for a signal in its HTML is expected to differ: what it shows is
         // its pattern's, not evidence about its section's or host's other pages.
@@ -422,10 +453,10 @@ impl Seer {
         r
     }
 
-    /// A soft-404 probe: rendered in `always`, and in `auto` when the host's pages needed the
-    /// browser; fetched over HTTP otherwise.
+    /// A soft-404 probe: rendered in `always`, and in `auto` when the pages of its section
+    /// needed the browser; fetched over HTTP otherwise.
     pub async fn probe(&self, url: &str) -> Rendered {
-        if self.mode == Mode::Always || self.learned().host_needs_browser(url) {
+        if self.mode == Mode::Always || self.learned().needs_browser(url) {
             self.renderer.render(url).await
         } else {
             self.fetch(url).await
@@ -536,6 +567,20 @@ impl Seer {
         urls: &[String],
         tick: &(dyn Fn() + Send + Sync),
     ) -> Vec<Seen> {
+        self.see_all_first(urls, tick, &|_| Vec::new()).await
+    }
+
+    /// [`Seer::see_all`], with `first` choosing, from the static records, pages to render in
+    /// the first wave as [`Why::Canonical`] (`similar`: the canonical pages of the clusters the
+    /// static features form — they are rendered for their pictures anyway, and as the first
+    /// checks they teach the policy before any page is decided). While they are under way, the
+    /// pages of their hosts wait for what they teach.
+    pub async fn see_all_first(
+        self: &Arc<Self>,
+        urls: &[String],
+        tick: &(dyn Fn() + Send + Sync),
+        first: &(dyn Fn(&[Rendered]) -> Vec<usize> + Send + Sync),
+    ) -> Vec<Seen> {
         if self.mode == Mode::Always {
             let items = urls
                 .iter()
@@ -589,6 +634,17 @@ impl Seer {
                 }
                 later[i] = true;
             }
+        }
+        {
+            let mut l = self.learned();
+            for i in first(&statics) {
+                if let Some(k) = pending.iter().position(|&p| p == i) {
+                    pending.swap_remove(k);
+                    l.begin(&urls[i]);
+                    wave.push((i, Why::Canonical));
+                }
+            }
+            pending.sort_unstable();
         }
         for (i, s) in statics.iter().enumerate() {
             if !later[i] {
@@ -686,6 +742,34 @@ mod tests {
             }
         }
         assert!((100..=130).contains(&checks), "{checks} checks of {n}");
+    }
+
+    #[test]
+    fn canonicals_rendered_first_teach_before_the_host_is_decided() {
+        let mut l = Learned::new(20);
+        let u = |i: usize| format!("https://docs.example/ref/{i}.html");
+        for i in 0..10 {
+            l.begin(&u(i));
+        }
+        // Ten renders of the host under way: its other pages wait for them.
+        assert_eq!(l.plan("https://docs.example/guide/intro.html", 3), Plan::Wait);
+        for i in 0..10 {
+            l.learn(&u(i), Why::Canonical, Some(true));
+        }
+        // They agreed: the section is trusted with ten checks, no page rendered to learn, and
+        // each canonical's render stands for one scheduled check.
+        let rendered = (10..30)
+            .filter(|&i| l.plan(&u(i), 3) != Plan::Static)
+            .count();
+        assert_eq!(rendered, 0, "the first check is a canonical's");
+        let checks = (30..430)
+            .filter(|&i| l.plan(&u(i), 3) == Plan::Render(Why::Check))
+            .count();
+        assert_eq!(checks, 20 - 9, "one in twenty once the ten credits are spent");
+        // A signal page teaches its own pattern only.
+        l.learn("https://docs.example/app/shell", Why::Signal("app_root"), Some(false));
+        assert_eq!(l.plan("https://docs.example/app/shell", 3), Plan::Render(Why::Differs));
+        assert_eq!(l.evidence("s https://docs.example/app").differed, 0);
     }
 
     #[test]
