@@ -283,7 +283,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
     if let Some(s) = a.sim_threshold {
         t.structure = s;
     }
-    let (seen, (templates, probes, serve_home)) = rt.block_on(async {
+    let (seen, (templates, probes, serve_home), mut cache) = rt.block_on(async {
         let r = Arc::new(
             Renderer::new(cfg)
                 .await
@@ -310,12 +310,13 @@ pub fn run(a: SimilarArgs) -> Result<()> {
             };
             tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "soft-404 probes");
             let t0 = std::time::Instant::now();
+            let mut cache = Vec::new();
             if a.render == Mode::Auto {
-                render_canonicals(&seer, &mut seen, &templates, &t).await;
+                render_canonicals(&seer, &mut seen, &templates, &t, &mut cache).await;
             }
             let more = seen.iter().filter(|s| s.page.rendered).count() - rendered;
             tracing::debug!(rendered = more, seconds = t0.elapsed().as_secs_f64(), "canonicals rendered after clustering");
-            anyhow::Ok((seen, templates))
+            anyhow::Ok((seen, templates, cache))
         };
         let out = tokio::select! {
             out = work => out,
@@ -333,7 +334,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         .iter()
         .map(|s| s.why.filter(|_| s.page.rendered).map(|w| w.describe()))
         .collect();
-    let (pages, errors) = pages_of(&seen, &(templates, Vec::new(), serve_home));
+    let (pages, errors) = pages_of(&seen, &(templates, Vec::new(), serve_home), &mut cache);
     let thumbs: Vec<Option<String>> = seen.into_iter().map(|s| s.page.thumbnail).collect();
     rt.shutdown_timeout(Duration::from_secs(5));
     // What the render stage would learn from these pages: parameters that change nothing.
@@ -422,14 +423,24 @@ async fn see_all(
 }
 
 /// The pages (features) and their errors, soft 404s judged with `probed`'s templates.
-fn pages_of(seen: &[Seen], probed: &Probed) -> (Vec<Page>, Vec<String>) {
+/// `cache` holds each page's features once extracted (`None`: its record changed).
+fn pages_of(
+    seen: &[Seen],
+    probed: &Probed,
+    cache: &mut Vec<Option<Page>>,
+) -> (Vec<Page>, Vec<String>) {
     let (templates, _, serve_home) = probed;
     let rendered: Vec<&Rendered> = seen.iter().map(|s| &s.page).collect();
     let soft = soft_404s(&rendered, templates, serve_home);
     let mut pages = Vec::with_capacity(seen.len());
     let mut errors = Vec::with_capacity(seen.len());
-    for (r, soft) in rendered.into_iter().zip(soft) {
-        let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
+    cache.resize(seen.len(), None);
+    for ((r, soft), c) in rendered.into_iter().zip(soft).zip(cache.iter_mut()) {
+        let mut p = c
+            .get_or_insert_with(|| {
+                Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html)
+            })
+            .clone();
         p.features.soft_404 = soft;
         p.redirect_chain = r.redirect_chain.clone();
         p.features.phash = r.phash;
@@ -444,10 +455,16 @@ fn pages_of(seen: &[Seen], probed: &Probed) -> (Vec<Page>, Vec<String>) {
 /// was seen over HTTP only, for its thumbnail and screenshot hash — then cluster again with what
 /// the browser showed, as a canonical's rendered features may move members; at most three
 /// rounds (a page whose render failed keeps its static record and is not asked again).
-async fn render_canonicals(seer: &Arc<Seer>, seen: &mut [Seen], probed: &Probed, t: &Thresholds) {
+async fn render_canonicals(
+    seer: &Arc<Seer>,
+    seen: &mut [Seen],
+    probed: &Probed,
+    t: &Thresholds,
+    cache: &mut Vec<Option<Page>>,
+) {
     let mut tried = std::collections::HashSet::new();
     for _ in 0..3 {
-        let (pages, errors) = pages_of(seen, probed);
+        let (pages, errors) = pages_of(seen, probed, cache);
         let ok: Vec<usize> = (0..pages.len()).filter(|&i| errors[i].is_empty()).collect();
         let ok_pages: Vec<Page> = ok.iter().map(|&i| pages[i].clone()).collect();
         let want: Vec<usize> = crate::page::cluster::cluster(&ok_pages, t)
@@ -477,6 +494,7 @@ async fn render_canonicals(seer: &Arc<Seer>, seen: &mut [Seen], probed: &Probed,
                 took: seen[i].took + s.took,
                 ..s
             };
+            cache[i] = None;
         }
     }
 }
