@@ -243,3 +243,91 @@ fn the_http_fetch_goes_through_the_egress_policy() {
     assert_eq!(rows[2]["error"], "");
     assert_eq!(rec.hits.load(std::sync::atomic::Ordering::SeqCst), 0, "{:?}", rec.requests.lock().unwrap());
 }
+
+/// The render stage on Kafka in `auto` (the default mode) keeps at-least-once under a kill: the
+/// gate publishes 24 pages, a render stage is SIGKILLed once its first assignments are on the
+/// results topic, a second one finishes; every page has an assignment (lost = 0), repeats are
+/// only the batches in flight, and the records say how each page was seen.
+#[test]
+fn the_render_stage_in_auto_loses_nothing_when_killed() {
+    use common::kafka::{create_topics, produce, read_all, read_until, Tansu};
+    let rec = recorder();
+    let base = serve(rec.port);
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(
+        &b,
+        &[
+            ("urls", 2),
+            ("fetch", 2),
+            ("results", 2),
+            ("urls.dead-letter", 1),
+            ("fetch.dead-letter", 1),
+            ("audit", 1),
+        ],
+    );
+    let ns = format!("render-auto-kill-{}-{}", std::process::id(), common::free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("stage.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[kafka]\nbrokers = \"{b}\"\naudit_topic = \"audit\"\n[kafka.consumer]\n\"session.timeout.ms\" = 6000\n\
+             [redis]\nnamespace = \"{ns}\"\nfp_rate = 1e-9\n[render]\nallow = [\"127.0.0.1\"]\npage_timeout = \"15s\"\nsoft_404_probe = false\n\
+             [sieve]\nallow_private = [\"127.0.0.1\"]\n"
+        ),
+    )
+    .unwrap();
+    let mut urls: Vec<String> = (0..18).map(|i| format!("{base}/docs/d{i}.html")).collect();
+    urls.extend((0..3).map(|i| format!("{base}/mirror/d{i}.html")));
+    urls.extend((1..=3).map(|i| format!("{base}/app/item/{i}")));
+    let values: Vec<Vec<u8>> = urls.iter().map(|u| u.clone().into_bytes()).collect();
+    produce(&b, "urls", 2, &values);
+    let stage = |cmd: &str, idle: bool| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"));
+        c.arg(cmd).arg("--config").arg(&config).args(["--log-format", "json"]);
+        if idle {
+            c.args(["--idle-exit", "3s"]);
+        }
+        c.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        c
+    };
+    let o = stage("gate", true)
+        .args(["--set", "kafka.group_id=auto-kill-gate"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The first render stage: killed once its first assignments are delivered.
+    let mut first = stage("render", false).spawn().unwrap();
+    let early = read_until(&b, "results", 2, std::time::Duration::from_secs(120), |m| !m.is_empty());
+    assert!(!early.is_empty(), "no assignment within two minutes");
+    unsafe { libc::kill(first.id() as i32, libc::SIGKILL) };
+    let _ = first.wait();
+    // The second finishes the topic.
+    let o = stage("render", true).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let results = read_all(&b, "results", 2, std::time::Duration::from_secs(2));
+    let v = common::schema_validator("cluster-assignment");
+    let mut count: HashMap<String, usize> = HashMap::new();
+    let mut rendered = HashMap::new();
+    for g in &results {
+        let doc: serde_json::Value = serde_json::from_slice(&g.value).unwrap();
+        if let Err(e) = v.validate(&doc) {
+            panic!("{e}: {doc}");
+        }
+        *count.entry(doc["url"].as_str().unwrap().to_string()).or_default() += 1;
+        rendered.insert(doc["url"].as_str().unwrap().to_string(), doc["rendered"].as_bool().unwrap());
+    }
+    let lost: Vec<&String> = urls.iter().filter(|u| !count.contains_key(*u)).collect();
+    let repeats: usize = count.values().map(|n| n - 1).sum();
+    eprintln!("render stage killed once: {} assignments for {} pages, lost {}, repeated {repeats}", results.len(), urls.len(), lost.len());
+    assert!(lost.is_empty(), "lost: {lost:?}");
+    assert!(repeats <= 16, "{repeats} repeats: more than the two batches that can be in flight");
+    // Shells rendered; the static pages mostly not.
+    for i in 1..=3 {
+        assert_eq!(rendered[&format!("{base}/app/item/{i}")], true);
+    }
+    assert!(rendered.values().filter(|r| !**r).count() >= 8, "{rendered:?}");
+    assert_eq!(rec.hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
