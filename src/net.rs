@@ -383,14 +383,15 @@ async fn get_within(
 
 /// Connect to the first of `addrs` (all checked) that answers.
 async fn connect_any(addrs: &[SocketAddr]) -> Result<tokio::net::TcpStream, GetError> {
-    let mut last = String::from("no address");
+    let mut last = String::from("unreachable: no address");
     for &a in addrs {
         match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(a)).await {
             Ok(Ok(s)) => return Ok(s),
-            Ok(Err(e)) => last = format!("{a}: {e}"),
-            Err(_) => last = format!("{a}: no answer"),
+            Ok(Err(e)) => last = format!("unreachable: {a} ({e})"),
+            Err(_) => last = format!("unreachable: {a} (no answer)"),
         }
     }
+    // Worded as the renderer's egress proxy words it: `unreachable: host:port (why)`.
     Err(GetError::Failed(last))
 }
 

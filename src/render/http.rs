@@ -79,6 +79,7 @@ impl StaticFetch {
             Err(GetError::Failed(why)) if why.starts_with("no complete answer within") => {
                 out.error = format!("timeout: {why}")
             }
+            Err(GetError::Failed(why)) if why.starts_with("unreachable") => out.error = why,
             Err(GetError::Failed(why)) => out.error = format!("navigation failed: {why}"),
         }
         out

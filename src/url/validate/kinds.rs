@@ -28,7 +28,19 @@ pub(super) fn raw_rules(raw: &str, ctx: Context, keep_namespaces: bool) -> Optio
     if tex_macro(b) {
         return Some(Reason::TexMacro);
     }
-    if regex_source(b, ctx == Context::Js) {
+    // An absolute URL's query and fragment are its site's: only its head is judged, as
+    // `unknown`'s rule judges (a search for `(?:a|b)` is a request, and the canonical form of a
+    // kept candidate, read again in its own context, must pass — cargo fuzz found
+    // `https://docs.site.org/dir/page.html?f(??f(?9o?6(?:` rejected in a script).
+    let judged = if scheme_of(b).is_some() || b.starts_with(b"//") {
+        let end = (0..b.len())
+            .find(|&i| b[i] == b'#' || b[i] == b'?' && (i == 0 || b[i - 1] != b'('))
+            .unwrap_or(b.len());
+        &b[..end]
+    } else {
+        b
+    };
+    if !judged.is_empty() && regex_source(judged, ctx == Context::Js) {
         return Some(Reason::RegexSource);
     }
     if ctx == Context::Js && !keep_namespaces && namespace_like(b) {
@@ -693,6 +705,27 @@ mod tests {
         Validator::default()
             .check_bytes_in(s.as_bytes(), ctx)
             .map(|_| ())
+    }
+
+    /// cargo fuzz (the third run of 2026-11-27): the canonical form of a script's
+    /// `??f(??f(?9o?6(?\n:` on a public page, read again as a script, was rejected as a regular
+    /// expression because of its query. An absolute URL is judged by its head; a regex written
+    /// as a URL (`http:\/\/x\.com`) still is.
+    #[test]
+    fn an_absolute_urls_query_is_not_a_regex_source() {
+        assert_eq!(
+            judge("https://docs.site.org/dir/page.html?f(??f(?9o?6(?:", Context::Js),
+            Ok(())
+        );
+        assert_ne!(
+            judge("https://h.example/search?q=(?:a|b)", Context::Text),
+            Err(Reason::RegexSource)
+        );
+        assert_eq!(
+            judge("http:\\/\\/x\\.com\\/a", Context::Js),
+            Err(Reason::RegexSource)
+        );
+        assert_eq!(judge("(?:x|y)/z?a=(?:b)", Context::Js), Err(Reason::RegexSource));
     }
 
     #[test]
