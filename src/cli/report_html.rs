@@ -211,7 +211,7 @@ fn member(h: &mut String, m: &Member, canonical: bool) {
         Some(t) => {
             let _ = write!(h, "<img class=\"thumb\" alt=\"\" src=\"{t}\">");
         }
-        None if m.rendered == Some(false) => h.push_str(
+        None if m.rendered == Some(false) && m.error.is_empty() => h.push_str(
             "<div class=\"thumb none\" title=\"fetched over HTTP, not rendered: compared on content and structure\">HTML only</div>",
         ),
         None => h.push_str("<div class=\"thumb none\">no screenshot</div>"),

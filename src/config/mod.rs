@@ -74,8 +74,8 @@ mod sections;
 pub use dur::{Dur, DEFAULT_CAPACITY, DEFAULT_FP_RATE};
 pub use load::{load, ConfigError};
 pub use sections::{
-    KafkaConfig, MetricsSection, RedisSection, RenderSection, RobotsSection, ServeSection,
-    SieveSection,
+    KafkaConfig, MetricsSection, RedisSection, RenderMode, RenderSection, RobotsSection,
+    ServeSection, SieveSection, DEFAULT_CHECK_ONE_IN,
 };
 
 use std::time::Duration;

@@ -7,6 +7,29 @@ use serde::{Deserialize, Serialize};
 
 use super::{Dur, DEFAULT_CAPACITY, DEFAULT_FP_RATE};
 
+/// How pages are seen (`render.mode`, `similar --render`; [`crate::render::auto`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum RenderMode {
+    /// Fetch over HTTP; render where rendering could change the answer.
+    #[default]
+    Auto,
+    /// Render every page in Chromium.
+    Always,
+}
+
+impl std::fmt::Display for RenderMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RenderMode::Auto => "auto",
+            RenderMode::Always => "always",
+        })
+    }
+}
+
+/// The default `render.check_one_in`: with full trust, one page in 20 is still rendered.
+pub const DEFAULT_CHECK_ONE_IN: u32 = 20;
+
 /// `[render]` (read by `crawlsieve render`; the gate ignores it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -30,7 +53,7 @@ pub struct RenderSection {
     /// How pages are seen: `"auto"` fetches each page over HTTP through the browser's egress
     /// policy and renders only where rendering could change the answer; `"always"` renders
     /// every page (docs/render.md, "When a page is rendered").
-    pub mode: crate::render::auto::Mode,
+    pub mode: RenderMode,
     /// In `auto`: once a pattern, section or host is trusted to look the same over HTTP, one
     /// page in this many is still rendered as a check (at least 1).
     pub check_one_in: u32,
@@ -46,8 +69,8 @@ impl Default for RenderSection {
             max_canonicals: 10_000,
             soft_404_probe: true,
             soft_404_ttl: Dur(Duration::from_secs(6 * 3600)),
-            mode: crate::render::auto::Mode::Auto,
-            check_one_in: crate::render::auto::CHECK_ONE_IN,
+            mode: RenderMode::Auto,
+            check_one_in: DEFAULT_CHECK_ONE_IN,
         }
     }
 }

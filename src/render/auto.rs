@@ -36,7 +36,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 
 use crate::page::dynamic::Signals;
 use crate::page::similarity::{compare, Thresholds};
@@ -45,30 +44,14 @@ use crate::page::Page;
 use super::http::StaticFetch;
 use super::{Rendered, Renderer};
 
-/// How pages are seen.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Fetch over HTTP; render where rendering could change the answer.
-    #[default]
-    Auto,
-    /// Render every page in Chromium.
-    Always,
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Mode::Auto => "auto",
-            Mode::Always => "always",
-        })
-    }
-}
+/// How pages are seen (`render.mode`, `similar --render`): defined with the configuration,
+/// which the render layer builds on.
+pub use crate::config::RenderMode as Mode;
 
 /// Agreeing checks before a host, section or pattern is trusted to be seen over HTTP.
 pub const WARMUP: u32 = 3;
 /// The default `check_one_in`: with full trust, one page in 20 is still rendered.
-pub const CHECK_ONE_IN: u32 = 20;
+pub const CHECK_ONE_IN: u32 = crate::config::DEFAULT_CHECK_ONE_IN;
 
 /// Why a page was rendered (a fixed label set: metrics and reports).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -470,10 +453,12 @@ impl Seer {
         items: Vec<(String, Why, Option<Rendered>)>,
         tick: &(dyn Fn() + Send + Sync),
     ) -> Vec<Seen> {
+        let mut meta = Vec::with_capacity(items.len());
         let tasks: Vec<_> = items
             .into_iter()
             .map(|(u, why, stat)| {
                 let me = self.clone();
+                meta.push((u.clone(), why, stat.clone()));
                 tokio::spawn(async move {
                     let t = Instant::now();
                     let r = me.renderer.render(&u).await;
@@ -483,20 +468,28 @@ impl Seer {
             })
             .collect();
         let mut out = Vec::with_capacity(tasks.len());
-        for t in tasks {
+        for (t, (url, why, stat)) in tasks.into_iter().zip(meta) {
             let (seen, took) = match t.await {
                 Ok(x) => x,
-                Err(e) => (
-                    Seen {
-                        page: Rendered {
-                            error: format!("the render task failed: {e}"),
-                            ..Rendered::default()
+                // The task itself failed (a panic): what it was to teach is given up, and the
+                // page keeps its static record, or gets the error with its URL.
+                Err(e) => {
+                    self.learned().learn(&url, why, None);
+                    let page = stat.unwrap_or_else(|| Rendered {
+                        final_url: url.clone(),
+                        url,
+                        error: format!("the render task failed: {e}"),
+                        ..Rendered::default()
+                    });
+                    (
+                        Seen {
+                            page,
+                            why: None,
+                            took: Duration::ZERO,
                         },
-                        why: None,
-                        took: Duration::ZERO,
-                    },
-                    Duration::ZERO,
-                ),
+                        Duration::ZERO,
+                    )
+                }
             };
             tick();
             out.push(Seen {
