@@ -61,7 +61,8 @@ pub struct Signals {
     pub state_block: bool,
     /// A `<noscript>` whose text mentions JavaScript.
     pub noscript_notice: bool,
-    /// `<meta http-equiv="refresh">`.
+    /// `<meta http-equiv="refresh">` to another URL with no delay (what the browser follows
+    /// before the page is read).
     pub meta_refresh: bool,
     /// An inline script assigns `location` (or calls `location.replace`/`assign`).
     pub script_redirect: bool,
@@ -112,9 +113,15 @@ impl Signals {
                         if tag == "noscript" {
                             in_noscript += 1;
                         }
+                        // Only a redirect the browser follows at once: a later refresh (a
+                        // reload every 5 minutes, "you will be sent on in 5 s") has not fired
+                        // when the rendered page is read, so the browser shows this HTML too.
                         if tag == "meta"
                             && e.attr("http-equiv")
                                 .is_some_and(|v| v.trim().eq_ignore_ascii_case("refresh"))
+                            && e.attr("content")
+                                .and_then(parse_refresh)
+                                .is_some_and(|(d, u)| d == 0 && !u.is_empty())
                         {
                             s.meta_refresh = true;
                         }
@@ -191,6 +198,37 @@ impl Signals {
     }
 }
 
+/// A `<meta http-equiv="refresh">` `content` read as the HTML standard reads it: (delay in
+/// whole seconds, the URL as written, empty for a reload of the page itself). `url` may be
+/// written in any case with spaces around its `=` (`0; URL = /new`), the URL quoted or not.
+pub fn parse_refresh(content: &str) -> Option<(u32, String)> {
+    let content = content.trim();
+    let digits = content.bytes().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 && !content.starts_with('.') {
+        return None;
+    }
+    let delay: u32 = content[..digits].parse().unwrap_or(0);
+    let rest = content[digits..].trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let rest = rest.trim_start();
+    let rest = match rest.strip_prefix([';', ',']) {
+        Some(r) => r.trim_start(),
+        None if rest.is_empty() => "",
+        None => return None,
+    };
+    let rest = match rest.get(..3) {
+        Some(k) if k.eq_ignore_ascii_case("url") && rest[3..].trim_start().starts_with('=') => {
+            rest[3..].trim_start()[1..].trim_start()
+        }
+        _ => rest,
+    };
+    let url = match rest.chars().next() {
+        Some(q @ ('\'' | '"')) => rest[1..].split(q).next().unwrap_or(""),
+        _ => rest,
+    }
+    .trim();
+    Some((delay, url.to_string()))
+}
+
 /// The target of a `<meta http-equiv="refresh" content="N; url=…">` that sends the reader on
 /// within `max_delay` seconds: (delay, the URL as written). `None` without one, or for a refresh
 /// that reloads the page itself (no URL).
@@ -208,22 +246,8 @@ pub fn meta_refresh(html: &str, max_delay: u32) -> Option<(u32, String)> {
         {
             continue;
         }
-        let content = e.attr("content")?.trim();
-        let (delay, rest) = content
-            .split_once([';', ','])
-            .map_or((content, ""), |(d, r)| (d, r));
-        let delay: u32 = delay.trim().split('.').next()?.parse().ok()?;
-        if delay > max_delay {
-            return None;
-        }
-        let rest = rest.trim();
-        let url = match rest.get(..4) {
-            Some(k) if k.eq_ignore_ascii_case("url=") => &rest[4..],
-            _ => rest,
-        }
-        .trim()
-        .trim_matches(['\'', '"']);
-        return (!url.is_empty()).then(|| (delay, url.to_string()));
+        let (delay, url) = parse_refresh(e.attr("content")?)?;
+        return (delay <= max_delay && !url.is_empty()).then_some((delay, url));
     }
     None
 }
@@ -303,6 +327,12 @@ mod tests {
                 .needs_browser(),
             Some("meta_refresh")
         );
+        // A refresh the browser has not fired when the page is read is no reason.
+        assert_eq!(
+            Signals::of("<head><meta http-equiv=refresh content='300'></head><p>News</p>")
+                .needs_browser(),
+            None
+        );
         assert_eq!(
             Signals::of(&format!(
                 "<p>{}</p><script>window.location.href = '/new';</script>",
@@ -334,6 +364,9 @@ mod tests {
         let m = |c: &str| meta_refresh(&format!("<head><meta http-equiv=Refresh content=\"{c}\"></head>"), 1);
         assert_eq!(m("0;URL=../std/vec/struct.Vec.html"), Some((0, "../std/vec/struct.Vec.html".into())));
         assert_eq!(m("1; url='/b'"), Some((1, "/b".into())));
+        assert_eq!(m("0; url = /new"), Some((0, "/new".into())), "spaces around =");
+        assert_eq!(m("0 ;URL= 'x y.html' trailing"), Some((0, "x y.html".into())));
+        assert_eq!(m("0; /bare"), Some((0, "/bare".into())));
         assert_eq!(m("0"), None, "a reload is no redirect");
         assert_eq!(m("30; url=/later"), None, "too late to matter");
         assert_eq!(meta_refresh("<p>no refresh</p>", 1), None);

@@ -24,7 +24,7 @@
 //!   the trust, up to `check_one_in` (default 20, 5%): the share never reaches zero, so a site
 //!   that starts writing its pages by script is noticed.
 //!
-//! A `<meta http-equiv="refresh">` that sends the reader on within a second is followed over
+//! A `<meta http-equiv="refresh">` that sends the reader on at once (delay 0) is followed over
 //! HTTP as Chromium follows it (each hop through the same policy, at most five), so a site of
 //! redirect stubs (a third of Rust's documentation files) is not rendered for them.
 //!
@@ -126,6 +126,8 @@ struct HostState {
     /// Renders compared with their static twins that the schedule did not ask for (a
     /// cluster's canonical): each stands for one scheduled check.
     credit: u32,
+    /// Renders to learn from that failed (a browser that times out where HTTP is answered).
+    failed: u32,
 }
 
 /// Most places remembered (patterns, sections, hosts); past it the least recently learned
@@ -194,8 +196,16 @@ impl Learned {
             lend(eh)
         };
         let hs = self.hosts.entry(host).or_default();
+        // A host whose renders fail teaches nothing: after WARMUP failures its pages are seen
+        // over HTTP with the checks of a barely trusted place, not rendered three at a time
+        // in waves that each last a page budget.
+        let trust = if trust < WARMUP && hs.failed >= WARMUP {
+            WARMUP
+        } else {
+            trust
+        };
         if trust >= WARMUP {
-            let interval = (2 * trust).clamp(2, self.check_one_in.max(2));
+            let interval = (2 * trust).min(self.check_one_in).max(1);
             hs.since += 1;
             if hs.since >= interval {
                 hs.since = 0;
@@ -248,6 +258,9 @@ impl Learned {
                 if why == Why::Canonical && agreed.is_some() {
                     hs.credit += 1;
                 }
+                if agreed.is_none() {
+                    hs.failed += 1;
+                }
             }
         }
         let Some(agreed) = agreed else { return };
@@ -261,6 +274,7 @@ impl Learned {
             let cut = ticks[ticks.len() / 2];
             self.places.retain(|_, v| v.1 > cut);
             self.browser_scopes.retain(|_, t| *t > cut);
+            self.hosts.retain(|_, h| h.learning > 0);
         }
         // A page rendered for a signal in its HTML is expected to differ: what it shows is
         // its pattern's, not evidence about its section's or host's other pages.
@@ -391,7 +405,7 @@ impl Seer {
         r
     }
 
-    /// [`Seer::fetch`], and a `<meta http-equiv="refresh">` within a second followed over HTTP
+    /// [`Seer::fetch`], and a `<meta http-equiv="refresh">` with no delay followed over HTTP
     /// (at most five hops, each through the policy), as the browser would follow it: the final
     /// URL and page are the target's, the chain lists every URL asked.
     pub async fn fetch_following(&self, url: &str) -> Rendered {
@@ -401,7 +415,7 @@ impl Seer {
             if !r.error.is_empty() || !is_html || !(200..300).contains(&r.status) {
                 break;
             }
-            let Some((_, to)) = crate::page::dynamic::meta_refresh(&r.html, 1) else {
+            let Some((_, to)) = crate::page::dynamic::meta_refresh(&r.html, 0) else {
                 break;
             };
             let Some(next) = url::Url::parse(&r.final_url)
@@ -427,6 +441,13 @@ impl Seer {
             });
             t.url = url.to_string();
             t.redirect_chain = chain;
+            if t.failure_kind() == Some("refused") {
+                // Where the browser would be refused too: the record says so, and the stub is
+                // not handed to the browser.
+                t.error = format!("refused after a meta refresh: {}", t.error);
+                t.html.clear();
+                return t;
+            }
             if !t.error.is_empty() {
                 // The target could not be fetched: the browser would have tried; render the stub.
                 return r;
