@@ -401,10 +401,7 @@ async fn see_all(
                 .collect();
             let pages: Vec<Page> = ok
                 .iter()
-                .map(|&i| {
-                    let r = &statics[i];
-                    Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html)
-                })
+                .map(|&i| statics[i].to_page())
                 .collect();
             crate::page::cluster::cluster(&pages, &t)
                 .into_iter()
@@ -436,15 +433,8 @@ fn pages_of(
     let mut errors = Vec::with_capacity(seen.len());
     cache.resize(seen.len(), None);
     for ((r, soft), c) in rendered.into_iter().zip(soft).zip(cache.iter_mut()) {
-        let mut p = c
-            .get_or_insert_with(|| {
-                Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html)
-            })
-            .clone();
+        let mut p = c.get_or_insert_with(|| r.to_page()).clone();
         p.features.soft_404 = soft;
-        p.redirect_chain = r.redirect_chain.clone();
-        p.features.phash = r.phash;
-        p.features.timings = r.timings;
         pages.push(p);
         errors.push(r.error.clone());
     }

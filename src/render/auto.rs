@@ -549,8 +549,7 @@ impl Seer {
                 }
             };
         }
-        let sp = Page::new(&stat.url, &stat.final_url, stat.status, &stat.content_type, &stat.html);
-        let rp = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
+        let (sp, rp) = (stat.to_page(), r.to_page());
         let agreed = agree(&sp, &rp);
         if !agreed {
             let sim = compare(&sp.features, &rp.features, &Thresholds::default());

@@ -129,6 +129,23 @@ pub struct Rendered {
 }
 
 impl Rendered {
+    /// The page's features from its HTML, with what the record says beside them: the redirect
+    /// chain, the screenshot hash and the timings (both `None` when it was not rendered). The
+    /// caller sets what only it knows (`soft_404`).
+    pub fn to_page(&self) -> crate::page::Page {
+        let mut p = crate::page::Page::new(
+            &self.url,
+            &self.final_url,
+            self.status,
+            &self.content_type,
+            &self.html,
+        );
+        p.redirect_chain = self.redirect_chain.clone();
+        p.features.phash = self.phash;
+        p.features.timings = self.timings;
+        p
+    }
+
     /// The kind of failure, a small fixed set for metrics: `refused` (the safety policy, before
     /// or after redirects), `timeout` (the page budget ran out), `navigation` (DNS, connection,
     /// TLS or HTTP-level failure of the main document), `unparsable` (the rendered HTML is over

@@ -22,7 +22,6 @@ use crate::page::online::OnlineClusterer;
 use crate::page::params::{Change, Learner};
 use crate::page::patterns::{Sampler, Verdict};
 use crate::page::similarity::{Similarity, Thresholds};
-use crate::page::Page;
 use crate::redis_filter::{LazyConn, RedisFilterError};
 use crate::stage::{Batch, Dest, Stage, Staged};
 use crate::url::lex::origin;
@@ -372,11 +371,8 @@ impl Stage for RenderStage {
                 why,
                 took,
             } = seen;
-            let mut p = Page::new(&r.url, &r.final_url, r.status, &r.content_type, &r.html);
+            let mut p = r.to_page();
             p.features.soft_404 = soft;
-            p.redirect_chain = r.redirect_chain.clone();
-            p.features.phash = r.phash;
-            p.features.timings = r.timings;
             let a = if r.error.is_empty() {
                 self.clusterer.assign(&p)
             } else {

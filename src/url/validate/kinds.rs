@@ -33,10 +33,7 @@ pub(super) fn raw_rules(raw: &str, ctx: Context, keep_namespaces: bool) -> Optio
     // kept candidate, read again in its own context, must pass — cargo fuzz found
     // `https://docs.site.org/dir/page.html?f(??f(?9o?6(?:` rejected in a script).
     let judged = if scheme_of(b).is_some() || b.starts_with(b"//") {
-        let end = (0..b.len())
-            .find(|&i| b[i] == b'#' || b[i] == b'?' && (i == 0 || b[i - 1] != b'('))
-            .unwrap_or(b.len());
-        &b[..end]
+        before_query(b)
     } else {
         b
     };
@@ -112,6 +109,15 @@ fn regex_source(b: &[u8], js: bool) -> bool {
     false
 }
 
+/// `b` before its query or fragment: up to the first `#`, or the first `?` that opens no
+/// regex group (`(?:`).
+fn before_query(b: &[u8]) -> &[u8] {
+    let end = (0..b.len())
+        .find(|&i| b[i] == b'#' || b[i] == b'?' && (i == 0 || b[i - 1] != b'('))
+        .unwrap_or(b.len());
+    &b[..end]
+}
+
 /// (No context) regular-expression syntax no link has: a leading `^`, or before any `?`/`#` a
 /// group construct (`(?:`, `(?=`, `(?!`, `(?<`) or a negated class (`[^`). Not the escapes of
 /// [`regex_source`]: where the context is not said, `img\b.gif` may be an `href` written with
@@ -120,11 +126,7 @@ pub(super) fn regex_syntax(b: &[u8]) -> bool {
     if b[0] == b'^' {
         return true;
     }
-    // The query starts at a `?` that opens no group.
-    let head_end = (0..b.len())
-        .find(|&i| b[i] == b'#' || b[i] == b'?' && (i == 0 || b[i - 1] != b'('))
-        .unwrap_or(b.len());
-    let head = &b[..head_end];
+    let head = before_query(b);
     memchr::memchr2_iter(b'(', b'[', head).any(|i| match (head[i], head.get(i + 1)) {
         (b'(', Some(b'?')) => matches!(head.get(i + 2), Some(b':' | b'=' | b'!' | b'<')),
         (b'[', Some(b'^')) => true,
