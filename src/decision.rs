@@ -17,6 +17,18 @@
 
 use crate::url::Reason;
 
+/// A batch's candidates as the policy reads them, indexed like its [`Decision`].
+pub trait Candidates {
+    /// Candidate `j`'s canonical URL.
+    fn url(&self, j: usize) -> &str;
+    /// Its namespace: an index the driver gave the crawl policy (`gate::policy::Policy::attach`).
+    fn ns(&self, j: usize) -> usize;
+    /// Its URL pattern ([`crate::url::pattern::pattern`]; computed on first use, then kept).
+    fn pattern(&mut self, j: usize) -> &str;
+    /// The `Crawl-delay` of the robots.txt group that allowed it.
+    fn set_crawl_delay(&mut self, _j: usize, _delay: Option<f64>) {}
+}
+
 /// One candidate's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -28,12 +40,38 @@ pub enum Verdict {
     Rejected(Reason),
     /// Not publishable (over the output limit): the driver dead-letters it.
     Unpublishable,
+    /// Held for robots.txt (its origin's rules are not known yet, or its server fails): not
+    /// marked seen; the gate puts it back on its input later, the API and `dedup` say so.
+    Held,
+}
+
+impl Verdict {
+    /// The verdict's word in `dedup`'s and `check`'s output contract (`keep`, `duplicate`,
+    /// `reject`, `held`; the gate's `unpublishable` never reaches a line output).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::New => "keep",
+            Verdict::Duplicate => "duplicate",
+            Verdict::Rejected(_) => "reject",
+            Verdict::Unpublishable => "unpublishable",
+            Verdict::Held => "held",
+        }
+    }
+
+    /// The reason code of a rejection.
+    pub fn reason(self) -> Option<Reason> {
+        match self {
+            Verdict::Rejected(r) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Rejected(Reason),
     Unpublishable,
+    Held,
     /// Passed the sieve; not looked up (yet).
     Candidate,
     /// Passed the sieve; waits for something the driver must learn first (the gate: its
@@ -97,6 +135,16 @@ impl Decision {
     /// Candidate `i` cannot be published (the next occurrence of its URL is looked up instead).
     pub fn unpublishable(&mut self, i: usize) {
         self.items[i].state = State::Unpublishable;
+    }
+
+    /// Candidate `i` is held (robots.txt): never looked up in this batch.
+    pub fn hold(&mut self, i: usize) {
+        self.items[i].state = State::Held;
+    }
+
+    /// Candidate `i`'s group (the namespace index the driver gave it).
+    pub fn group(&self, i: usize) -> u32 {
+        self.items[i].group
     }
 
     /// Candidate `i` waits (not looked up until [`Decision::undefer`]; the driver must then
@@ -183,6 +231,7 @@ impl Decision {
         match self.items[i].state {
             State::Rejected(r) => Verdict::Rejected(r),
             State::Unpublishable => Verdict::Unpublishable,
+            State::Held => Verdict::Held,
             State::New => Verdict::New,
             State::Candidate | State::Lookup => Verdict::Duplicate,
             // Never left waiting (a driver bug): not published, and not counted a duplicate.

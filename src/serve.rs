@@ -36,7 +36,8 @@ use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
 use crate::config::{Config, ServeSection};
-use crate::gate::{Direct, DirectError, GateCore, Idem};
+use crate::decision::Verdict;
+use crate::gate::{DirectError, GateCore, Idem};
 use crate::observe::{self, names, FilterMetrics, Metrics, ProbeMetrics};
 use crate::stage::Stop;
 use crate::url::Reason;
@@ -276,6 +277,20 @@ pub struct FilterResponse {
     pub rejected: Vec<RejectedUrl>,
     /// Candidates already seen (before, or earlier in this request).
     pub duplicates: usize,
+    /// Candidates held for robots.txt (`[robots]` on: their site's rules could not be read
+    /// within `robots.fetch_timeout`, or its server fails): not marked seen; ask again later.
+    /// Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<HeldUrl>,
+}
+
+/// A candidate held for robots.txt.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HeldUrl {
+    /// Position in `urls`.
+    pub index: usize,
+    /// The candidate as sent.
+    pub url: String,
 }
 
 /// A filter client taken from the pool; back on drop — a fresh one if the task panicked, as
@@ -819,21 +834,23 @@ impl Api {
             new_index: Vec::new(),
             rejected: non_strings,
             duplicates: 0,
+            held: Vec::new(),
         };
         let m = &api.metrics;
         m.consumed.inc_by(received as u64);
-        for ((v, i), url) in verdicts.into_iter().zip(idx).zip(strings) {
+        for (((v, c), i), url) in verdicts.into_iter().zip(idx).zip(strings) {
             match v {
-                Direct::New(c) => {
+                Verdict::New => {
                     resp.new.push(c);
                     resp.new_index.push(i);
                 }
-                Direct::Duplicate => resp.duplicates += 1,
-                Direct::Rejected(r) => resp.rejected.push(RejectedUrl {
+                Verdict::Duplicate | Verdict::Unpublishable => resp.duplicates += 1,
+                Verdict::Rejected(r) => resp.rejected.push(RejectedUrl {
                     index: i,
                     url,
                     reason: r.code().into(),
                 }),
+                Verdict::Held => resp.held.push(HeldUrl { index: i, url }),
             }
         }
         resp.rejected.sort_by_key(|r| r.index);

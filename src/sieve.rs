@@ -5,38 +5,11 @@
 use url::Url;
 
 use crate::bloom::{fingerprint, BloomFilter, CheckAndSet};
-use crate::decision::{self, Decision};
+use crate::decision::Decision;
 use crate::url::{CanonError, Canonicalizer, Reason, Validator};
 
-/// What happened to one candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// New: emit it.
-    Keep,
-    /// Junk or unparsable.
-    Reject(Reason),
-    /// Canonical form already seen.
-    Duplicate,
-}
-
-impl Verdict {
-    /// `keep`, `reject` or `duplicate`, as in the output contract.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Keep => "keep",
-            Verdict::Reject(_) => "reject",
-            Verdict::Duplicate => "duplicate",
-        }
-    }
-
-    /// The reason code of a rejection.
-    pub fn reason(self) -> Option<Reason> {
-        match self {
-            Verdict::Reject(r) => Some(r),
-            _ => None,
-        }
-    }
-}
+/// What happened to one candidate: the decision's one verdict type (issue 44).
+pub use crate::decision::Verdict;
 
 /// Map a canonicalization failure to its reason code.
 pub fn canon_reason(e: &CanonError) -> Reason {
@@ -249,10 +222,10 @@ impl Sieve {
     /// `Duplicate`) is in [`Sieve::canonical`] until the next call.
     pub fn process(&mut self, line: &[u8], truncated: bool, filter: &BloomFilter) -> Verdict {
         match self.classify(line, truncated) {
-            Err(r) => Verdict::Reject(r),
+            Err(r) => Verdict::Rejected(r),
             Ok(_) => {
                 if filter.insert(self.dedup_fingerprint()) {
-                    Verdict::Keep
+                    Verdict::New
                 } else {
                     Verdict::Duplicate
                 }
@@ -283,7 +256,8 @@ impl Sieve {
     }
 
     /// First half of [`Sieve::process_batch`]: classify and canonicalize every line; the URLs
-    /// that passed wait for [`BatchResult::decide`] (which may be retried).
+    /// that passed wait for the crawl policy (a driver's [`crate::gate::policy`]), then
+    /// [`BatchResult::seal`] and [`BatchResult::decide`] (which may be retried).
     pub fn classify_batch<'a, I>(&mut self, lines: I, out: &mut BatchResult)
     where
         I: IntoIterator<Item = (&'a [u8], bool)>,
@@ -292,41 +266,89 @@ impl Sieve {
         for (line, truncated) in lines {
             match self.classify(line, truncated) {
                 Ok(c) => {
-                    let start = out.arena.len();
-                    out.arena.push_str(c);
+                    let start = out.cands.arena.len();
+                    out.cands.arena.push_str(c);
                     out.decision.candidate(0, self.dedup_fingerprint());
-                    out.spans.push((start, out.arena.len()));
+                    out.cands.spans.push((start, out.cands.arena.len()));
                 }
                 Err(r) => {
                     out.decision.reject(r);
-                    out.spans.push((0, 0));
+                    out.cands.spans.push((0, 0));
                 }
             }
         }
-        out.decision.lookups(0);
+    }
+}
+
+/// The canonical URLs of a [`BatchResult`], as the crawl policy reads them.
+#[derive(Debug, Default)]
+pub struct BatchUrls {
+    /// The namespace index the crawl policy knows the batch's namespace by.
+    pub ns: usize,
+    spans: Vec<(usize, usize)>,
+    arena: String,
+    /// URL patterns, computed on first use (empty: not yet).
+    patterns: Vec<String>,
+}
+
+impl crate::decision::Candidates for BatchUrls {
+    fn url(&self, j: usize) -> &str {
+        let (a, b) = self.spans[j];
+        &self.arena[a..b]
+    }
+
+    fn ns(&self, _j: usize) -> usize {
+        self.ns
+    }
+
+    fn pattern(&mut self, j: usize) -> &str {
+        if self.patterns.len() < self.spans.len() {
+            self.patterns.resize(self.spans.len(), String::new());
+        }
+        if self.patterns[j].is_empty() {
+            let (a, b) = self.spans[j];
+            self.patterns[j] = crate::url::pattern::pattern(&self.arena[a..b]);
+        }
+        &self.patterns[j]
     }
 }
 
 /// Verdicts and canonical URLs of one [`Sieve::process_batch`] call; reuse it across batches.
-/// The verdicts are [`Decision`]'s (one group: `dedup` has one namespace).
+/// The verdicts are [`Decision`]'s (one group: `dedup` and an API request have one namespace).
 #[derive(Debug, Default)]
 pub struct BatchResult {
     decision: Decision,
-    spans: Vec<(usize, usize)>,
-    arena: String,
+    cands: BatchUrls,
+    sealed: bool,
     news: Vec<bool>,
 }
 
 impl BatchResult {
     fn clear(&mut self) {
         self.decision.clear();
-        self.spans.clear();
-        self.arena.clear();
+        self.cands.spans.clear();
+        self.cands.arena.clear();
+        self.cands.patterns.clear();
+        self.sealed = false;
+    }
+
+    /// The decision and the URLs, for the crawl policy to work on before [`BatchResult::seal`].
+    pub fn parts(&mut self) -> (&mut Decision, &mut BatchUrls) {
+        (&mut self.decision, &mut self.cands)
+    }
+
+    /// The policy is done: the candidates left are looked up (once; later calls do nothing).
+    pub fn seal(&mut self) {
+        if !self.sealed {
+            self.decision.lookups(0);
+            self.sealed = true;
+        }
     }
 
     /// Second half of [`Sieve::process_batch`]: check-and-set the batch's fingerprints and
     /// mark the new ones. On error nothing is marked and the call may be repeated.
     pub fn decide<F: CheckAndSet>(&mut self, mut filter: F) -> Result<(), F::Error> {
+        self.seal();
         let mut news = std::mem::take(&mut self.news);
         let r = filter.check_and_set_batch(self.decision.lookup_fps(), &mut news);
         if r.is_ok() {
@@ -336,21 +358,27 @@ impl BatchResult {
         r
     }
 
-    /// The dedup fingerprints of the lines that passed, in line order (for a filter driven by
-    /// the caller, e.g. the pipelined Redis filter).
+    /// The dedup fingerprints of the lines looked up, in line order (for a filter driven by
+    /// the caller, e.g. the pipelined Redis filter), once [`BatchResult::seal`]ed.
     pub fn fps(&self) -> &[u128] {
+        debug_assert!(self.sealed, "fingerprints of a batch not sealed");
         self.decision.lookup_fps()
     }
 
     /// The canonical URL of `fps()[j]`.
     pub fn passed(&self, j: usize) -> &str {
-        let (a, b) = self.spans[self.decision.looked_up()[j]];
-        &self.arena[a..b]
+        let (a, b) = self.cands.spans[self.decision.looked_up()[j]];
+        &self.cands.arena[a..b]
     }
 
-    /// Mark the lines that passed new or duplicate: `news[j]` answers `fps()[j]`.
+    /// Mark the lines looked up new or duplicate: `news[j]` answers `fps()[j]`.
     pub fn apply(&mut self, news: &[bool]) {
         self.decision.answer(news);
+    }
+
+    /// The fingerprints of the new lines, in order.
+    pub fn news_fps(&self) -> Vec<u128> {
+        self.decision.news().map(|i| self.decision.fp(i)).collect()
     }
 
     /// Number of lines in the batch.
@@ -365,18 +393,14 @@ impl BatchResult {
 
     /// The verdict of line `i`.
     pub fn verdict(&self, i: usize) -> Verdict {
-        match self.decision.verdict(i) {
-            decision::Verdict::New => Verdict::Keep,
-            decision::Verdict::Rejected(r) => Verdict::Reject(r),
-            decision::Verdict::Duplicate | decision::Verdict::Unpublishable => Verdict::Duplicate,
-        }
+        self.decision.verdict(i)
     }
 
-    /// The canonical URL of line `i` (kept or duplicate).
+    /// The canonical URL of line `i` (not rejected).
     pub fn canonical(&self, i: usize) -> Option<&str> {
         match self.decision.verdict(i) {
-            decision::Verdict::Rejected(_) => None,
-            _ => Some(&self.arena[self.spans[i].0..self.spans[i].1]),
+            Verdict::Rejected(_) => None,
+            _ => Some(&self.cands.arena[self.cands.spans[i].0..self.cands.spans[i].1]),
         }
     }
 }
@@ -502,7 +526,7 @@ mod tests {
             Canonicalizer::default(),
             Url::parse("http://h.com/a/").ok(),
         );
-        assert_eq!(s.process(b"x.html#top", false, &f), Verdict::Keep);
+        assert_eq!(s.process(b"x.html#top", false, &f), Verdict::New);
         assert_eq!(s.canonical(), "http://h.com/a/x.html");
         assert_eq!(
             s.process(b"HTTP://H.COM:80/a/x.html?utm_source=z", false, &f),
@@ -510,22 +534,22 @@ mod tests {
         );
         assert_eq!(
             s.process(b"javascript:void(0)", false, &f),
-            Verdict::Reject(Reason::NonFetchableScheme)
+            Verdict::Rejected(Reason::NonFetchableScheme)
         );
         assert_eq!(
             s.process(b"http://exa mple.com/", false, &f),
-            Verdict::Reject(Reason::InvalidUrl)
+            Verdict::Rejected(Reason::InvalidUrl)
         );
-        assert_eq!(s.process(b"/a", true, &f), Verdict::Reject(Reason::TooLong));
+        assert_eq!(s.process(b"/a", true, &f), Verdict::Rejected(Reason::TooLong));
         // Regression (cargo fuzz): under the limit raw, over it once backslashes are escaped.
         let long = format!("z?h={}x", "\\".repeat(1000));
         assert_eq!(
             s.process(long.as_bytes(), false, &f),
-            Verdict::Reject(Reason::TooLong)
+            Verdict::Rejected(Reason::TooLong)
         );
         assert_eq!(
             s.process(b"\xff", false, &f),
-            Verdict::Reject(Reason::InvalidUtf8)
+            Verdict::Rejected(Reason::InvalidUtf8)
         );
     }
 
@@ -564,6 +588,6 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         assert_eq!(got[3].0, Verdict::Duplicate);
-        assert_eq!(got[4], (Verdict::Keep, Some("http://h.com/a/a".to_owned())));
+        assert_eq!(got[4], (Verdict::New, Some("http://h.com/a/a".to_owned())));
     }
 }

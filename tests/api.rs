@@ -659,7 +659,8 @@ fn an_idempotency_key_answers_a_retry_with_the_first_answer() {
 #[test]
 fn an_idempotent_request_interrupted_after_claiming_is_answered_new_on_retry() {
     use crawlsieve::config::Config as GateConfig;
-    use crawlsieve::gate::{Direct, GateCore, Idem};
+    use crawlsieve::decision::Verdict;
+    use crawlsieve::gate::{GateCore, Idem};
     use crawlsieve::observe::FilterMetrics;
     use crawlsieve::redis_filter::{Expect, RedisConfig, RedisFilter};
     let ns = format!("idem-crash-{}", free_port());
@@ -706,8 +707,8 @@ fn an_idempotent_request_interrupted_after_claiming_is_answered_new_on_retry() {
     assert_eq!(
         v,
         [
-            Direct::New("https://crash.example/a".into()),
-            Direct::New("https://crash.example/b".into())
+            (Verdict::New, "https://crash.example/a".to_string()),
+            (Verdict::New, "https://crash.example/b".to_string())
         ]
     );
     // Stored and confirmed: the next retry replays, others see duplicates.
@@ -721,7 +722,13 @@ fn an_idempotent_request_interrupted_after_claiming_is_answered_new_on_retry() {
         .filter_direct(&ns, None, &urls, false, None)
         .unwrap()
         .unwrap();
-    assert_eq!(v3, [Direct::Duplicate, Direct::Duplicate]);
+    assert_eq!(
+        v3,
+        [
+            (Verdict::Duplicate, String::new()),
+            (Verdict::Duplicate, String::new())
+        ]
+    );
     drop_ns(REDIS, &[ns]);
 }
 

@@ -337,11 +337,11 @@ fn out_of_scope_urls_never_take_a_place_in_the_filter() {
     let filter = BloomFilter::with_capacity(1000, 0.001).unwrap();
     assert_eq!(
         sieve.process(b"https://elsewhere.example/", false, &filter),
-        Verdict::Reject(Reason::OutOfScopeDomain)
+        Verdict::Rejected(Reason::OutOfScopeDomain)
     );
     assert_eq!(filter.items(), 0, "an out-of-scope URL took a place");
     // Relative candidates are judged as resolved.
-    assert_eq!(sieve.process(b"intro.html", false, &filter), Verdict::Keep);
+    assert_eq!(sieve.process(b"intro.html", false, &filter), Verdict::New);
     assert_eq!(
         sieve.canonical(),
         "https://docs.example.org/guide/intro.html"

@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
     let base = url::Url::parse("https://example.com/dir/page.html").ok();
     let mut s = Sieve::new(v, Canonicalizer::default(), base);
     s.context = ctx;
-    if s.process(data, false, &f) == Verdict::Keep {
+    if s.process(data, false, &f) == Verdict::New {
         let c = s.canonical().to_owned();
         // Processing the canonical form again, as a plain URL, finds it already seen.
         s.context = Context::Unknown;
@@ -45,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
     let base = url::Url::parse("https://docs.site.org/dir/page.html").ok();
     let mut s = Sieve::new(Validator::default(), Canonicalizer::default(), base);
     s.context = ctx;
-    if s.process(data, false, &f) == Verdict::Keep {
+    if s.process(data, false, &f) == Verdict::New {
         let c = s.canonical().to_owned();
         assert_eq!(s.process(c.as_bytes(), false, &f), Verdict::Duplicate, "again in {ctx:?}: {c:?}");
     }

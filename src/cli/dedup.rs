@@ -18,24 +18,40 @@ use anyhow::{Context, Result};
 use super::{Emitter, REDIS_DEPTH};
 use crate::input::Line;
 use crate::redis_filter::{with_retry, Adopted, Payload, RedisFilter, RedisFilterError};
+use crate::gate::policy::Policy;
 use crate::sieve::{BatchResult, Verdict};
+
+/// The crawl policy of `dedup --redis` ([`crate::gate::policy`]): the namespace's name (index
+/// 0), how long to wait for a site's robots.txt.
+pub(super) struct DedupPolicy {
+    pub(super) policy: Policy,
+    pub(super) names: [String; 1],
+    pub(super) robots_wait: Duration,
+}
 
 /// Batches in flight, answered in order, emitted in order.
 pub(super) struct RedisPipe<'a> {
     f: &'a mut RedisFilter,
     budget: Duration,
     quiet: bool,
+    policy: Option<DedupPolicy>,
     queue: VecDeque<(BatchResult, Vec<Line>)>,
     pub(super) pool: Vec<(BatchResult, Vec<Line>)>,
     news: Vec<bool>,
 }
 
 impl<'a> RedisPipe<'a> {
-    pub(super) fn new(f: &'a mut RedisFilter, budget: Duration, quiet: bool) -> RedisPipe<'a> {
+    pub(super) fn new(
+        f: &'a mut RedisFilter,
+        budget: Duration,
+        quiet: bool,
+        policy: Option<DedupPolicy>,
+    ) -> RedisPipe<'a> {
         RedisPipe {
             f,
             budget,
             quiet,
+            policy,
             queue: VecDeque::new(),
             pool: Vec::new(),
             news: Vec::new(),
@@ -50,16 +66,63 @@ impl<'a> RedisPipe<'a> {
 
     pub(super) fn push(
         &mut self,
-        res: BatchResult,
+        mut res: BatchResult,
         lines: Vec<Line>,
         em: &mut Emitter,
     ) -> Result<()> {
+        self.before_filter(&mut res)?;
+        res.seal();
         self.queue.push_back((res, lines));
         let res = &self.queue.back().expect("just pushed").0;
         if let Err(e) = Self::submit(self.f, res) {
             self.recover(e)?;
         }
-        self.drain_to(REDIS_DEPTH, em)
+        // The budget takes a host's surplus back out of the filter, which needs no take in
+        // flight: one batch at a time then.
+        let budget = self.policy.as_ref().is_some_and(|p| p.policy.parts().budget);
+        self.drain_to(if budget { 0 } else { REDIS_DEPTH }, em)
+    }
+
+    /// The namespace's learned parameter rules, read again where due (none without the
+    /// policy, or when there are none): the sieve applies them.
+    pub(super) fn learned(&mut self) -> Option<std::sync::Arc<crate::url::LearnedRules>> {
+        let p = self.policy.as_mut()?;
+        p.policy.refresh_learned(&p.names);
+        let l = p.policy.learned_rules(0);
+        (!l.is_empty()).then(|| l.clone())
+    }
+
+    /// The crawl policy before the filter (robots.txt, pattern verdicts), as the gate and the
+    /// API apply it; a URL this client's tier knows as seen is a duplicate, not judged.
+    fn before_filter(&mut self, res: &mut BatchResult) -> Result<()> {
+        let Some(p) = self.policy.as_mut() else {
+            return Ok(());
+        };
+        let report = {
+            let (quiet, at) = (self.quiet, self.f.address());
+            move |e: &RedisFilterError, wait: Duration| {
+                if !quiet {
+                    eprintln!("crawlsieve: Redis at {at}: {e}; retrying in {wait:.1?}");
+                }
+            }
+        };
+        let f = &*self.f;
+        let (d, c) = res.parts();
+        let seen: Vec<bool> = (0..d.len())
+            .map(|j| d.is_candidate(j) && f.known_seen(d.fp(j)))
+            .collect();
+        p.policy.clear();
+        p.policy.robots(d, c, 0, |j| seen[j]);
+        let wait = p.robots_wait;
+        with_retry(self.budget, &report, || {
+            p.policy.resolve_deferred(d, c, Some(wait))
+        })
+        .context(UNSETTLED)?;
+        with_retry(self.budget, &report, || {
+            p.policy.patterns(d, c, 0, &p.names, |j| seen[j])
+        })
+        .context(UNSETTLED)?;
+        Ok(())
     }
 
     /// Complete every batch in flight (the input is quiet): its lines are written and flushed,
@@ -82,6 +145,12 @@ impl<'a> RedisPipe<'a> {
                 Ok(ticket) => {
                     let (mut res, lines) = self.queue.pop_front().expect("in flight");
                     res.apply(&self.news);
+                    if let Some(p) = self.policy.as_mut() {
+                        // The per-host budget (only one batch is in flight with it on).
+                        let f = &mut *self.f;
+                        let (d, c) = res.parts();
+                        p.policy.budget(d, c, &p.names, |_, fps| f.untake(fps));
+                    }
                     em.emit(&res, &lines)?;
                     em.out.flush().context("writing the output")?;
                     self.f.delivered(ticket);
@@ -131,7 +200,7 @@ impl<'a> RedisPipe<'a> {
             for url in Payload::lines(payloads).filter_map(|p| p.url()) {
                 em.sum.new += 1;
                 em.sum.adopted += 1;
-                em.format_line(url.as_bytes(), Verdict::Keep, Some(&url));
+                em.format_line(url.as_bytes(), Verdict::New, Some(&url));
             }
         }
         em.write_out()?;

@@ -599,9 +599,54 @@ pub struct DedupArgs {
     pub fp_rate: Option<f64>,
     #[command(flatten)]
     pub redis: RedisArgs,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     /// No summary on stderr.
     #[arg(short, long, help_heading = "Output", env = "CRAWLSIEVE_QUIET", value_parser = clap::builder::BoolishValueParser::new())]
     pub quiet: bool,
+}
+
+/// The crawl policy `dedup --redis` applies between the sieve and the filter, as the gate and
+/// the API do (`gate::policy`): the same parts, the same Redis keys, the same defaults as the
+/// configuration file's.
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// Judge URLs by their site's robots.txt, fetched once per origin and shared through Redis
+    /// with every gate and API of the namespace (`[robots] enabled`); its agent is
+    /// --robots-agent. A URL whose site's rules cannot be read within 10 s is `held`: not
+    /// marked seen, judged when the input is run again.
+    #[arg(long, help_heading = "Crawl policy (--redis)", env = "CRAWLSIEVE_ROBOTS", value_parser = clap::builder::BoolishValueParser::new(), requires = "redis")]
+    pub robots: bool,
+    /// At most N new URLs per host and --budget-window, counted with every gate and API of the
+    /// namespace (`[redis] max_new_urls_per_host`; 0: no budget); the rest are `host_budget`.
+    #[arg(long, help_heading = "Crawl policy (--redis)", env = "CRAWLSIEVE_MAX_NEW_URLS_PER_HOST", default_value_t = 0, requires = "redis")]
+    pub max_new_urls_per_host: u64,
+    /// The window of --max-new-urls-per-host.
+    #[arg(long, help_heading = "Crawl policy (--redis)", env = "CRAWLSIEVE_BUDGET_WINDOW", default_value = "24h")]
+    pub budget_window: Dur,
+    /// Do not skip URL patterns the render stage verified similar (`[patterns]
+    /// enable_url_pattern_dom_dedup = false`; applied by default with --redis).
+    #[arg(long, help_heading = "Crawl policy (--redis)", env = "CRAWLSIEVE_NO_PATTERNS", value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_patterns: bool,
+    /// Do not apply the namespace's learned parameter rules (`[patterns] learned_params =
+    /// false`; applied by default with --redis).
+    #[arg(long, help_heading = "Crawl policy (--redis)", env = "CRAWLSIEVE_NO_LEARNED_PARAMS", value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_learned_params: bool,
+}
+
+impl PolicyArgs {
+    /// The configuration sections these flags stand for (namespace `ns`, robots agent `agent`).
+    pub fn config(&self, ns: &str, agent: &str) -> crate::config::Config {
+        let mut cfg = crate::config::Config::default();
+        cfg.redis.namespace = ns.to_string();
+        cfg.redis.max_new_urls_per_host = self.max_new_urls_per_host;
+        cfg.redis.budget_window = self.budget_window;
+        cfg.robots.enabled = self.robots;
+        cfg.robots.agent = agent.to_string();
+        cfg.patterns.enable_url_pattern_dom_dedup = !self.no_patterns;
+        cfg.patterns.learned_params = !self.no_learned_params;
+        cfg
+    }
 }
 
 /// `crawlsieve check`.
@@ -1097,6 +1142,9 @@ pub struct Summary {
     pub duplicates: u64,
     /// Of the new URLs, those adopted from an ended run's outbox (`dedup --redis`).
     pub adopted: u64,
+    /// Held for robots.txt (`dedup --redis` with `--robots`): not marked seen, judged again
+    /// when run again.
+    pub held: u64,
     /// Rejections, indexed by [`Reason::index`].
     pub rejected: [u64; Reason::ALL.len()],
 }
@@ -1108,6 +1156,7 @@ impl Default for Summary {
             new: 0,
             duplicates: 0,
             adopted: 0,
+            held: 0,
             rejected: [0; Reason::ALL.len()],
         }
     }
@@ -1131,6 +1180,13 @@ impl Summary {
                 w,
                 "  {} of the new URLs were adopted from an ended run's outbox",
                 self.adopted
+            )?;
+        }
+        if self.held > 0 {
+            writeln!(
+                w,
+                "  {} held: their site's robots.txt could not be read yet (not marked seen: run the same input again later)",
+                self.held
             )?;
         }
         let mut by: Vec<(Reason, u64)> = Reason::ALL
@@ -1212,9 +1268,11 @@ impl Emitter {
             let v = res.verdict(i);
             self.sum.lines += 1;
             match v {
-                Verdict::Keep => self.sum.new += 1,
+                Verdict::New => self.sum.new += 1,
                 Verdict::Duplicate => self.sum.duplicates += 1,
-                Verdict::Reject(r) => self.sum.rejected[r.index()] += 1,
+                Verdict::Rejected(r) => self.sum.rejected[r.index()] += 1,
+                // (`dedup` publishes every new URL: nothing is unpublishable.)
+                Verdict::Held | Verdict::Unpublishable => self.sum.held += 1,
             }
             self.format_line(&line.bytes, v, res.canonical(i));
         }
@@ -1226,7 +1284,7 @@ impl Emitter {
     fn format_line(&mut self, input: &[u8], v: Verdict, canonical: Option<&str>) {
         match self.format {
             Format::Plain => {
-                if let (Verdict::Keep, Some(c)) = (v, canonical) {
+                if let (Verdict::New, Some(c)) = (v, canonical) {
                     self.buf.extend_from_slice(c.as_bytes());
                     self.buf.push(b'\n');
                 }
@@ -1307,11 +1365,22 @@ fn dedup(a: DedupArgs) -> Result<()> {
             })?;
         }
         DedupFilter::Redis(f, budget) => {
-            let mut pipe = dedup::RedisPipe::new(f, *budget, a.quiet);
+            let cfg = a.policy.config(&a.redis.namespace, &a.rules.robots_agent);
+            let redis = a.redis.config().expect("--redis given");
+            let metrics = crate::observe::FilterMetrics::new(&crate::observe::Metrics::new("dedup"));
+            let mut policy = crate::gate::policy::Policy::with_redis(&cfg, redis, metrics);
+            policy.attach(&a.redis.namespace);
+            let policy = dedup::DedupPolicy {
+                policy,
+                names: [a.redis.namespace.clone()],
+                robots_wait: cfg.robots.fetch_timeout.0 + std::time::Duration::from_secs(1),
+            };
+            let mut pipe = dedup::RedisPipe::new(f, *budget, a.quiet, Some(policy));
             pipe.adopt(&mut em)?;
             for_each_batch(&a.input, progress.as_ref(), None, |lines, quiet| {
                 if !lines.is_empty() {
                     let (mut res, mut kept) = pipe.pool.pop().unwrap_or_default();
+                    sieve.learned = pipe.learned();
                     sieve.classify_batch(
                         lines.iter().map(|l| (&l.bytes[..], l.truncated)),
                         &mut res,

@@ -120,7 +120,7 @@ impl CreateArgs {
 }
 
 impl RedisArgs {
-    fn config(&self) -> Option<RedisConfig> {
+    pub(super) fn config(&self) -> Option<RedisConfig> {
         let url = self.redis.as_deref()?;
         let mut cfg = RedisConfig::new(url);
         cfg.cluster |= self.redis_cluster;

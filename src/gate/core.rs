@@ -22,9 +22,8 @@ use crate::events::{
     now_rfc3339, DeadLetterCode, DecodeError, FetchEvent, FetchEventRef, RejectedEvent, UrlEvent,
 };
 use crate::observe::FilterMetrics;
-use crate::patterns::PatternVerdicts;
 use crate::redis_filter::{
-    Adopted, Expect, LazyConn, Payload, RedisConfig, RedisFilter, RedisFilterError, Ticket,
+    Adopted, Expect, Payload, RedisConfig, RedisFilter, RedisFilterError, Ticket,
 };
 use crate::sieve::Sieve;
 use crate::stage::{Batch, Dest, Stage, StageError, Staged};
@@ -32,7 +31,7 @@ use crate::url::Reason;
 
 #[path = "direct.rs"]
 mod direct;
-pub use direct::{Direct, DirectError, Idem};
+pub use direct::{Answer, DirectError, Idem};
 
 /// What a staged batch of the gate carries until it is finished.
 #[derive(Debug, Default)]
@@ -70,7 +69,6 @@ impl StageError for RedisFilterError {
 
 struct Namespace {
     filter: RedisFilter,
-    verdicts: PatternVerdicts,
 }
 
 /// A URL that passed the sieve, waiting for the filter's answer.
@@ -98,7 +96,6 @@ pub struct GateCore {
     sieve: Sieve,
     names: Vec<String>,
     namespaces: HashMap<String, Namespace>,
-    patterns_conn: LazyConn,
     pending: Vec<Pending>,
     /// The URL decision of the batch being staged (indexed like `pending`).
     decision: Decision,
@@ -116,16 +113,11 @@ pub struct GateCore {
     scopes: Vec<Option<Arc<crate::scope::Scope>>>,
     /// `[scope]`, restored after a namespace with a scope of its own.
     default_scope: Option<Arc<crate::scope::Scope>>,
-    /// The learned parameter rules of each namespace in `names` ([`crate::params`]; read
-    /// again at most once a second, applied by the sieve).
-    learned: Vec<crate::params::RulesCache>,
-    /// robots.txt (`[robots]` on).
-    robots: Option<super::robots::RobotsGate>,
-    /// Candidates of the batch waiting for their origin's robots.txt record (read from Redis
-    /// once, after every chunk was sent).
-    deferred: Vec<usize>,
-    /// The per-host budget (`[redis] max_new_urls_per_host` > 0).
-    budget: Option<super::budget::Budget>,
+    /// The crawl policy (robots.txt, pattern verdicts, learned parameter rules, the per-host
+    /// budget), the same steps the API and `dedup` take ([`super::policy`]).
+    policy: super::policy::Policy,
+    /// The API request being judged (reused).
+    request: crate::sieve::BatchResult,
 }
 
 impl GateCore {
@@ -142,26 +134,8 @@ impl GateCore {
         sieve.address = cfg.sieve.address_policy().unwrap_or_default(); // checked at load
         sieve.traps = cfg.sieve.traps.clone();
         let default_scope = sieve.scope.clone();
-        let robots = cfg.robots.enabled.then(|| {
-            super::robots::RobotsGate::new(
-                cfg.robots.clone(),
-                &cfg.redis.namespace,
-                redis.clone(),
-                metrics.clone(),
-            )
-        });
-        let budget = (cfg.redis.max_new_urls_per_host > 0).then(|| {
-            super::budget::Budget::new(
-                cfg.redis.max_new_urls_per_host,
-                cfg.redis.budget_window.0,
-                LazyConn::new(redis.clone()),
-            )
-        });
         GateCore {
-            robots,
-            budget,
-            deferred: Vec::new(),
-            patterns_conn: LazyConn::new(redis.clone()),
+            policy: super::policy::Policy::new(&cfg, metrics.clone()),
             cfg,
             redis,
             sieve,
@@ -176,7 +150,7 @@ impl GateCore {
             metrics,
             scopes: Vec::new(),
             default_scope,
-            learned: Vec::new(),
+            request: Default::default(),
         }
     }
 
@@ -191,7 +165,7 @@ impl GateCore {
         if !same {
             self.sieve.scope = s.clone();
         }
-        let l = self.learned[ns].rules();
+        let l = self.policy.learned_rules(ns);
         let same = match &self.sieve.learned {
             Some(a) => Arc::ptr_eq(a, l),
             None => l.is_empty(),
@@ -201,24 +175,9 @@ impl GateCore {
         }
     }
 
-    /// Read the learned parameter rules of every namespace again where due
-    /// ([`crate::params::RulesCache::refresh`]). A failure keeps the rules read before: the
-    /// filter's own exchange reports Redis trouble.
+    /// Read the learned parameter rules of every namespace again where due.
     pub(super) fn refresh_learned(&mut self) {
-        if !self.cfg.patterns.learned_params {
-            return;
-        }
-        let GateCore {
-            learned,
-            names,
-            patterns_conn,
-            ..
-        } = self;
-        for (cache, ns) in learned.iter_mut().zip(names.iter()) {
-            if let Err(e) = patterns_conn.with(|c| cache.refresh(c, ns)) {
-                tracing::warn!(namespace = ns, error = %e, "learned parameter rules not read; the ones read before stay (asked again in a second)");
-            }
-        }
+        self.policy.refresh_learned(&self.names);
     }
 
     /// Index of namespace `ns`, attaching (or creating) its filter on first use; `Err(detail)`
@@ -249,25 +208,11 @@ impl GateCore {
             tracing::warn!(namespace = ns, "{w}");
         }
         self.metrics.attached(ns);
-        self.namespaces.insert(
-            ns.to_string(),
-            Namespace {
-                filter,
-                verdicts: PatternVerdicts::new(self.cfg.patterns.clone(), ns),
-            },
-        );
+        self.namespaces
+            .insert(ns.to_string(), Namespace { filter });
         self.names.push(ns.to_string());
         self.adopted_at.push(None);
-        let mut rules = crate::params::RulesCache::new(
-            std::time::Duration::from_secs(1),
-            self.cfg.patterns.learned_params_verify_one_in,
-        );
-        if self.cfg.patterns.learned_params {
-            if let Err(e) = self.patterns_conn.with(|c| rules.refresh(c, ns)) {
-                tracing::debug!(namespace = ns, error = %e, "learned parameter rules not read yet");
-            }
-        }
-        self.learned.push(rules);
+        self.policy.attach(ns);
         // The namespace's own `[scopes.NAME]`, else `[scope]`; compiled once per process.
         self.scopes.push(match self.cfg.scopes.get(ns) {
             Some(spec) => crate::scope::for_component(spec),
@@ -282,24 +227,6 @@ impl GateCore {
     /// [`Sieve::dedup_fingerprint`] then works on the candidate.
     fn sieve_url(&mut self, url: &str) -> Result<String, Reason> {
         self.sieve.classify(url.as_bytes(), false).map(String::from)
-    }
-
-    /// `skip[i]` = whether `patterns[i]` was verified similar in namespace `ns` (all false when
-    /// the feature is off). Connects on first use; a failed call reconnects on the next.
-    fn pattern_skips(
-        &mut self,
-        ns: &str,
-        patterns: &[&str],
-        skip: &mut Vec<bool>,
-    ) -> Result<(), RedisFilterError> {
-        skip.clear();
-        skip.resize(patterns.len(), false);
-        if !self.cfg.patterns.enable_url_pattern_dom_dedup || patterns.is_empty() {
-            return Ok(());
-        }
-        let state = self.namespaces.get_mut(ns).expect("an attached namespace");
-        self.patterns_conn
-            .with(|conn| state.verdicts.skip_batch(conn, patterns, skip))
     }
 
     /// A namespace Redis no longer has (Redis restarted without its data, or it was dropped):
@@ -361,51 +288,26 @@ fn fetch_event_bound(p: &Pending) -> usize {
     2 * p.raw_len + 2 * 7 * p.canonical.len() + 3 * 256
 }
 
-/// What robots.txt's verdict `v` on `pending[j]` (of `origin`) does to the batch: a rejection,
-/// or a held record on the wait topic (`Ask` here: the origin is still unknown after asking);
-/// the `Crawl-delay` of an allowed URL.
-#[allow(clippy::too_many_arguments)]
-fn apply_robots(
-    decision: &mut Decision,
-    out: &mut GateStaged,
-    batch: &Batch,
-    j: usize,
-    p: &Pending,
-    v: super::robots::Judged,
-    origin: &str,
-    now: u64,
-) -> Option<f64> {
-    use super::robots::Judged;
-    let (until_ms, why) = match v {
-        Judged::Allow(d) => return d,
-        Judged::Disallow => {
-            decision.reject_at(j, Reason::RobotsDisallowed);
-            return None;
-        }
-        Judged::Refused => {
-            decision.reject_at(j, Reason::PrivateAddress);
-            return None;
-        }
-        Judged::Hold { until_ms, why } => (until_ms, why),
-        Judged::Ask => (now, "unknown"),
-    };
-    decision.unpublishable(j);
-    let event = serde_json::to_vec(&p.event).expect("an event serializes");
-    let origin = serde_json::to_string(origin).expect("a string serializes");
-    out.record_from(p.idx, Dest::Held, batch.key(p.idx), |b| {
-        let head = format!(
-            "{{\"held_until_ms\":{until_ms},\"origin\":{origin},\"why\":\"{why}\",\"event\":"
-        );
-        b.extend_from_slice(head.as_bytes());
-        b.extend_from_slice(&event);
-        b.push(b'}');
-    });
-    if why == "unknown" {
-        out.pending.held.0 += 1;
-    } else {
-        out.pending.held.1 += 1;
+impl crate::decision::Candidates for [Pending] {
+    fn url(&self, j: usize) -> &str {
+        &self[j].canonical
     }
-    None
+
+    fn ns(&self, j: usize) -> usize {
+        self[j].ns
+    }
+
+    fn pattern(&mut self, j: usize) -> &str {
+        let p = &mut self[j];
+        if p.pattern.is_empty() {
+            p.pattern = crate::url::pattern::pattern(&p.canonical);
+        }
+        &p.pattern
+    }
+
+    fn set_crawl_delay(&mut self, j: usize, delay: Option<f64>) {
+        self[j].crawl_delay = delay;
+    }
 }
 
 /// Append `p`'s fetch event (JSON) to `enc` and note where it is.
@@ -428,6 +330,19 @@ fn push_payload(p: &Pending, enc: &[u8], buf: &mut Vec<u8>) {
     buf.extend_from_slice(host_of(p).as_bytes());
     buf.push(b'\t');
     buf.extend_from_slice(&enc[s..e]);
+}
+
+/// Whether each of `pending` is known as seen by its namespace's local tier.
+fn known_seen(
+    namespaces: &HashMap<String, Namespace>,
+    names: &[String],
+    pending: &[Pending],
+) -> Vec<bool> {
+    let filters: Vec<&RedisFilter> = names.iter().map(|n| &namespaces[n].filter).collect();
+    pending
+        .iter()
+        .map(|p| filters[p.ns].known_seen(p.fp))
+        .collect()
 }
 
 /// The message key of `p`'s fetch event: its host.
@@ -494,75 +409,30 @@ impl GateCore {
         Ok(())
     }
 
-    /// 1b. robots.txt (`[robots]` on, [`super::robots`]): each URL of `pending[from..]` that the
-    ///    local tier does not know as seen is judged by its origin's rules, before it can take
-    ///    a place in the filter: disallowed → `robots_disallowed`; the origin's host refused by
-    ///    the egress policy → `private_address`; rules not known yet, or the server failing →
-    ///    held (staged to the wait topic; the mover puts it back when due). A URL of an origin
-    ///    this worker knows nothing fresh of is deferred to [`GateCore::resolve_deferred`].
-    fn robots_pass(
-        &mut self,
-        pending: &mut [Pending],
-        from: usize,
-        batch: &Batch,
-        out: &mut GateStaged,
-    ) -> Result<(), RedisFilterError> {
-        use super::robots::Judged;
+    /// 1b. robots.txt ([`super::policy::Policy::robots`]) on `pending[from..]`, but for the
+    ///    URLs the filter's local tier knows as seen (duplicates whatever their origin says).
+    ///    A URL of an origin this worker knows nothing fresh of is deferred to
+    ///    [`GateCore::resolve_deferred`]; a held one is staged to the wait topic with the
+    ///    batch ([`GateCore::stage_holds`]).
+    fn robots_pass(&mut self, pending: &mut [Pending], from: usize) {
         let GateCore {
-            robots,
+            policy,
             decision,
             namespaces,
             names,
-            deferred,
             ..
         } = self;
-        let Some(rb) = robots.as_mut() else {
-            return Ok(());
-        };
-        let now = super::robots::now_ms();
-        rb.take_fetched();
-        // Per namespace once, not a string-keyed lookup per URL.
-        let filters: Vec<&crate::redis_filter::RedisFilter> =
-            names.iter().map(|n| &namespaces[n].filter).collect();
-        let judged: Vec<usize> = (from..pending.len())
-            .filter(|&j| {
-                decision.is_candidate(j) && !filters[pending[j].ns].known_seen(pending[j].fp)
-            })
-            .collect();
-        let mut verdicts = Vec::with_capacity(judged.len());
-        {
-            let urls: Vec<&str> = judged
-                .iter()
-                .map(|&j| pending[j].canonical.as_str())
-                .collect();
-            let origins: Vec<std::borrow::Cow<'_, str>> =
-                urls.iter().map(|u| crate::url::lex::origin(u)).collect();
-            let origins: Vec<&str> = origins.iter().map(|o| o.as_ref()).collect();
-            rb.judge_all(&origins, &urls, now, &mut verdicts);
+        if !policy.parts().robots {
+            return;
         }
-        for (&j, v) in judged.iter().zip(verdicts) {
-            match v {
-                Judged::Allow(d) => pending[j].crawl_delay = d,
-                Judged::Ask => {
-                    rb.ask_later(&crate::url::lex::origin(&pending[j].canonical));
-                    decision.defer(j);
-                    deferred.push(j);
-                }
-                v => {
-                    let p = &pending[j];
-                    let origin = crate::url::lex::origin(&p.canonical);
-                    let d = apply_robots(decision, out, batch, j, p, v, &origin, now);
-                    pending[j].crawl_delay = d;
-                }
-            }
-        }
-        Ok(())
+        let seen = known_seen(namespaces, names, &pending[from..]);
+        policy.robots(decision, pending, from, |j| seen[j - from]);
     }
 
     /// 4b. The candidates deferred for their origin's robots.txt: the records of their origins
     ///    (and of origins whose record went stale) read from Redis in one exchange for the whole
-    ///    batch (a synchronous round trip per
-    ///    chunk halved the gate's rate), judged, and the allowed ones looked up like a chunk.
+    ///    batch (a synchronous round trip per chunk halved the gate's rate), judged, and the
+    ///    allowed ones looked up like a chunk.
     fn resolve_deferred(
         &mut self,
         pending: &mut [Pending],
@@ -571,40 +441,38 @@ impl GateCore {
         now: &str,
         sent: &mut Vec<(usize, Vec<usize>)>,
     ) -> Result<(), RedisFilterError> {
-        // Stale records are asked about too (their URLs were judged by the stale rules).
-        let must_ask = self.robots.as_ref().is_some_and(|r| r.must_ask());
-        if self.deferred.is_empty() && !must_ask {
-            return Ok(());
+        if self
+            .policy
+            .resolve_deferred(&mut self.decision, pending, None)?
+        {
+            self.look_up(pending, 0, (topic, batch), out, now, sent)?;
         }
-        let GateCore {
-            robots,
-            decision,
-            patterns_conn,
-            deferred,
-            ..
-        } = self;
-        let rb = robots.as_mut().expect("only robots defers");
-        let at = super::robots::now_ms();
-        if must_ask {
-            patterns_conn.with(|c| rb.ask(c, at))?;
-        }
-        if deferred.is_empty() {
-            return Ok(());
-        }
-        for j in deferred.drain(..) {
-            let p = &mut pending[j];
+        Ok(())
+    }
+
+    /// The batch's held candidates, staged to the robots wait topic (their input is committed
+    /// only once Kafka has them; the mover puts them back when due).
+    fn stage_holds(&self, pending: &[Pending], batch: &Batch, out: &mut GateStaged) {
+        for h in self.policy.holds() {
+            let p = &pending[h.j];
+            let event = serde_json::to_vec(&p.event).expect("an event serializes");
             let origin = crate::url::lex::origin(&p.canonical);
-            match rb.judge(&origin, &p.canonical, at) {
-                super::robots::Judged::Allow(d) => {
-                    p.crawl_delay = d;
-                    decision.undefer(j);
-                }
-                v => {
-                    p.crawl_delay = apply_robots(decision, out, batch, j, p, v, &origin, at);
-                }
+            let origin = serde_json::to_string(&origin).expect("a string serializes");
+            out.record_from(p.idx, Dest::Held, batch.key(p.idx), |b| {
+                let head = format!(
+                    "{{\"held_until_ms\":{},\"origin\":{origin},\"why\":\"{}\",\"event\":",
+                    h.until_ms, h.why
+                );
+                b.extend_from_slice(head.as_bytes());
+                b.extend_from_slice(&event);
+                b.push(b'}');
+            });
+            if h.why == "unknown" {
+                out.pending.held.0 += 1;
+            } else {
+                out.pending.held.1 += 1;
             }
         }
-        self.look_up(pending, 0, (topic, batch), out, now, sent)
     }
 
     /// 2–4. The candidates of `pending[from..]` still to be looked up: pattern verdicts,
@@ -630,42 +498,26 @@ impl GateCore {
         Ok(())
     }
 
-    /// 2. Pattern verdicts of `pending[from..]`, every namespace before any of it is taken. A
-    ///    URL the filter's local tier knows as seen is a duplicate whatever its pattern: its
-    ///    pattern is not computed.
+    /// 2. Pattern verdicts of `pending[from..]` ([`super::policy::Policy::patterns`]), every
+    ///    namespace before any of it is taken. A URL the filter's local tier knows as seen is a
+    ///    duplicate whatever its pattern: its pattern is not computed.
     fn skip_patterns(
         &mut self,
         pending: &mut [Pending],
         from: usize,
     ) -> Result<(), RedisFilterError> {
-        let mut skip = Vec::new();
-        for ns in 0..self.names.len() {
-            let name = self.names[ns].clone();
-            let filter = &self.namespaces.get(&name).expect("attached").filter;
-            let idx: Vec<usize> = (from..pending.len())
-                .filter(|&j| {
-                    let p = &pending[j];
-                    // Only what may still be looked up: not rejected (robots, scope) nor held,
-                    // nor looked up in an earlier chunk.
-                    p.ns == ns && self.decision.is_candidate(j) && !filter.known_seen(p.fp)
-                })
-                .collect();
-            if idx.is_empty() {
-                continue;
-            }
-            for &j in &idx {
-                let p = &mut pending[j];
-                p.pattern = crate::url::pattern::pattern(&p.canonical);
-            }
-            let pats: Vec<&str> = idx.iter().map(|&j| pending[j].pattern.as_str()).collect();
-            self.pattern_skips(&name, &pats, &mut skip)?;
-            for (&j, &s) in idx.iter().zip(&skip) {
-                if s {
-                    self.decision.reject_at(j, Reason::PatternSimilar);
-                }
-            }
+        let GateCore {
+            policy,
+            decision,
+            namespaces,
+            names,
+            ..
+        } = self;
+        if !policy.parts().patterns {
+            return Ok(());
         }
-        Ok(())
+        let seen = known_seen(namespaces, names, &pending[from..]);
+        policy.patterns(decision, pending, from, names, |j| seen[j - from])
     }
 
     /// 3. The publisher of each URL in `pending[from..]`: its first event of the batch whose
@@ -782,7 +634,7 @@ impl GateCore {
             let from = pending.len();
             self.decode(pending, topic, batch, start..end, out, now)?;
             let t = std::time::Instant::now();
-            self.robots_pass(pending, from, batch, out)?;
+            self.robots_pass(pending, from);
             self.look_up(pending, from, (topic, batch), out, now, &mut sent)?;
             self.metrics
                 .filter_seconds
@@ -803,88 +655,20 @@ impl GateCore {
         Ok(())
     }
 
-    /// 5b. The per-host budget (`budget.rs`): the batch's new URLs per (namespace, host) are
-    ///     counted across gates; a host's surplus is rejected `host_budget` and taken back out
-    ///     of the filter. Any failure publishes everything (over budget, never lost).
+    /// 5b. The per-host budget ([`super::policy::Policy::budget`]): a host's surplus is
+    ///     rejected `host_budget` and taken back out of the filter.
     fn apply_budget(&mut self, pending: &[Pending]) {
-        use super::budget::Ask;
-        let Some(budget) = self.budget.as_mut() else {
-            return;
-        };
-        let mut at: rustc_hash::FxHashMap<(usize, &str), usize> = Default::default();
-        let mut asks: Vec<Ask> = Vec::new();
-        let mut members: Vec<Vec<usize>> = Vec::new();
-        for j in self.decision.news() {
-            let p = &pending[j];
-            let k = *at.entry((p.ns, host_of(p))).or_insert_with(|| {
-                asks.push(Ask {
-                    ns: self.names[p.ns].clone(),
-                    host: host_of(p).to_string(),
-                    n: 0,
-                });
-                members.push(Vec::new());
-                asks.len() - 1
-            });
-            asks[k].n += 1;
-            members[k].push(j);
-        }
-        if asks.is_empty() {
-            return;
-        }
-        let granted = match budget.grant(&asks) {
-            Ok(g) => g,
-            Err(e) => {
-                let n: u64 = asks.iter().map(|a| a.n).sum();
-                self.metrics.budget_unchecked.inc_by(n);
-                tracing::warn!(error = %e, urls = n, "the per-host budget could not be counted: publishing this batch's new URLs without it");
-                return;
-            }
-        };
-        // The surplus of each host: its last new URLs in input order.
-        let mut surplus: Vec<Vec<usize>> = vec![Vec::new(); self.names.len()];
-        for ((a, g), m) in asks.iter().zip(&granted).zip(&members) {
-            if g.reached {
-                self.metrics.budget_hosts_reached.inc();
-                tracing::info!(
-                    namespace = a.ns,
-                    host = a.host,
-                    "per-host budget spent for this window"
-                );
-            }
-            let over = &m[g.admitted as usize..];
-            surplus[pending[m[0]].ns].extend_from_slice(over);
-        }
-        // Whether each namespace's surplus left the filter (and is rejected).
-        let mut untaken = vec![false; self.names.len()];
-        for (ns, over) in surplus.iter().enumerate() {
-            if over.is_empty() {
-                continue;
-            }
-            let fps: Vec<u128> = over.iter().map(|&j| pending[j].fp).collect();
-            let filter = &mut self
-                .namespaces
-                .get_mut(&self.names[ns])
-                .expect("attached")
-                .filter;
-            match filter.untake(&fps) {
-                Ok(_) => {
-                    for &j in over {
-                        self.decision.reject_at(j, Reason::HostBudget);
-                    }
-                    untaken[ns] = true;
-                }
-                Err(e) => {
-                    self.metrics.budget_unchecked.inc_by(over.len() as u64);
-                    tracing::warn!(error = %e, urls = over.len(), "the surplus of a per-host budget could not be taken back out of the filter: publishing it");
-                }
-            }
-        }
-        // What was not published leaves the counters (with the next exchange).
-        for ((a, g), m) in asks.iter().zip(&granted).zip(&members) {
-            if untaken[pending[m[0]].ns] {
-                budget.correct(a, m.len() as u64 - g.admitted);
-            }
-        }
+        let GateCore {
+            policy,
+            decision,
+            namespaces,
+            names,
+            ..
+        } = self;
+        policy.budget(decision, pending, names, |ns, fps| {
+            let state = namespaces.get_mut(&names[ns]).expect("attached");
+            state.filter.untake(fps)
+        });
     }
 
     /// A stage that failed: every exchange that may have reached Redis is carried to the next
@@ -909,10 +693,8 @@ impl GateCore {
                 lines.push(b'\n');
                 n += 1;
             }
-            if self.budget.is_some() {
-                // Published with the next batch without a budget count (over budget at worst).
-                self.metrics.budget_unchecked.inc_by(n);
-            }
+            // Published with the next batch without a budget count (over budget at worst).
+            self.policy.unbudgeted(n);
             self.carry.push((ns, (t, lines)));
         }
     }
@@ -958,7 +740,8 @@ impl GateCore {
     fn emit(&mut self, pending: &[Pending], out: &mut GateStaged, now: &str) {
         for (j, p) in pending.iter().enumerate() {
             match self.decision.verdict(j) {
-                Verdict::Unpublishable => {}
+                // Dead-lettered, or staged to the wait topic ([`GateCore::stage_holds`]).
+                Verdict::Unpublishable | Verdict::Held => {}
                 Verdict::Rejected(r) => self.reject(out, &p.event, r, now),
                 Verdict::New => {
                     let (s, e) = p.enc.expect("a new URL was encoded");
@@ -1025,7 +808,7 @@ impl Stage for GateCore {
         out.clear();
         self.pending.clear();
         self.decision.clear();
-        self.deferred.clear();
+        self.policy.clear();
         self.enc.clear();
         out.consumed = batch.len() as u64;
         let now = now_rfc3339();
@@ -1038,6 +821,7 @@ impl Stage for GateCore {
             self.pending = pending;
             return Err(e);
         }
+        self.stage_holds(&pending, batch, out);
         self.emit(&pending, out, &now);
         self.emit_carried(out, &now);
         for (ns, t, _) in tickets {
@@ -1069,10 +853,7 @@ impl Stage for GateCore {
         for state in self.namespaces.values_mut() {
             state.filter.take_settle()?;
         }
-        if let Some(b) = self.budget.as_mut() {
-            b.flush()?;
-        }
-        Ok(())
+        self.policy.idle()
     }
 
     fn account(&self, out: &GateStaged) {

@@ -27,21 +27,23 @@ pub struct Idem {
 }
 
 impl Idem {
-    /// The record for `verdicts`: `{"request": digest, "verdicts": ["n:URL" | "d" | "r:code"]}`.
-    fn encode(&self, verdicts: &[Direct]) -> String {
+    /// The record for `verdicts`: `{"request": digest, "verdicts": ["n:URL" | "d" | "r:code" |
+    /// "h"]}`.
+    fn encode(&self, verdicts: &[Answer]) -> String {
         let v: Vec<String> = verdicts
             .iter()
-            .map(|d| match d {
-                Direct::New(c) => format!("n:{c}"),
-                Direct::Duplicate => "d".to_string(),
-                Direct::Rejected(r) => format!("r:{}", r.code()),
+            .map(|(v, c)| match v {
+                Verdict::New => format!("n:{c}"),
+                Verdict::Rejected(r) => format!("r:{}", r.code()),
+                Verdict::Held => "h".to_string(),
+                Verdict::Duplicate | Verdict::Unpublishable => "d".to_string(),
             })
             .collect();
         serde_json::json!({"request": self.request, "verdicts": v}).to_string()
     }
 
     /// The verdicts of a stored record, if it answers `request`.
-    fn replay(record: &str, request: &str) -> Result<Vec<Direct>, DirectError> {
+    fn replay(record: &str, request: &str) -> Result<Vec<Answer>, DirectError> {
         let v: serde_json::Value = serde_json::from_str(record).unwrap_or_default();
         if v["request"].as_str() != Some(request) {
             return Err(DirectError::KeyReused);
@@ -52,14 +54,17 @@ impl Idem {
             .map(|x| {
                 let s = x.as_str().unwrap_or("d");
                 if let Some(c) = s.strip_prefix("n:") {
-                    Direct::New(c.to_string())
+                    (Verdict::New, c.to_string())
                 } else if let Some(code) = s.strip_prefix("r:") {
-                    Reason::ALL
+                    let v = Reason::ALL
                         .iter()
                         .find(|r| r.code() == code)
-                        .map_or(Direct::Duplicate, |r| Direct::Rejected(*r))
+                        .map_or(Verdict::Duplicate, |r| Verdict::Rejected(*r));
+                    (v, String::new())
+                } else if s == "h" {
+                    (Verdict::Held, String::new())
                 } else {
-                    Direct::Duplicate
+                    (Verdict::Duplicate, String::new())
                 }
             })
             .collect())
@@ -70,16 +75,9 @@ impl Idem {
 /// inputs (index, reason).
 pub type Forgotten = (u64, Vec<(usize, Reason)>);
 
-/// One URL's verdict from [`GateCore::filter_direct`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Direct {
-    /// New: its canonical form.
-    New(String),
-    /// Seen before (or earlier in the same request).
-    Duplicate,
-    /// Rejected, with the reason code.
-    Rejected(Reason),
-}
+/// One URL's answer from [`GateCore::filter_direct`]: its verdict (never `Unpublishable`), and
+/// its canonical form when new (empty otherwise).
+pub type Answer = (Verdict, String);
 
 impl GateCore {
     /// Where the candidates of the next [`GateCore::filter_direct`] calls were found (the API's
@@ -105,15 +103,16 @@ impl GateCore {
         urls: &[String],
         check_only: bool,
         idem: Option<&Idem>,
-    ) -> Result<Result<(Vec<Direct>, bool), DirectError>, RedisFilterError> {
+    ) -> Result<Result<(Vec<Answer>, bool), DirectError>, RedisFilterError> {
         self.refresh_learned();
-        let ns = match self.namespace(ns)? {
+        let ns_i = match self.namespace(ns)? {
             Ok(i) => {
                 self.use_scope_of(i);
-                self.names[i].clone()
+                i
             }
             Err(detail) => return Ok(Err(DirectError::Refused(detail))),
         };
+        let ns = self.names[ns_i].clone();
         let idem = idem.filter(|_| !check_only);
         if let Some(k) = idem {
             let state = self.namespaces.get_mut(&ns).expect("attached above");
@@ -121,32 +120,21 @@ impl GateCore {
                 return Ok(Idem::replay(&rec, &k.request).map(|v| (v, true)));
             }
         }
-        let (mut d, canon) = self.judge_request(&ns, source, urls)?;
-        let fps = d.lookup_fps().to_vec();
-        let mut news = Vec::new();
-        let t = std::time::Instant::now();
-        self.ask_filter(&ns, &fps, &mut news, check_only, idem)?;
-        if check_only {
-            // A read answers every occurrence alike: only the first is new.
-            let mut seen = HashSet::new();
-            for (n, fp) in news.iter_mut().zip(&fps) {
-                *n &= seen.insert(*fp);
-            }
-        }
-        d.answer(&news);
-        self.metrics
-            .filter_seconds
-            .observe(t.elapsed().as_secs_f64());
-        let delivered: Vec<u128> = d.news().map(|i| d.fp(i)).collect();
-        let out: Vec<Direct> = canon
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| match d.verdict(i) {
-                Verdict::New => Direct::New(c),
-                Verdict::Rejected(r) => Direct::Rejected(r),
-                Verdict::Duplicate | Verdict::Unpublishable => Direct::Duplicate,
-            })
-            .collect();
+        let mut res = std::mem::take(&mut self.request);
+        let r = self.judge_request(ns_i, source, urls, check_only, idem, &mut res);
+        let out = r.map(|()| {
+            (0..res.len())
+                .map(|i| match res.verdict(i) {
+                    Verdict::New => (Verdict::New, res.canonical(i).unwrap_or("").to_string()),
+                    // Not publishable is the gate's (a fetch event too large): never here.
+                    Verdict::Unpublishable => (Verdict::Duplicate, String::new()),
+                    v => (v, String::new()),
+                })
+                .collect::<Vec<Answer>>()
+        });
+        let delivered: Vec<u128> = res.news_fps();
+        self.request = res;
+        let out = out?;
         if let Some(k) = idem {
             // Remember the answer before the URLs are confirmed: a retry after this point
             // replays it; a retry before finds the claims still under the key's token.
@@ -197,42 +185,77 @@ impl GateCore {
         }
     }
 
-    /// The API's request through the sieve and the pattern verdicts: its decision (lookups
-    /// made) and each URL's canonical form (empty when rejected).
+    /// The API's request through the one decision: the sieve, the crawl policy before the
+    /// filter (robots.txt, waiting up to `robots.fetch_timeout` for an origin's rules; pattern
+    /// verdicts), the filter call, the policy after it (the per-host budget; not for a
+    /// read, which counts nothing).
     fn judge_request(
         &mut self,
-        ns: &str,
+        ns_i: usize,
         source: Option<&str>,
         urls: &[String],
-    ) -> Result<(Decision, Vec<String>), RedisFilterError> {
+        check_only: bool,
+        idem: Option<&Idem>,
+        res: &mut crate::sieve::BatchResult,
+    ) -> Result<(), RedisFilterError> {
         self.sieve.set_source(source);
-        let mut d = Decision::default();
-        let mut canon: Vec<String> = Vec::with_capacity(urls.len());
-        for u in urls {
-            match self.sieve_url(u) {
-                Err(r) => {
-                    d.reject(r);
-                    canon.push(String::new());
-                }
-                Ok(c) => {
-                    d.candidate(0, self.sieve.dedup_fingerprint());
-                    canon.push(c);
-                }
+        self.sieve
+            .classify_batch(urls.iter().map(|u| (u.as_bytes(), false)), res);
+        let ns = self.names[ns_i].clone();
+        let wait = self.cfg.robots.fetch_timeout.0 + std::time::Duration::from_secs(1);
+        {
+            let GateCore {
+                policy,
+                namespaces,
+                names,
+                ..
+            } = self;
+            let filter = &namespaces[&ns].filter;
+            let (d, c) = res.parts();
+            c.ns = ns_i;
+            let seen: Vec<bool> = (0..d.len())
+                .map(|j| d.is_candidate(j) && filter.known_seen(d.fp(j)))
+                .collect();
+            policy.clear();
+            policy.robots(d, c, 0, |j| seen[j]);
+            policy.resolve_deferred(d, c, Some(wait))?;
+            policy.patterns(d, c, 0, names, |j| seen[j])?;
+        }
+        res.seal();
+        let fps = res.fps().to_vec();
+        let mut news = Vec::new();
+        let t = std::time::Instant::now();
+        self.ask_filter(&ns, &fps, &mut news, check_only, idem)?;
+        if check_only {
+            // A read answers every occurrence alike: only the first is new.
+            let mut seen = HashSet::new();
+            for (n, fp) in news.iter_mut().zip(&fps) {
+                *n &= seen.insert(*fp);
             }
         }
-        let cand: Vec<usize> = (0..d.len()).filter(|&i| d.is_candidate(i)).collect();
-        let pats: Vec<String> = cand
-            .iter()
-            .map(|&i| crate::url::pattern::pattern(&canon[i]))
-            .collect();
-        let refs: Vec<&str> = pats.iter().map(String::as_str).collect();
-        let mut skip = Vec::new();
-        self.pattern_skips(ns, &refs, &mut skip)?;
-        for (&i, _) in cand.iter().zip(&skip).filter(|(_, &s)| s) {
-            d.reject_at(i, Reason::PatternSimilar);
+        res.apply(&news);
+        self.metrics
+            .filter_seconds
+            .observe(t.elapsed().as_secs_f64());
+        if !check_only {
+            let GateCore {
+                policy,
+                namespaces,
+                names,
+                ..
+            } = self;
+            let filter = &mut namespaces.get_mut(&ns).expect("attached").filter;
+            let (d, c) = res.parts();
+            policy.budget(d, c, names, |_, fps| match idem {
+                // Claimed, not yet inserted: released, new again to anyone.
+                Some(_) => {
+                    filter.release(fps);
+                    Ok(fps.len() as u64)
+                }
+                None => filter.untake(fps),
+            });
         }
-        d.lookups(0);
-        Ok((d, canon))
+        Ok(())
     }
 
     /// The API's filter call: a read (`check_only`), the claims of an idempotent request, or a

@@ -14,6 +14,7 @@
 pub mod budget;
 pub mod core;
 pub mod mover;
+pub mod policy;
 pub mod robots;
 
-pub use self::core::{Direct, DirectError, GateCore, GatePending, GateStaged, Idem};
+pub use self::core::{Answer, DirectError, GateCore, GatePending, GateStaged, Idem};
