@@ -540,7 +540,10 @@ mod tests {
             s.process(b"http://exa mple.com/", false, &f),
             Verdict::Rejected(Reason::InvalidUrl)
         );
-        assert_eq!(s.process(b"/a", true, &f), Verdict::Rejected(Reason::TooLong));
+        assert_eq!(
+            s.process(b"/a", true, &f),
+            Verdict::Rejected(Reason::TooLong)
+        );
         // Regression (cargo fuzz): under the limit raw, over it once backslashes are escaped.
         let long = format!("z?h={}x", "\\".repeat(1000));
         assert_eq!(

@@ -16,22 +16,68 @@ use common::site::{recorder, redirect, request_path, response};
 
 /// Words for the static pages' texts: each page draws its own sentences from them.
 const WORDS: [&str; 48] = [
-    "river", "engine", "library", "garden", "protocol", "harvest", "winter", "kernel", "castle",
-    "market", "signal", "forest", "compiler", "bridge", "orchestra", "desert", "network",
-    "painter", "glacier", "theorem", "harbour", "village", "satellite", "recipe", "volcano",
-    "museum", "algorithm", "lantern", "meadow", "parliament", "telescope", "canyon", "festival",
-    "archive", "railway", "island", "chemistry", "factory", "poetry", "mountain", "database",
-    "cathedral", "orchard", "battery", "lighthouse", "tournament", "vineyard", "observatory",
+    "river",
+    "engine",
+    "library",
+    "garden",
+    "protocol",
+    "harvest",
+    "winter",
+    "kernel",
+    "castle",
+    "market",
+    "signal",
+    "forest",
+    "compiler",
+    "bridge",
+    "orchestra",
+    "desert",
+    "network",
+    "painter",
+    "glacier",
+    "theorem",
+    "harbour",
+    "village",
+    "satellite",
+    "recipe",
+    "volcano",
+    "museum",
+    "algorithm",
+    "lantern",
+    "meadow",
+    "parliament",
+    "telescope",
+    "canyon",
+    "festival",
+    "archive",
+    "railway",
+    "island",
+    "chemistry",
+    "factory",
+    "poetry",
+    "mountain",
+    "database",
+    "cathedral",
+    "orchard",
+    "battery",
+    "lighthouse",
+    "tournament",
+    "vineyard",
+    "observatory",
 ];
 
 /// A deterministic text of `n` sentences for `seed`.
 fn text(seed: u64, n: usize) -> String {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut out = String::new();
     for _ in 0..n {
         out.push_str("<p>");
         for w in 0..12 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             out.push_str(WORDS[(x >> 33) as usize % WORDS.len()]);
             out.push_str(if w == 11 { ".</p>" } else { " " });
         }
@@ -81,22 +127,33 @@ fn serve(forbidden_port: u16) -> String {
                     return;
                 };
                 let mut w = stream;
-                let html = |body: String| response("200 OK", "text/html; charset=utf-8", body.as_bytes());
+                let html =
+                    |body: String| response("200 OK", "text/html; charset=utf-8", body.as_bytes());
                 let num = |p: &str, pre: &str| -> Option<u64> {
                     p.strip_prefix(pre)?.strip_suffix(".html")?.parse().ok()
                 };
                 let resp = if let Some(i) = num(&path, "/docs/d") {
                     html(doc_page(&format!("Chapter {i}"), &text(i, 16)))
                 } else if let Some(i) = num(&path, "/mirror/d") {
-                    html(doc_page(&format!("Chapter {i}"), &text(i, 16)).replace("Example documentation", "Mirror of the example documentation"))
+                    html(doc_page(&format!("Chapter {i}"), &text(i, 16)).replace(
+                        "Example documentation",
+                        "Mirror of the example documentation",
+                    ))
                 } else if path.starts_with("/app/item/") {
                     html(shell())
-                } else if let Some(n) = path.strip_prefix("/api/app/item/f").and_then(|r| r.strip_suffix(".json")) {
+                } else if let Some(n) = path
+                    .strip_prefix("/api/app/item/f")
+                    .and_then(|r| r.strip_suffix(".json"))
+                {
                     let seed: u64 = n.parse().unwrap_or(0);
                     let body = serde_json::json!({ "html": text(2000 + seed, 14) }).to_string();
                     response("200 OK", "application/json", body.as_bytes())
                 } else if path == "/static/search.js" {
-                    response("200 OK", "text/javascript", b"window.search = function () {};")
+                    response(
+                        "200 OK",
+                        "text/javascript",
+                        b"window.search = function () {};",
+                    )
                 } else if path == "/to-forbidden" {
                     redirect(&format!("http://127.0.0.1:{forbidden_port}/secret"))
                 } else {
@@ -110,13 +167,27 @@ fn serve(forbidden_port: u16) -> String {
 }
 
 /// Run `similar` in `mode` over `urls`; the report's rows.
-fn similar(mode: &str, urls: &[String], allow: &str) -> (Vec<serde_json::Value>, serde_json::Value) {
+fn similar(
+    mode: &str,
+    urls: &[String],
+    allow: &str,
+) -> (Vec<serde_json::Value>, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let list = dir.path().join("urls.txt");
     std::fs::write(&list, urls.join("\n")).unwrap();
     let out = dir.path().join("report.json");
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
-        .args(["similar", "--render", mode, "-t", "4", "--allow", allow, "--no-soft-404-probe", "-l"])
+        .args([
+            "similar",
+            "--render",
+            mode,
+            "-t",
+            "4",
+            "--allow",
+            allow,
+            "--no-soft-404-probe",
+            "-l",
+        ])
         .arg(&list)
         .arg("-o")
         .arg(&out)
@@ -185,35 +256,55 @@ fn auto_renders_what_scripts_write_and_clusters_as_always_does() {
         assert_eq!(r["rendered"], true, "a shell seen over HTTP only: {r}");
         assert_eq!(r["error"], "", "{r}");
     }
-    let cluster = |rows: &[serde_json::Value], u: &str| row(rows, u)["cluster_id"].as_str().unwrap().to_string();
+    let cluster = |rows: &[serde_json::Value], u: &str| {
+        row(rows, u)["cluster_id"].as_str().unwrap().to_string()
+    };
     // Identical shells together; different ones never.
     let c3 = cluster(&auto, &shells[2]);
-    assert!(!c3.is_empty() && c3 == cluster(&auto, &shells[3]), "item 3 and 4 show the same: {auto:?}");
+    assert!(
+        !c3.is_empty() && c3 == cluster(&auto, &shells[3]),
+        "item 3 and 4 show the same: {auto:?}"
+    );
     for (i, a) in shells.iter().enumerate() {
         for b in &shells[i + 1..] {
             if (a, b) != (&shells[2], &shells[3]) {
                 let (ca, cb) = (cluster(&auto, a), cluster(&auto, b));
-                assert!(ca.is_empty() || ca != cb, "{a} and {b} show different content but share {ca}");
+                assert!(
+                    ca.is_empty() || ca != cb,
+                    "{a} and {b} show different content but share {ca}"
+                );
             }
         }
     }
     // The static duplicates together, nothing distinct merged: auto's pairs are always's.
     let (pa, pb) = (pairs(&auto), pairs(&always));
     for i in 0..6 {
-        let (d, m) = (format!("{base}/docs/d{i}.html"), format!("{base}/mirror/d{i}.html"));
-        assert!(pa.contains(&(d.clone(), m.clone())), "{d} ~ {m} lost in auto: {pa:?}");
+        let (d, m) = (
+            format!("{base}/docs/d{i}.html"),
+            format!("{base}/mirror/d{i}.html"),
+        );
+        assert!(
+            pa.contains(&(d.clone(), m.clone())),
+            "{d} ~ {m} lost in auto: {pa:?}"
+        );
     }
     assert_eq!(pa, pb, "auto and always cluster differently");
     // The browser opened for a minority of the static pages; the canonicals of clusters are
     // rendered (their pictures), and unrendered pages say their visual similarity is absent.
     let statics_rendered = auto[..40].iter().filter(|r| r["rendered"] == true).count();
-    assert!(statics_rendered <= 20, "{statics_rendered} of 40 static pages rendered");
+    assert!(
+        statics_rendered <= 20,
+        "{statics_rendered} of 40 static pages rendered"
+    );
     for r in &auto {
         if r["cluster_id"] != "" && r["is_canonical"] == true {
             assert_eq!(r["rendered"], true, "a canonical without a picture: {r}");
         }
         if r["rendered"] == false {
-            assert!(r["visual_sim"].is_null() && r["behavior_sim"].is_null(), "{r}");
+            assert!(
+                r["visual_sim"].is_null() && r["behavior_sim"].is_null(),
+                "{r}"
+            );
         }
     }
     assert_eq!(
@@ -238,10 +329,18 @@ fn the_http_fetch_goes_through_the_egress_policy() {
     let (rows, _) = similar("auto", &urls, &format!("127.0.0.1:{port}"));
     for r in &rows[..2] {
         assert!(r["error"].as_str().unwrap().starts_with("refused"), "{r}");
-        assert_eq!(r["rendered"], false, "a refused URL reached the browser: {r}");
+        assert_eq!(
+            r["rendered"], false,
+            "a refused URL reached the browser: {r}"
+        );
     }
     assert_eq!(rows[2]["error"], "");
-    assert_eq!(rec.hits.load(std::sync::atomic::Ordering::SeqCst), 0, "{:?}", rec.requests.lock().unwrap());
+    assert_eq!(
+        rec.hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "{:?}",
+        rec.requests.lock().unwrap()
+    );
 }
 
 /// The render stage on Kafka in `auto` (the default mode) keeps at-least-once under a kill: the
@@ -266,7 +365,11 @@ fn the_render_stage_in_auto_loses_nothing_when_killed() {
             ("audit", 1),
         ],
     );
-    let ns = format!("render-auto-kill-{}-{}", std::process::id(), common::free_port());
+    let ns = format!(
+        "render-auto-kill-{}-{}",
+        std::process::id(),
+        common::free_port()
+    );
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("stage.toml");
     std::fs::write(
@@ -285,7 +388,10 @@ fn the_render_stage_in_auto_loses_nothing_when_killed() {
     produce(&b, "urls", 2, &values);
     let stage = |cmd: &str, idle: bool| {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_crawlsieve"));
-        c.arg(cmd).arg("--config").arg(&config).args(["--log-format", "json"]);
+        c.arg(cmd)
+            .arg("--config")
+            .arg(&config)
+            .args(["--log-format", "json"]);
         if idle {
             c.args(["--idle-exit", "3s"]);
         }
@@ -300,7 +406,9 @@ fn the_render_stage_in_auto_loses_nothing_when_killed() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // The first render stage: killed once its first assignments are delivered.
     let mut first = stage("render", false).spawn().unwrap();
-    let early = read_until(&b, "results", 2, std::time::Duration::from_secs(120), |m| !m.is_empty());
+    let early = read_until(&b, "results", 2, std::time::Duration::from_secs(120), |m| {
+        !m.is_empty()
+    });
     assert!(!early.is_empty(), "no assignment within two minutes");
     unsafe { libc::kill(first.id() as i32, libc::SIGKILL) };
     let _ = first.wait();
@@ -316,18 +424,34 @@ fn the_render_stage_in_auto_loses_nothing_when_killed() {
         if let Err(e) = v.validate(&doc) {
             panic!("{e}: {doc}");
         }
-        *count.entry(doc["url"].as_str().unwrap().to_string()).or_default() += 1;
-        rendered.insert(doc["url"].as_str().unwrap().to_string(), doc["rendered"].as_bool().unwrap());
+        *count
+            .entry(doc["url"].as_str().unwrap().to_string())
+            .or_default() += 1;
+        rendered.insert(
+            doc["url"].as_str().unwrap().to_string(),
+            doc["rendered"].as_bool().unwrap(),
+        );
     }
     let lost: Vec<&String> = urls.iter().filter(|u| !count.contains_key(*u)).collect();
     let repeats: usize = count.values().map(|n| n - 1).sum();
-    eprintln!("render stage killed once: {} assignments for {} pages, lost {}, repeated {repeats}", results.len(), urls.len(), lost.len());
+    eprintln!(
+        "render stage killed once: {} assignments for {} pages, lost {}, repeated {repeats}",
+        results.len(),
+        urls.len(),
+        lost.len()
+    );
     assert!(lost.is_empty(), "lost: {lost:?}");
-    assert!(repeats <= 16, "{repeats} repeats: more than the two batches that can be in flight");
+    assert!(
+        repeats <= 16,
+        "{repeats} repeats: more than the two batches that can be in flight"
+    );
     // Shells rendered; the static pages mostly not.
     for i in 1..=3 {
         assert_eq!(rendered[&format!("{base}/app/item/{i}")], true);
     }
-    assert!(rendered.values().filter(|r| !**r).count() >= 8, "{rendered:?}");
+    assert!(
+        rendered.values().filter(|r| !**r).count() >= 8,
+        "{rendered:?}"
+    );
     assert_eq!(rec.hits.load(std::sync::atomic::Ordering::SeqCst), 0);
 }

@@ -146,7 +146,10 @@ fn a_version_2_assignment_is_read_by_version_1_consumers() {
         let v1 = jsonschema::validator_for(&load("cluster-assignment.v1.json")).unwrap();
         let mut stripped = doc.clone();
         stripped.as_object_mut().unwrap().remove("rendered");
-        stripped["features"].as_object_mut().unwrap().remove("timings");
+        stripped["features"]
+            .as_object_mut()
+            .unwrap()
+            .remove("timings");
         assert!(v1.is_valid(&stripped), "{stripped}");
         assert!(!v1.is_valid(&doc));
     }

@@ -437,9 +437,8 @@ pub(crate) fn report(
             similarity_to_canonical: round(a.similarity_to_canonical),
             content_sim: round(a.sim.content),
             structure_sim: round(a.sim.structure),
-            visual_sim: (p.features.phash.is_some()
-                && pages[a.canonical].features.phash.is_some())
-            .then(|| round(a.sim.visual)),
+            visual_sim: (p.features.phash.is_some() && pages[a.canonical].features.phash.is_some())
+                .then(|| round(a.sim.visual)),
             behavior_sim: (p.features.timings.is_some()
                 && pages[a.canonical].features.timings.is_some())
             .then(|| round(a.sim.behavior)),

@@ -16,9 +16,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::{Emitter, REDIS_DEPTH};
+use crate::gate::policy::Policy;
 use crate::input::Line;
 use crate::redis_filter::{with_retry, Adopted, Payload, RedisFilter, RedisFilterError};
-use crate::gate::policy::Policy;
 use crate::sieve::{BatchResult, Verdict};
 
 /// The crawl policy of `dedup --redis` ([`crate::gate::policy`]): the namespace's name (index
@@ -79,7 +79,10 @@ impl<'a> RedisPipe<'a> {
         }
         // The budget takes a host's surplus back out of the filter, which needs no take in
         // flight: one batch at a time then.
-        let budget = self.policy.as_ref().is_some_and(|p| p.policy.parts().budget);
+        let budget = self
+            .policy
+            .as_ref()
+            .is_some_and(|p| p.policy.parts().budget);
         self.drain_to(if budget { 0 } else { REDIS_DEPTH }, em)
     }
 

@@ -617,12 +617,42 @@ pub struct PolicyArgs {
     /// marked seen, judged when the input is run again.
     #[arg(long, help_heading = "Crawl policy (--redis)", env = "CRAWLSIEVE_ROBOTS", value_parser = clap::builder::BoolishValueParser::new(), requires = "redis")]
     pub robots: bool,
+    /// Hosts (`HOST` or `HOST:PORT`) the robots.txt fetch may reach although they resolve to
+    /// special-purpose addresses (`[robots] allow`; none by default).
+    #[arg(
+        long,
+        help_heading = "Crawl policy (--redis)",
+        env = "CRAWLSIEVE_ROBOTS_ALLOW",
+        value_delimiter = ',',
+        value_name = "HOST"
+    )]
+    pub robots_allow: Vec<String>,
+    /// How long to wait for a site's robots.txt (`[robots] fetch_timeout`); a URL whose site's
+    /// rules are still unknown a second after it is `held`.
+    #[arg(
+        long,
+        help_heading = "Crawl policy (--redis)",
+        env = "CRAWLSIEVE_ROBOTS_TIMEOUT",
+        default_value = "10s"
+    )]
+    pub robots_timeout: Dur,
     /// At most N new URLs per host and --budget-window, counted with every gate and API of the
     /// namespace (`[redis] max_new_urls_per_host`; 0: no budget); the rest are `host_budget`.
-    #[arg(long, help_heading = "Crawl policy (--redis)", env = "CRAWLSIEVE_MAX_NEW_URLS_PER_HOST", default_value_t = 0, requires = "redis")]
+    #[arg(
+        long,
+        help_heading = "Crawl policy (--redis)",
+        env = "CRAWLSIEVE_MAX_NEW_URLS_PER_HOST",
+        default_value_t = 0,
+        requires = "redis"
+    )]
     pub max_new_urls_per_host: u64,
     /// The window of --max-new-urls-per-host.
-    #[arg(long, help_heading = "Crawl policy (--redis)", env = "CRAWLSIEVE_BUDGET_WINDOW", default_value = "24h")]
+    #[arg(
+        long,
+        help_heading = "Crawl policy (--redis)",
+        env = "CRAWLSIEVE_BUDGET_WINDOW",
+        default_value = "24h"
+    )]
     pub budget_window: Dur,
     /// Do not skip URL patterns the render stage verified similar (`[patterns]
     /// enable_url_pattern_dom_dedup = false`; applied by default with --redis).
@@ -643,6 +673,8 @@ impl PolicyArgs {
         cfg.redis.budget_window = self.budget_window;
         cfg.robots.enabled = self.robots;
         cfg.robots.agent = agent.to_string();
+        cfg.robots.allow = self.robots_allow.clone();
+        cfg.robots.fetch_timeout = self.robots_timeout;
         cfg.patterns.enable_url_pattern_dom_dedup = !self.no_patterns;
         cfg.patterns.learned_params = !self.no_learned_params;
         cfg
@@ -1367,7 +1399,8 @@ fn dedup(a: DedupArgs) -> Result<()> {
         DedupFilter::Redis(f, budget) => {
             let cfg = a.policy.config(&a.redis.namespace, &a.rules.robots_agent);
             let redis = a.redis.config().expect("--redis given");
-            let metrics = crate::observe::FilterMetrics::new(&crate::observe::Metrics::new("dedup"));
+            let metrics =
+                crate::observe::FilterMetrics::new(&crate::observe::Metrics::new("dedup"));
             let mut policy = crate::gate::policy::Policy::with_redis(&cfg, redis, metrics);
             policy.attach(&a.redis.namespace);
             let policy = dedup::DedupPolicy {

@@ -301,7 +301,12 @@ pub fn run(a: SimilarArgs) -> Result<()> {
             let t0 = std::time::Instant::now();
             let mut seen = see_all(&seer, &list, a.batch_size, &t).await?;
             let rendered = seen.iter().filter(|s| s.page.rendered).count();
-            tracing::debug!(pages = seen.len(), rendered, seconds = t0.elapsed().as_secs_f64(), "pages seen");
+            tracing::debug!(
+                pages = seen.len(),
+                rendered,
+                seconds = t0.elapsed().as_secs_f64(),
+                "pages seen"
+            );
             let t0 = std::time::Instant::now();
             let templates = if probe {
                 soft_404_templates(&seer, &seen).await?
@@ -315,7 +320,11 @@ pub fn run(a: SimilarArgs) -> Result<()> {
                 render_canonicals(&seer, &mut seen, &templates, &t, &mut cache).await;
             }
             let more = seen.iter().filter(|s| s.page.rendered).count() - rendered;
-            tracing::debug!(rendered = more, seconds = t0.elapsed().as_secs_f64(), "canonicals rendered after clustering");
+            tracing::debug!(
+                rendered = more,
+                seconds = t0.elapsed().as_secs_f64(),
+                "canonicals rendered after clustering"
+            );
             anyhow::Ok((seen, templates, cache))
         };
         let out = tokio::select! {
@@ -399,10 +408,7 @@ async fn see_all(
             let ok: Vec<usize> = (0..statics.len())
                 .filter(|&i| statics[i].error.is_empty())
                 .collect();
-            let pages: Vec<Page> = ok
-                .iter()
-                .map(|&i| statics[i].to_page())
-                .collect();
+            let pages: Vec<Page> = ok.iter().map(|&i| statics[i].to_page()).collect();
             crate::page::cluster::cluster(&pages, &t)
                 .into_iter()
                 .zip(&ok)
@@ -460,9 +466,7 @@ async fn render_canonicals(
         let want: Vec<usize> = crate::page::cluster::cluster(&ok_pages, t)
             .into_iter()
             .zip(&ok)
-            .filter(|(a, &i)| {
-                !a.cluster_id.is_empty() && a.is_canonical && !seen[i].page.rendered
-            })
+            .filter(|(a, &i)| !a.cluster_id.is_empty() && a.is_canonical && !seen[i].page.rendered)
             .map(|(_, &i)| i)
             .filter(|i| tried.insert(*i))
             .collect();
@@ -476,7 +480,11 @@ async fn render_canonicals(
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .begin(&seen[i].page.url);
-                (seen[i].page.url.clone(), Why::Canonical, Some(seen[i].page.clone()))
+                (
+                    seen[i].page.url.clone(),
+                    Why::Canonical,
+                    Some(seen[i].page.clone()),
+                )
             })
             .collect();
         for (i, s) in want.into_iter().zip(seer.render_for(items, &|| {}).await) {

@@ -316,7 +316,10 @@ impl Config {
             bad("patterns.url_pattern_dom_sample_count must be at least 2".into());
         }
         if self.render.check_one_in == 0 {
-            bad("render.check_one_in must be at least 1 (one check in every N trusted pages)".into());
+            bad(
+                "render.check_one_in must be at least 1 (one check in every N trusted pages)"
+                    .into(),
+            );
         }
         out
     }

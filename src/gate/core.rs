@@ -208,8 +208,7 @@ impl GateCore {
             tracing::warn!(namespace = ns, "{w}");
         }
         self.metrics.attached(ns);
-        self.namespaces
-            .insert(ns.to_string(), Namespace { filter });
+        self.namespaces.insert(ns.to_string(), Namespace { filter });
         self.names.push(ns.to_string());
         self.adopted_at.push(None);
         self.policy.attach(ns);

@@ -100,7 +100,11 @@ impl Policy {
 
     /// The policy `cfg` configures, its state kept in the Redis `redis` names (`dedup --redis`,
     /// whose Redis is its command line's).
-    pub fn with_redis(cfg: &Config, redis: crate::redis_filter::RedisConfig, metrics: FilterMetrics) -> Policy {
+    pub fn with_redis(
+        cfg: &Config,
+        redis: crate::redis_filter::RedisConfig,
+        metrics: FilterMetrics,
+    ) -> Policy {
         let parts = Parts::of(cfg);
         let robots = parts.robots.then(|| {
             RobotsGate::new(

@@ -25,7 +25,15 @@ pub const SOME_TEXT: usize = 1500;
 
 /// Ids of elements frameworks mount into.
 const ROOT_IDS: [&str; 9] = [
-    "root", "app", "__next", "__nuxt", "___gatsby", "svelte", "q-app", "react-root", "main-app",
+    "root",
+    "app",
+    "__next",
+    "__nuxt",
+    "___gatsby",
+    "svelte",
+    "q-app",
+    "react-root",
+    "main-app",
 ];
 /// Attributes that mark a framework's root element.
 const ROOT_ATTRS: [&str; 5] = [
@@ -361,11 +369,26 @@ mod tests {
 
     #[test]
     fn meta_refresh_targets() {
-        let m = |c: &str| meta_refresh(&format!("<head><meta http-equiv=Refresh content=\"{c}\"></head>"), 1);
-        assert_eq!(m("0;URL=../std/vec/struct.Vec.html"), Some((0, "../std/vec/struct.Vec.html".into())));
+        let m = |c: &str| {
+            meta_refresh(
+                &format!("<head><meta http-equiv=Refresh content=\"{c}\"></head>"),
+                1,
+            )
+        };
+        assert_eq!(
+            m("0;URL=../std/vec/struct.Vec.html"),
+            Some((0, "../std/vec/struct.Vec.html".into()))
+        );
         assert_eq!(m("1; url='/b'"), Some((1, "/b".into())));
-        assert_eq!(m("0; url = /new"), Some((0, "/new".into())), "spaces around =");
-        assert_eq!(m("0 ;URL= 'x y.html' trailing"), Some((0, "x y.html".into())));
+        assert_eq!(
+            m("0; url = /new"),
+            Some((0, "/new".into())),
+            "spaces around ="
+        );
+        assert_eq!(
+            m("0 ;URL= 'x y.html' trailing"),
+            Some((0, "x y.html".into()))
+        );
         assert_eq!(m("0; /bare"), Some((0, "/bare".into())));
         assert_eq!(m("0"), None, "a reload is no redirect");
         assert_eq!(m("30; url=/later"), None, "too late to matter");
@@ -376,7 +399,9 @@ mod tests {
     fn comparisons_and_other_names_are_not_redirects() {
         assert!(!assigns_location("if (location == x) {}"));
         assert!(!assigns_location("if (location.href === x) {}"));
-        assert!(!assigns_location("navigator.geolocation = 1; var locationBar = 2"));
+        assert!(!assigns_location(
+            "navigator.geolocation = 1; var locationBar = 2"
+        ));
         assert!(assigns_location("location='/a'"));
         assert!(assigns_location("top.location.replace('/a')"));
         assert!(assigns_location("document.location.assign(u)"));

@@ -68,7 +68,14 @@ impl RenderMetrics {
             r.param_rules.with_label_values(&[o]);
         }
         r.pages_seen.with_label_values(&["http", "none"]);
-        for w in ["always", "signal", "differs", "learning", "check", "canonical"] {
+        for w in [
+            "always",
+            "signal",
+            "differs",
+            "learning",
+            "check",
+            "canonical",
+        ] {
             r.pages_seen.with_label_values(&["rendered", w]);
         }
         r

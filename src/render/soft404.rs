@@ -32,7 +32,6 @@ use serde::{Deserialize, Serialize};
 use crate::page::soft404::{self, Template};
 use crate::redis_filter::{LazyConn, RedisFilterError};
 
-
 /// How long a worker trusts a template it read before reading Redis again.
 pub const REREAD: Duration = Duration::from_secs(600);
 /// Word sets of earlier pages kept per scope (for its chrome).

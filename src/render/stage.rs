@@ -355,7 +355,9 @@ impl Stage for RenderStage {
             }
         }
         let seer = self.seer.clone();
-        let got = self.rt.block_on(async move { seer.see_all(&urls, &|| {}).await });
+        let got = self
+            .rt
+            .block_on(async move { seer.see_all(&urls, &|| {}).await });
         for (k, s) in at.into_iter().zip(got) {
             seen[k] = Some(s);
         }
@@ -366,11 +368,7 @@ impl Stage for RenderStage {
         let soft = self.soft_404s(&rendered);
         let now = now_rfc3339();
         for (((idx, ev), seen), soft) in events.iter().zip(rendered).zip(soft) {
-            let Seen {
-                page: r,
-                why,
-                took,
-            } = seen;
+            let Seen { page: r, why, took } = seen;
             let mut p = r.to_page();
             p.features.soft_404 = soft;
             let a = if r.error.is_empty() {
@@ -381,9 +379,10 @@ impl Stage for RenderStage {
             if let Some(m) = &self.metrics {
                 m.page_seconds.observe(took.as_secs_f64());
                 match why {
-                    Some(w) if r.rendered => {
-                        m.pages_seen.with_label_values(&["rendered", w.label()]).inc()
-                    }
+                    Some(w) if r.rendered => m
+                        .pages_seen
+                        .with_label_values(&["rendered", w.label()])
+                        .inc(),
                     _ => m.pages_seen.with_label_values(&["http", "none"]).inc(),
                 }
                 match r.failure_kind() {

@@ -39,8 +39,8 @@ pub fn schema_validator(name: &str) -> jsonschema::Validator {
 
 /// A validator for `schemas/<name>.v<version>.json` (formats checked).
 pub fn schema_validator_version(name: &str, version: u32) -> jsonschema::Validator {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("schemas/{name}.v{version}.json"));
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("schemas/{name}.v{version}.json"));
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     jsonschema::options()

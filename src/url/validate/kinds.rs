@@ -716,7 +716,10 @@ mod tests {
     #[test]
     fn an_absolute_urls_query_is_not_a_regex_source() {
         assert_eq!(
-            judge("https://docs.site.org/dir/page.html?f(??f(?9o?6(?:", Context::Js),
+            judge(
+                "https://docs.site.org/dir/page.html?f(??f(?9o?6(?:",
+                Context::Js
+            ),
             Ok(())
         );
         assert_ne!(
@@ -727,7 +730,10 @@ mod tests {
             judge("http:\\/\\/x\\.com\\/a", Context::Js),
             Err(Reason::RegexSource)
         );
-        assert_eq!(judge("(?:x|y)/z?a=(?:b)", Context::Js), Err(Reason::RegexSource));
+        assert_eq!(
+            judge("(?:x|y)/z?a=(?:b)", Context::Js),
+            Err(Reason::RegexSource)
+        );
     }
 
     #[test]
