@@ -29,6 +29,11 @@ pub const MAX_BYTES: usize = 500 * 1024;
 #[derive(Debug, Clone)]
 pub struct Robots {
     body: String,
+    /// `body` with the lines the REP does not define (`Sitemap`, `Crawl-delay`, unknown keys)
+    /// blanked, for the reference matcher: Google's parser no longer ends a group at such a
+    /// line (`ID_LineSyntax_Groups_OtherRules`; RFC 9309 §2.1), the port still does. Blank
+    /// lines keep the line numbers.
+    matcher_body: String,
     /// The start of each line (for the text of the rule that decided).
     lines: Vec<usize>,
 }
@@ -71,7 +76,12 @@ impl Robots {
             }
             i += 1;
         }
-        Robots { body, lines }
+        let matcher_body = blank_other_lines(&body, &lines);
+        Robots {
+            body,
+            matcher_body,
+            lines,
+        }
     }
 
     /// The text of line `n` (1-based), without its line end.
@@ -110,7 +120,7 @@ impl Robots {
             );
         }
         let mut m = RobotsMatcher::<Glob>::default();
-        let allowed = m.one_agent_allowed_by_robots(&self.body, token, url);
+        let allowed = m.one_agent_allowed_by_robots(&self.matcher_body, token, url);
         match m.matching_line() {
             0 => verdict(allowed, None, "no rule matches".into()),
             n => verdict(allowed, Some(n), self.line_text(n)),
@@ -194,6 +204,46 @@ fn rules(mut b: &[u8]) -> impl Iterator<Item = Rule<'_>> {
             pattern,
         })
     })
+}
+
+/// `body` (lines starting at `lines`) with every line the parser reads as a `Sitemap` or an
+/// unknown key emptied (its line end kept).
+fn blank_other_lines(body: &str, lines: &[usize]) -> String {
+    #[derive(Default)]
+    struct Others(Vec<u32>);
+    impl RobotsParseHandler for Others {
+        fn handle_robots_start(&mut self) {}
+        fn handle_robots_end(&mut self) {}
+        fn handle_user_agent(&mut self, _: u32, _: &str) {}
+        fn handle_allow(&mut self, _: u32, _: &str) {}
+        fn handle_disallow(&mut self, _: u32, _: &str) {}
+        fn handle_sitemap(&mut self, n: u32, _: &str) {
+            self.0.push(n);
+        }
+        fn handle_unknown_action(&mut self, n: u32, _: &str, _: &str) {
+            self.0.push(n);
+        }
+    }
+    let mut others = Others::default();
+    parse_robotstxt(body, &mut others);
+    if others.0.is_empty() {
+        return body.to_string();
+    }
+    let mut out = String::with_capacity(body.len());
+    let mut from = 0;
+    for n in others.0 {
+        let Some(&start) = lines.get(n as usize - 1) else {
+            continue;
+        };
+        let end = lines.get(n as usize).copied().unwrap_or(body.len());
+        let text = &body[start..end];
+        let kept = text.trim_end_matches(['\r', '\n']);
+        out.push_str(&body[from..start]);
+        out.push_str(&text[kept.len()..]);
+        from = end;
+    }
+    out.push_str(&body[from..]);
+    out
 }
 
 /// What the parser hands over while [`AgentRules::compile_bytes`] reads a file.
@@ -523,11 +573,10 @@ impl RobotsParseHandler for Builder {
     fn handle_disallow(&mut self, _: u32, value: &str) {
         self.push(false, value);
     }
-    fn handle_sitemap(&mut self, _: u32, _: &str) {
-        self.seen_separator = true;
-    }
+    // A line the REP does not define (a sitemap, a crawl delay, an unknown key) does not end a
+    // group (Google's `ID_LineSyntax_Groups_OtherRules`, RFC 9309 §2.1).
+    fn handle_sitemap(&mut self, _: u32, _: &str) {}
     fn handle_unknown_action(&mut self, _: u32, action: &str, value: &str) {
-        self.seen_separator = true;
         if !action.eq_ignore_ascii_case("crawl-delay") {
             return;
         }
@@ -627,15 +676,18 @@ mod tests {
         );
     }
 
-    /// The crawl delay follows the same groups as the rules: a `Sitemap` line ends a group
-    /// (Google's grouping), so the delay after it belongs to the next group only.
+    /// The crawl delay follows the same groups as the rules: a `Sitemap` line does not end a
+    /// group (Google's grouping, `ID_LineSyntax_Groups_OtherRules`), so `*` and `Foo` share
+    /// the delay after it.
     #[test]
     fn the_crawl_delay_follows_the_rules_grouping() {
         let r = Robots::new(
-            b"User-agent: *\nSitemap: https://h.example/s.xml\nUser-agent: Foo\nCrawl-delay: 3\n",
+            b"User-agent: *\nSitemap: https://h.example/s.xml\nUser-agent: Foo\nCrawl-delay: 3\nDisallow: /x\n",
         );
         assert_eq!(r.crawl_delay("Foo"), Some(3.0));
-        assert_eq!(r.crawl_delay("Other"), None);
+        assert_eq!(r.crawl_delay("Other"), Some(3.0));
+        assert!(!r.check("Other", "https://h.example/x").allowed);
+        assert_eq!(r.check("Other", "https://h.example/x").line, Some(5));
         let both = Robots::new(b"User-agent: *\nUser-agent: Foo\nCrawl-delay: 3\n");
         assert_eq!(both.crawl_delay("Other"), Some(3.0));
         // An agent with its own group takes that group's delay or none, never `*`'s.

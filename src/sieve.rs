@@ -135,9 +135,17 @@ impl Sieve {
         }
         if self.context != crate::url::Context::Unknown {
             if let Ok(text) = std::str::from_utf8(line) {
-                if let std::borrow::Cow::Owned(mut decoded) = self.context.decode(text) {
-                    protect_decoded_end(text, &mut decoded);
-                    return self.classify_decoded(&decoded);
+                match self.context.decode(text) {
+                    std::borrow::Cow::Owned(mut decoded) => {
+                        protect_decoded_end(text, &mut decoded);
+                        return self.classify_decoded(&decoded);
+                    }
+                    // Cut short (text: CJK punctuation after the URL).
+                    std::borrow::Cow::Borrowed(b) if b.len() < text.len() => {
+                        let b = b.to_string();
+                        return self.classify_decoded(&b);
+                    }
+                    std::borrow::Cow::Borrowed(_) => {}
                 }
             }
         }
@@ -231,6 +239,27 @@ impl Sieve {
                 }
             }
         }
+    }
+
+    /// What forgetting `urls` takes out of a filter (the API's `/v1/forget` and `bloom forget`
+    /// alike): each accepted URL's dedup fingerprint, once however many spellings name it (a
+    /// second would count as not in the filter), and the rejected inputs (index, reason: never
+    /// let in, nothing to forget).
+    pub fn forget_fingerprints(&mut self, urls: &[String]) -> (Vec<u128>, Vec<(usize, Reason)>) {
+        let mut fps = Vec::with_capacity(urls.len());
+        let mut rejected = Vec::new();
+        for (i, u) in urls.iter().enumerate() {
+            match self.classify(u.as_bytes(), false) {
+                Ok(c) if c.starts_with("http://") || c.starts_with("https://") => {
+                    fps.push(self.dedup_fingerprint())
+                }
+                Ok(_) => rejected.push((i, Reason::NoBase)),
+                Err(r) => rejected.push((i, r)),
+            }
+        }
+        fps.sort_unstable();
+        fps.dedup();
+        (fps, rejected)
     }
 
     /// The canonical URL of the last successful [`Sieve::classify`] / [`Sieve::process`].
@@ -516,6 +545,20 @@ mod tests {
             run(&mut s, "z.html").unwrap(),
             "http://base.example/d/z.html"
         );
+    }
+
+    /// Issue 44: CJK punctuation after a URL in text is not taken into the host.
+    #[test]
+    fn cjk_punctuation_after_a_url_in_text_is_left_out() {
+        let mut s = Sieve::new(Validator::default(), Canonicalizer::default(), None);
+        s.context = crate::url::Context::Text;
+        for (raw, want) in [
+            ("https://news.cn，更多内容", "https://news.cn/"),
+            ("https://news.cn。", "https://news.cn/"),
+            ("https://news.cn/a/b）", "https://news.cn/a/b"),
+        ] {
+            assert_eq!(s.classify(raw.as_bytes(), false), Ok(want), "{raw}");
+        }
     }
 
     #[test]

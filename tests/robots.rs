@@ -35,6 +35,28 @@ const CASES: &[Case] = &[
             ("http://foo.bar/foo/bar/", false),
         ],
     ),
+    // ID_LineSyntax_Groups_OtherRules: a line the REP does not define (a sitemap, an unknown
+    // key) between two user-agent lines does not end the group.
+    (
+        "User-agent: BarBot\nSitemap: https://foo.bar/sitemap\nUser-agent: *\nDisallow: /\n",
+        "FooBot",
+        &[("http://foo.bar/", false)],
+    ),
+    (
+        "User-agent: BarBot\nSitemap: https://foo.bar/sitemap\nUser-agent: *\nDisallow: /\n",
+        "BarBot",
+        &[("http://foo.bar/", false)],
+    ),
+    (
+        "User-agent: FooBot\nInvalid-Unknown-Line: unknown\nUser-agent: *\nDisallow: /\n",
+        "FooBot",
+        &[("http://foo.bar/", false)],
+    ),
+    (
+        "User-agent: FooBot\nInvalid-Unknown-Line: unknown\nUser-agent: *\nDisallow: /\n",
+        "BarBot",
+        &[("http://foo.bar/", false)],
+    ),
     // ID_REPLineNamesCaseInsensitive
     (
         "uSeR-aGeNt: FooBot\nAlLoW: /x/\ndIsAlLoW: /\n",

@@ -378,23 +378,19 @@ fn forget(cfg: RedisConfig, ns: &str, urls: Vec<String>, rules: &super::RuleArgs
         urls
     };
     let mut sieve = rules.sieve()?;
-    let mut fps = Vec::new();
-    let mut rejected = Vec::new();
-    for u in &urls {
-        match sieve.classify(u.as_bytes(), false) {
-            Ok(c) if c.starts_with("http://") || c.starts_with("https://") => {
-                fps.push(sieve.dedup_fingerprint())
-            }
-            Ok(_) => {
-                rejected.push(serde_json::json!({"url": u, "reason": crate::url::Reason::NoBase}))
-            }
-            Err(r) => rejected.push(serde_json::json!({"url": u, "reason": r})),
-        }
+    // The namespace's learned parameter rules make its fingerprints, as in the gate and the API.
+    let mut f = RedisFilter::attach(cfg.clone(), ns, &Expect::default())?;
+    let verify = crate::patterns::PatternConfig::default().learned_params_verify_one_in;
+    let mut learned = crate::params::RulesCache::new(Duration::ZERO, verify);
+    crate::redis_filter::LazyConn::new(cfg).with(|c| learned.refresh(c, ns))?;
+    if !learned.rules().is_empty() {
+        sieve.learned = Some(learned.rules().clone());
     }
-    // Two spellings of one URL are one forget (the second would count as not in the filter).
-    fps.sort_unstable();
-    fps.dedup();
-    let mut f = RedisFilter::attach(cfg, ns, &Expect::default())?;
+    let (fps, rejected) = sieve.forget_fingerprints(&urls);
+    let rejected: Vec<serde_json::Value> = rejected
+        .into_iter()
+        .map(|(i, r)| serde_json::json!({"url": urls[i], "reason": r}))
+        .collect();
     let forgotten = f.forget_urls(&fps)?;
     print_json(&serde_json::json!({
         "namespace": ns,

@@ -13,7 +13,7 @@
 //! A fetch event the output cluster refuses for good (its input is dead-lettered `too_large`)
 //! stays marked seen: the dead letter is where its URL is found.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::config::Config;

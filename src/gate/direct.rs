@@ -170,14 +170,7 @@ impl GateCore {
             Err(detail) => return Ok(Err(DirectError::Refused(detail))),
         };
         self.sieve.set_source(source);
-        let mut fps = Vec::with_capacity(urls.len());
-        let mut rejected = Vec::new();
-        for (i, u) in urls.iter().enumerate() {
-            match self.sieve_url(u) {
-                Ok(_) => fps.push(self.sieve.dedup_fingerprint()),
-                Err(r) => rejected.push((i, r)),
-            }
-        }
+        let (fps, rejected) = self.sieve.forget_fingerprints(urls);
         let state = self.namespaces.get_mut(&ns).expect("attached above");
         match state.filter.forget_urls(&fps) {
             Ok(n) => Ok(Ok((n, rejected))),
@@ -226,13 +219,6 @@ impl GateCore {
         let mut news = Vec::new();
         let t = std::time::Instant::now();
         self.ask_filter(&ns, &fps, &mut news, check_only, idem)?;
-        if check_only {
-            // A read answers every occurrence alike: only the first is new.
-            let mut seen = HashSet::new();
-            for (n, fp) in news.iter_mut().zip(&fps) {
-                *n &= seen.insert(*fp);
-            }
-        }
         res.apply(&news);
         self.metrics
             .filter_seconds

@@ -415,7 +415,9 @@ impl RedisFilter {
         }
     }
 
-    /// Read-only check: `out[i]` = whether `fps[i]` is new (not in any live generation).
+    /// Read-only check: `out[i]` = whether `fps[i]` is new (not in any live generation), at its
+    /// first occurrence in `fps` only — the contract every filter call keeps
+    /// ([`crate::decision`]): a later occurrence of a new URL is its duplicate.
     /// Safe to retry; pair with [`RedisFilter::insert`] once the URL was acted on.
     pub fn check(&mut self, fps: &[u128], out: &mut Vec<bool>) -> Result<(), RedisFilterError> {
         self.idle()?;
@@ -446,6 +448,10 @@ impl RedisFilter {
                     out[i] = false;
                     self.tier.insert(fps[i]);
                 }
+            }
+            let mut first = rustc_hash::FxHashSet::default();
+            for (o, fp) in out.iter_mut().zip(fps) {
+                *o &= first.insert(*fp);
             }
         }
         self.seen = seen;

@@ -56,9 +56,14 @@ impl Context {
     /// The candidate as a browser would use it. Borrowed (free) when there is nothing to decode.
     pub fn decode(self, raw: &str) -> Cow<'_, str> {
         match self {
-            Context::Unknown | Context::Text => Cow::Borrowed(raw),
+            Context::Unknown => Cow::Borrowed(raw),
+            Context::Text => Cow::Borrowed(before_cjk_punctuation(raw)),
             Context::HtmlAttr if raw.contains('&') => htmlize::unescape_attribute(raw),
-            Context::HtmlText if raw.contains('&') => htmlize::unescape(raw),
+            Context::HtmlText if raw.contains('&') => match htmlize::unescape(raw) {
+                Cow::Borrowed(b) => Cow::Borrowed(before_cjk_punctuation(b)),
+                Cow::Owned(o) => Cow::Owned(before_cjk_punctuation(&o).to_string()),
+            },
+            Context::HtmlText => Cow::Borrowed(before_cjk_punctuation(raw)),
             Context::Js if raw.contains('\\') => Cow::Owned(js_unescape(raw)),
             Context::Css if raw.contains('\\') => Cow::Owned(css_unescape(raw)),
             _ => Cow::Borrowed(raw),
@@ -71,6 +76,27 @@ impl std::str::FromStr for Context {
     fn from_str(s: &str) -> Result<Context, String> {
         <Context as clap::ValueEnum>::from_str(s, false)
             .map_err(|_| format!("{s:?}: expected unknown, html_attr, html_text, js, css or text"))
+    }
+}
+
+/// A URL in running text ends at the first CJK (full-width) punctuation mark written after
+/// it — a sentence's `。，、；：！？…`, a closing `）」』】〕〉》”’` — which no writer means as
+/// part of the URL: `访问https://news.cn，更多` names `https://news.cn`, where the comma would
+/// have been taken into the host (and `。` read as a dot by IDNA: `news.cn.`). The cost: an
+/// internationalized host spelled with the ideographic full stop (`例子。中国`) in text is cut
+/// too; browsers and writers show such hosts with `.`.
+fn before_cjk_punctuation(s: &str) -> &str {
+    if s.is_ascii() {
+        return s;
+    }
+    let stop = s.find([
+        '\u{3002}', '\u{FF0C}', '\u{3001}', '\u{FF1B}', '\u{FF1A}', '\u{FF01}', '\u{FF1F}',
+        '\u{2026}', '\u{FF09}', '\u{300D}', '\u{300F}', '\u{3011}', '\u{3015}', '\u{3009}',
+        '\u{300B}', '\u{201D}', '\u{2019}', '\u{FF0E}', '\u{FF61}',
+    ]);
+    match stop {
+        Some(i) if i > 0 => &s[..i],
+        _ => s,
     }
 }
 
@@ -269,6 +295,38 @@ mod tests {
         assert_eq!(d(r"\2F img\2f a.png"), "/img/a.png");
         assert_eq!(d(r"a\(b\)"), "a(b)");
         assert_eq!(d(r"\0 x"), "\u{fffd}x");
+    }
+
+    /// Issue 44: CJK punctuation after a URL in text ends it, and is not taken into the host
+    /// or the path; other contexts keep it (a script's or an attribute's value is the URL).
+    #[test]
+    fn cjk_punctuation_ends_a_url_in_text() {
+        for c in [Context::Text, Context::HtmlText] {
+            assert_eq!(c.decode("https://news.cn，更多内容"), "https://news.cn");
+            assert_eq!(c.decode("https://news.cn。"), "https://news.cn");
+            assert_eq!(c.decode("https://news.cn/a/b。"), "https://news.cn/a/b");
+            assert_eq!(
+                c.decode("https://news.cn/页面、下一页"),
+                "https://news.cn/页面"
+            );
+            assert_eq!(c.decode("https://news.cn/x?q=1）"), "https://news.cn/x?q=1");
+            assert_eq!(
+                c.decode("https://news.cn/中文路径"),
+                "https://news.cn/中文路径"
+            );
+        }
+        assert_eq!(
+            Context::HtmlText.decode("https://news.cn/?a=1&amp;b=2，见"),
+            "https://news.cn/?a=1&b=2"
+        );
+        assert_eq!(
+            Context::Js.decode("https://news.cn/a，"),
+            "https://news.cn/a，"
+        );
+        assert_eq!(
+            Context::Unknown.decode("https://news.cn。"),
+            "https://news.cn。"
+        );
     }
 
     #[test]
