@@ -284,19 +284,15 @@ impl RenderStage {
     }
 }
 
-impl Stage for RenderStage {
-    type Error = RedisFilterError;
-    type Pending = RenderPending;
-
-    fn stage(
-        &mut self,
+impl RenderStage {
+    /// 1. The batch's fetch events; one too large or not a fetch event is dead-lettered.
+    fn decode(
+        &self,
         topic: &str,
         batch: &Batch,
         out: &mut Staged<RenderPending>,
-    ) -> Result<(), RedisFilterError> {
-        out.clear();
-        out.consumed = batch.len() as u64;
-        let mut events: Vec<(usize, FetchEvent)> = Vec::new();
+    ) -> Vec<(usize, FetchEvent)> {
+        let mut events = Vec::new();
         for i in 0..batch.len() {
             let v = batch.value(i);
             let parsed = if v.len() > self.max_bytes {
@@ -315,16 +311,13 @@ impl Stage for RenderStage {
                 Err(e) => out.dead_letter(&e, topic, batch, i),
             }
         }
-        // One checkpoint read per new host (not per event: a host is known only once assigned).
-        let hosts: BTreeSet<String> = events
-            .iter()
-            .map(|(_, ev)| origin(&ev.url).into_owned())
-            .collect();
-        for host in &hosts {
-            self.ensure_host(host)?;
-        }
-        // Out-of-scope events become records with their error; the others are seen
-        // (`render.mode`: rendered, or fetched over HTTP and rendered where it could matter).
+        events
+    }
+
+    /// 3. Every page seen, in order: out-of-scope events become records with their error; the
+    ///    others are seen by `render.mode` (rendered, or fetched over HTTP and rendered where it
+    ///    could matter).
+    fn see(&mut self, events: &[(usize, FetchEvent)]) -> Vec<Seen> {
         let mut seen: Vec<Option<Seen>> = vec![None; events.len()];
         let mut urls: Vec<String> = Vec::new();
         let mut at: Vec<usize> = Vec::new();
@@ -361,13 +354,190 @@ impl Stage for RenderStage {
         for (k, s) in at.into_iter().zip(got) {
             seen[k] = Some(s);
         }
-        let rendered: Vec<Seen> = seen
-            .into_iter()
+        seen.into_iter()
             .map(|s| s.expect("every event seen"))
+            .collect()
+    }
+
+    /// 5a. A page's series: how it was seen, its outcome, its assignment.
+    fn count_page(
+        &self,
+        r: &Rendered,
+        why: Option<super::auto::Why>,
+        took: std::time::Duration,
+        a: &crate::page::online::Online,
+    ) {
+        let Some(m) = &self.metrics else { return };
+        m.page_seconds.observe(took.as_secs_f64());
+        match why {
+            Some(w) if r.rendered => m
+                .pages_seen
+                .with_label_values(&["rendered", w.label()])
+                .inc(),
+            _ => m.pages_seen.with_label_values(&["http", "none"]).inc(),
+        }
+        match r.failure_kind() {
+            Some(kind) => m.failures.with_label_values(&[kind]).inc(),
+            None => m.pages.inc(),
+        }
+        let outcome = if a.rule.is_some() {
+            "rule"
+        } else if a.is_canonical {
+            "canonical"
+        } else {
+            "duplicate"
+        };
+        m.assignments.with_label_values(&[outcome]).inc();
+        if a.created {
+            m.clusters_created.inc();
+        }
+        m.blocked_requests.inc_by(r.blocked.len() as u64);
+        let refused = self
+            .renderer
+            .egress()
+            .stats()
+            .refused
+            .load(std::sync::atomic::Ordering::Relaxed);
+        m.egress_refused
+            .inc_by(refused.saturating_sub(m.egress_refused.get()));
+    }
+
+    /// 5b. The URL-pattern sampler, until the pattern is decided (its verdict is written once,
+    ///     with the batch).
+    fn sample_pattern(
+        &mut self,
+        ev: &FetchEvent,
+        r: &Rendered,
+        p: &crate::page::Page,
+        out: &mut Staged<RenderPending>,
+    ) {
+        if !self.sampler.wants(&ev.pattern) {
+            return;
+        }
+        if !r.error.is_empty() {
+            self.sampler.failed(&ev.pattern);
+        } else if (200..300).contains(&r.status) {
+            if let Verdict::Similar(sim) | Verdict::Different(sim) =
+                self.sampler.sample(&ev.pattern, p.features.clone())
+            {
+                let samples = self.sampler.sample_count as u32;
+                out.pending
+                    .verdicts
+                    .push((ev.namespace.clone(), ev.pattern.clone(), samples, sim));
+            }
+        }
+    }
+
+    /// 5c. Learned parameters: only pages that are themselves (2xx, not a rule page: an error,
+    ///     login or WAF page looks the same whatever the URL), as requested, of a scope whose
+    ///     answer to unknown URLs is known (with probes on: a soft 404 not yet classed would
+    ///     look the same whatever the parameter).
+    fn learn_params(
+        &mut self,
+        ev: &FetchEvent,
+        r: &Rendered,
+        p: &crate::page::Page,
+        a: &crate::page::online::Online,
+        out: &mut Staged<RenderPending>,
+    ) {
+        let scope_known = self.probes.as_ref().is_none_or(|pr| {
+            use crate::page::soft404;
+            pr.knows(&soft404::scope_key(&ev.url))
+                && (!soft404::is_section_root(&ev.url) || pr.knows(soft404::origin_scope(&ev.url)))
+        });
+        let Some(learners) = &mut self.learners else {
+            return;
+        };
+        if r.error.is_empty()
+            && (200..300).contains(&r.status)
+            && a.rule.is_none()
+            && p.final_url == ev.url
+            && scope_known
+        {
+            let l = learners.entry(ev.namespace.clone()).or_default();
+            for c in l.observe(&ev.url, &p.features) {
+                out.pending.learned.push((ev.namespace.clone(), c));
+            }
+        }
+    }
+
+    /// The browser's series, once per batch: restarts and whether it is up.
+    fn count_browser(&mut self) {
+        let Some(m) = &self.metrics else { return };
+        let launches = self
+            .renderer
+            .launches
+            .load(std::sync::atomic::Ordering::Relaxed);
+        m.chromium_restarts
+            .inc_by(launches.saturating_sub(self.launches_seen));
+        self.launches_seen = launches;
+        m.chromium_up.set(self.renderer.running() as i64);
+    }
+}
+
+/// 5d. A page's assignment event (`schemas/cluster-assignment.v2.json`).
+fn assignment_event(
+    ev: &FetchEvent,
+    r: Rendered,
+    p: &crate::page::Page,
+    a: crate::page::online::Online,
+    now: &str,
+) -> AssignmentEvent {
+    let f = &p.features;
+    AssignmentEvent {
+        url: ev.url.clone(),
+        final_url: p.final_url.clone(),
+        status: p.status,
+        cluster_id: a.cluster_id,
+        canonical_url: a.canonical_url,
+        is_canonical: a.is_canonical,
+        rule: a.rule.map(|r| r.code().to_string()),
+        similarity: a.sim,
+        features: FeatureSummary {
+            title: f.title.clone(),
+            text_chars: f.text_chars,
+            html_bytes: f.html_bytes,
+            simhash: format!("{:016x}", f.simhash),
+            phash: f.phash.map(|h| format!("{h:016x}")),
+            nodes: f.nodes,
+            timings: f.timings,
+        },
+        namespace: ev.namespace.clone(),
+        error: r.error,
+        rendered_at: now.to_string(),
+        rendered: r.rendered,
+    }
+}
+
+impl Stage for RenderStage {
+    type Error = RedisFilterError;
+    type Pending = RenderPending;
+
+    /// A batch of fetch events: 1. decoded (bad ones dead-lettered); 2. each new host's
+    /// clusters loaded; 3. every page seen (`render.mode`), out-of-scope ones recorded as such;
+    /// 4. soft 404s classed; 5. per page: assigned to a cluster, counted, sampled for its URL
+    /// pattern, shown to the parameter learner, and staged as an assignment event.
+    fn stage(
+        &mut self,
+        topic: &str,
+        batch: &Batch,
+        out: &mut Staged<RenderPending>,
+    ) -> Result<(), RedisFilterError> {
+        out.clear();
+        out.consumed = batch.len() as u64;
+        let events = self.decode(topic, batch, out);
+        // One checkpoint read per new host (not per event: a host is known only once assigned).
+        let hosts: BTreeSet<String> = events
+            .iter()
+            .map(|(_, ev)| origin(&ev.url).into_owned())
             .collect();
-        let soft = self.soft_404s(&rendered);
+        for host in &hosts {
+            self.ensure_host(host)?;
+        }
+        let seen = self.see(&events);
+        let soft = self.soft_404s(&seen);
         let now = now_rfc3339();
-        for (((idx, ev), seen), soft) in events.iter().zip(rendered).zip(soft) {
+        for (((idx, ev), seen), soft) in events.iter().zip(seen).zip(soft) {
             let Seen { page: r, why, took } = seen;
             let mut p = r.to_page();
             p.features.soft_404 = soft;
@@ -376,121 +546,17 @@ impl Stage for RenderStage {
             } else {
                 crate::page::online::Online::alone(&p)
             };
-            if let Some(m) = &self.metrics {
-                m.page_seconds.observe(took.as_secs_f64());
-                match why {
-                    Some(w) if r.rendered => m
-                        .pages_seen
-                        .with_label_values(&["rendered", w.label()])
-                        .inc(),
-                    _ => m.pages_seen.with_label_values(&["http", "none"]).inc(),
-                }
-                match r.failure_kind() {
-                    Some(kind) => m.failures.with_label_values(&[kind]).inc(),
-                    None => m.pages.inc(),
-                }
-                let outcome = if a.rule.is_some() {
-                    "rule"
-                } else if a.is_canonical {
-                    "canonical"
-                } else {
-                    "duplicate"
-                };
-                m.assignments.with_label_values(&[outcome]).inc();
-                if a.created {
-                    m.clusters_created.inc();
-                }
-                m.blocked_requests.inc_by(r.blocked.len() as u64);
-                let refused = self
-                    .renderer
-                    .egress()
-                    .stats()
-                    .refused
-                    .load(std::sync::atomic::Ordering::Relaxed);
-                m.egress_refused
-                    .inc_by(refused.saturating_sub(m.egress_refused.get()));
-            }
+            self.count_page(&r, why, took, &a);
             out.pending
                 .touched
                 .insert(origin(&p.final_url).into_owned());
-            // Sample a pattern only until it is decided: its verdict is written once.
-            if self.sampler.wants(&ev.pattern) {
-                if !r.error.is_empty() {
-                    self.sampler.failed(&ev.pattern);
-                } else if (200..300).contains(&r.status) {
-                    if let Verdict::Similar(sim) | Verdict::Different(sim) =
-                        self.sampler.sample(&ev.pattern, p.features.clone())
-                    {
-                        let samples = self.sampler.sample_count as u32;
-                        out.pending.verdicts.push((
-                            ev.namespace.clone(),
-                            ev.pattern.clone(),
-                            samples,
-                            sim,
-                        ));
-                    }
-                }
-            }
-            // Learned parameters: only pages that are themselves (2xx, not a rule page: an
-            // error, login or WAF page looks the same whatever the URL), as requested, of a
-            // scope whose answer to unknown URLs is known (with probes on: a soft 404 not yet
-            // classed would look the same whatever the parameter).
-            let scope_known = self.probes.as_ref().is_none_or(|pr| {
-                use crate::page::soft404;
-                pr.knows(&soft404::scope_key(&ev.url))
-                    && (!soft404::is_section_root(&ev.url)
-                        || pr.knows(soft404::origin_scope(&ev.url)))
-            });
-            if let Some(learners) = &mut self.learners {
-                if r.error.is_empty()
-                    && (200..300).contains(&r.status)
-                    && a.rule.is_none()
-                    && p.final_url == ev.url
-                    && scope_known
-                {
-                    let l = learners.entry(ev.namespace.clone()).or_default();
-                    for c in l.observe(&ev.url, &p.features) {
-                        out.pending.learned.push((ev.namespace.clone(), c));
-                    }
-                }
-            }
-            let f = &p.features;
-            let event = AssignmentEvent {
-                url: ev.url.clone(),
-                final_url: p.final_url.clone(),
-                status: p.status,
-                cluster_id: a.cluster_id,
-                canonical_url: a.canonical_url,
-                is_canonical: a.is_canonical,
-                rule: a.rule.map(|r| r.code().to_string()),
-                similarity: a.sim,
-                features: FeatureSummary {
-                    title: f.title.clone(),
-                    text_chars: f.text_chars,
-                    html_bytes: f.html_bytes,
-                    simhash: format!("{:016x}", f.simhash),
-                    phash: f.phash.map(|h| format!("{h:016x}")),
-                    nodes: f.nodes,
-                    timings: f.timings,
-                },
-                namespace: ev.namespace.clone(),
-                error: r.error,
-                rendered_at: now.clone(),
-                rendered: r.rendered,
-            };
+            self.sample_pattern(ev, &r, &p, out);
+            self.learn_params(ev, &r, &p, &a, out);
+            let event = assignment_event(ev, r, &p, a, &now);
             out.emitted += 1;
             out.json_from(*idx, Dest::Output, Some(ev.host.as_bytes()), &event);
         }
-        if let Some(m) = &self.metrics {
-            let launches = self
-                .renderer
-                .launches
-                .load(std::sync::atomic::Ordering::Relaxed);
-            m.chromium_restarts
-                .inc_by(launches.saturating_sub(self.launches_seen));
-            self.launches_seen = launches;
-            m.chromium_up.set(self.renderer.running() as i64);
-        }
+        self.count_browser();
         Ok(())
     }
 
