@@ -62,11 +62,7 @@ pub struct Revocation {
 
 /// The keys of namespace `ns`'s rules: (rules, revoked, version).
 pub fn keys(ns: &str) -> (String, String, String) {
-    (
-        format!("cs:lp:{{{ns}}}"),
-        format!("cs:lp:{{{ns}}}:revoked"),
-        format!("cs:lp:{{{ns}}}:ver"),
-    )
+    crate::redis_filter::Keys::learned_params(ns)
 }
 
 fn field(host: &str, param: &str) -> String {

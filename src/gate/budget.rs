@@ -37,7 +37,7 @@ use crate::redis_filter::{LazyConn, RedisFilterError};
 /// The Redis hash counting, per host (its fields), the published new URLs in namespace `ns`
 /// and window `window` (in the namespace's slot, like its metadata).
 pub fn key(ns: &str, window: u64) -> String {
-    format!("cs:budget:{{{ns}}}:{window}")
+    crate::redis_filter::Keys::budget(ns, window)
 }
 
 /// The index of the window `now` falls in.

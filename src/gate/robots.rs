@@ -46,12 +46,12 @@ pub fn now_ms() -> u64 {
 
 /// The Redis key of `origin`'s record in namespace `ns` (`cs:robots:{NS}:<origin>`).
 pub fn record_key(ns: &str, origin: &str) -> String {
-    format!("cs:robots:{{{ns}}}:{origin}")
+    crate::redis_filter::Keys::robots(ns, origin).0
 }
 
 /// The Redis key of the lease on fetching `origin`'s robots.txt.
 fn lease_key(ns: &str, origin: &str) -> String {
-    format!("cs:robots:{{{ns}}}:lease:{origin}")
+    crate::redis_filter::Keys::robots(ns, origin).1
 }
 
 /// What an origin's robots.txt said.

@@ -447,6 +447,39 @@ impl Keys {
         format!("cs:rs:{{{host}}}")
     }
 
+    /// An origin's robots.txt record in namespace `ns` (`cs:robots:{NS}:<origin>`, JSON), and
+    /// the lease on fetching it (`…:lease:<origin>`); [`crate::gate::robots`].
+    pub fn robots(ns: &str, origin: &str) -> (String, String) {
+        (
+            format!("cs:robots:{{{ns}}}:{origin}"),
+            format!("cs:robots:{{{ns}}}:lease:{origin}"),
+        )
+    }
+
+    /// The per-host budget's counts of namespace `ns` in window `window` (`cs:budget:{NS}:W`, a
+    /// hash: host → new URLs published), in the namespace's slot; [`crate::gate::budget`].
+    pub fn budget(ns: &str, window: u64) -> String {
+        format!("cs:budget:{{{ns}}}:{window}")
+    }
+
+    /// A soft-404 scope's record (`cs:s404:{SCOPE}`) and its lease; `crate::render::soft404`.
+    pub fn soft_404(scope: &str) -> (String, String) {
+        (
+            format!("cs:s404:{{{scope}}}"),
+            format!("cs:s404:{{{scope}}}:lease"),
+        )
+    }
+
+    /// Namespace `ns`'s learned parameter rules (`cs:lp:{NS}`, a hash), their revocations
+    /// (`…:revoked`) and version counter (`…:ver`); [`crate::params`].
+    pub fn learned_params(ns: &str) -> (String, String, String) {
+        (
+            format!("cs:lp:{{{ns}}}"),
+            format!("cs:lp:{{{ns}}}:revoked"),
+            format!("cs:lp:{{{ns}}}:ver"),
+        )
+    }
+
     /// A record of the namespace (`cs:{NS}:rec:NAME`), in its metadata's slot.
     pub fn record(ns: &str, name: &str) -> String {
         format!("cs:{{{ns}}}:rec:{name}")

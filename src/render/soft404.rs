@@ -82,10 +82,7 @@ fn yes() -> bool {
 
 /// The Redis key of a scope's record, and of its lease.
 pub fn keys(scope: &str) -> (String, String) {
-    (
-        format!("cs:s404:{{{scope}}}"),
-        format!("cs:s404:{{{scope}}}:lease"),
-    )
+    crate::redis_filter::Keys::soft_404(scope)
 }
 
 fn redis_err(e: redis::RedisError) -> RedisFilterError {
