@@ -1,5 +1,6 @@
-//! Line input with a bound: a megabyte-long or endless line never takes unbounded memory, and
-//! bytes are passed on as read (invalid UTF-8 is the validator's business, not a read error).
+//! Local input: lines with a bound (a megabyte-long or endless line never takes unbounded
+//! memory, and bytes are passed on as read — invalid UTF-8 is the validator's business, not a
+//! read error), and robots.txt files already fetched ([`RobotsDir`], `--robots-dir`).
 
 use std::io::{self, BufRead};
 
@@ -83,6 +84,53 @@ impl<R: BufRead> LineReader<R> {
             line.bytes.pop();
         }
         Ok(any)
+    }
+}
+
+/// robots.txt files already fetched, one per host, for `dedup --robots-dir DIR` (and `check`):
+/// `DIR/<host>/robots.txt`, or `DIR/<host>:<port>/robots.txt` for a URL with a non-default
+/// port — the layout `wget -x` and most mirrors write. Each file is read and compiled once.
+/// A host without a file has no rules known here: its URLs pass (nothing is dropped for
+/// robots' sake without a file that says so).
+#[derive(Debug, Clone)]
+pub struct RobotsDir {
+    dir: std::path::PathBuf,
+    agent: String,
+    rules: std::collections::HashMap<String, Option<std::sync::Arc<crate::robots::AgentRules>>>,
+}
+
+impl RobotsDir {
+    /// The files under `dir`, judged for the crawler whose user agent is `agent`.
+    pub fn new(dir: impl Into<std::path::PathBuf>, agent: &str) -> RobotsDir {
+        RobotsDir {
+            dir: dir.into(),
+            agent: agent.to_string(),
+            rules: Default::default(),
+        }
+    }
+
+    /// Whether `url` (canonical, absolute) is allowed by its host's file, if there is one.
+    pub fn allowed(&mut self, url: &str) -> bool {
+        let host = crate::url::lex::host_port(url);
+        if host.is_empty() || host.contains(['/', '\\']) || host.starts_with('.') {
+            return true;
+        }
+        if !self.rules.contains_key(host) {
+            let path = self.dir.join(host).join("robots.txt");
+            let rules = match std::fs::read(&path) {
+                Ok(bytes) => Some(std::sync::Arc::new(crate::robots::AgentRules::compile(
+                    &crate::robots::Robots::new(&bytes),
+                    &self.agent,
+                ))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "robots.txt not readable: its host's URLs pass");
+                    None
+                }
+            };
+            self.rules.insert(host.to_string(), rules);
+        }
+        self.rules[host].as_ref().is_none_or(|r| r.allowed(url))
     }
 }
 

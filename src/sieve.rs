@@ -47,7 +47,7 @@ pub struct Sieve {
     /// robots.txt files already fetched (`dedup --robots-dir`): a URL they disallow is
     /// `robots_disallowed`, before the filter. (The gate fetches and shares its own:
     /// [`crate::gate`].)
-    pub robots: Option<crate::robots::RobotsDir>,
+    pub robots: Option<crate::input::RobotsDir>,
     /// Learned parameter rules ([`crate::url::learned`]): parameters left out of what their
     /// host's URLs are deduplicated by (the gate and the API keep each namespace's copy from
     /// Redis).

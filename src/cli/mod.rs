@@ -415,7 +415,7 @@ impl RuleArgs {
                     self.robots_agent
                 )));
             }
-            s.robots = Some(crate::robots::RobotsDir::new(dir, &self.robots_agent));
+            s.robots = Some(crate::input::RobotsDir::new(dir, &self.robots_agent));
         }
         Ok(s)
     }
