@@ -3,25 +3,30 @@
 //! The crate in layers, lowest first; a module imports only from layers below it
 //! (`tests/layers.rs` fails on an import that points up or on a cycle between modules):
 //!
-//! 1. Pure cores, no I/O:
+//! 1. Cores: pure functions, but for reading the local files and lines a user names (`input`,
+//!    `bloom` snapshots); no network, no Redis:
 //!    * [`url`] — URL candidates: the junk rules and reason codes (`validate`),
 //!      canonicalization (`canon`), URL patterns, on a shared lexical layer (`lex`).
 //!    * [`bloom`] — Bloom filter sizing, the lock-free in-process filter, snapshot files.
 //!    * [`page`] — page features, similarities, rule classes, near-duplicate clustering,
 //!      URL-pattern DOM verdicts (seeds 003 and 004).
-//!    * [`input`] — bounded line reading (a megabyte line never becomes a problem).
+//!    * [`input`] — bounded line reading (a megabyte line never becomes a problem), and
+//!      robots.txt files already fetched (`--robots-dir`).
 //!    * [`decision`] — the URL decision the gate, the HTTP API and `dedup` share: which
-//!      candidates the filter must answer, and each candidate's verdict from its answers.
+//!      candidates the filter must answer, each candidate's one [`decision::Verdict`].
 //!    * [`robots`] — robots.txt (RFC 9309) on Google's reference matcher, and one file's rules
 //!      compiled for an agent.
+//! 2. Shared services (network and Redis):
 //!    * [`net`] — the egress policy (which addresses crawlsieve may connect to) and the one
-//!      checked HTTP GET it makes itself (robots.txt).
-//! 2. Shared services:
+//!      checked HTTP GET it makes itself (robots.txt, pages seen over HTTP).
 //!    * [`sieve`] — validate → canonicalize → scope → check-and-set: the core step of embedded `dedup`.
 //!    * [`scope`] — crawl scope: domains (Public Suffix List sites), Nutch-style rules, limits.
-//!    * [`redis_filter`] — the Redis-shared filter: namespaces, claims, generations, snapshots.
+//!    * [`redis_filter`] — the Redis-shared filter: namespaces, claims, generations, snapshots;
+//!      `layout.rs` names every Redis key crawlsieve uses.
 //!    * [`events`] — the Kafka events (`schemas/*.v1.json`) and how a message is decoded.
 //!    * [`patterns`] — URL-pattern verdicts: the Redis format render writes and the gate reads.
+//!    * [`params`] — learned parameter rules: the Redis format render publishes and every
+//!      driver reads.
 //! 3. [`config`] — the layered configuration of every component (defaults → file →
 //!    `CRAWLSIEVE__*` → `--set`), typed at load, every problem reported at once.
 //! 4. [`observe`] — metric names (`observe::names`), registries, the one `/metrics` `/healthz`
@@ -29,14 +34,17 @@
 //! 5. [`stage`] — the Kafka stage runtime: batches, the worker's delivery discipline (produce,
 //!    await every report, finish, commit), offsets, signals, the run loop.
 //! 6. Components, each only its own decision:
-//!    * [`gate`] — the gate's decision ([`gate::GateCore`], a [`stage::Stage`]).
+//!    * [`gate`] — the gate's decision ([`gate::GateCore`], a [`stage::Stage`]) and the crawl
+//!      policy every driver applies ([`gate::policy`]: robots.txt, pattern verdicts, learned
+//!      rules, per-host budgets).
 //!    * [`render`] — headless Chromium behind an egress proxy, and the render stage's decision.
 //!    * [`serve`] — the HTTP filter API (calls the gate's decision per request).
 //! 7. [`cli`] — the `crawlsieve` command line (dedup, check, canon, pattern, bloom, gate,
 //!    cluster, similar, render, serve). It imports everything; nothing imports it.
 //!
 //! Where a change belongs: what becomes of a candidate once the filter answered → `decision`
-//! (all three drivers); the render stage's decision → `render::stage`; the Kafka delivery
+//! (all three drivers); a crawl-policy step between the sieve and the filter → `gate::policy`
+//! (all three drivers; `tests/one_decision.rs` holds them to the same verdicts); the render stage's decision → `render::stage`; the Kafka delivery
 //! discipline (batching, reports, commits, pauses) → `stage::worker`; a metric's name or help →
 //! `observe::names`; a configuration key → `config`; a junk rule → `url::validate`; a scope rule →
 //! `scope`.
