@@ -46,8 +46,9 @@ fn nothing_below_the_command_line_imports_it() {
 /// The layers of `src/lib.rs`'s map, lowest first. A module may import from its own layer or
 /// below; a new top-level module must be placed here (the test fails until it is).
 const LAYERS: &[&[&str]] = &[
-    &["url", "bloom", "page", "input", "decision", "robots", "net"],
+    &["url", "bloom", "page", "input", "decision", "robots"],
     &[
+        "net",
         "sieve",
         "scope",
         "redis_filter",
@@ -208,4 +209,102 @@ fn validate_and_canon_do_not_import_each_other() {
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// The child modules a module file declares (`mod x;`, `pub mod x;`, not `#[cfg(test)]` ones).
+fn declared_children(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut test_attr = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("#[cfg(test)]") {
+            test_attr = true;
+            continue;
+        }
+        let decl = t
+            .strip_prefix("pub mod ")
+            .or_else(|| t.strip_prefix("pub(crate) mod "))
+            .or_else(|| t.strip_prefix("mod "));
+        if let Some(rest) = decl.and_then(|r| r.strip_suffix(';')) {
+            if !test_attr {
+                out.push(rest.trim().to_string());
+            }
+        }
+        if !t.starts_with("#[") {
+            test_attr = false;
+        }
+    }
+    out
+}
+
+/// Issue 44: every module's map (its `//!` doc) names each child it declares — as `name`,
+/// `name.rs`, `name/` or [`name`] — so a newcomer reading the map finds every file.
+#[test]
+fn every_module_map_names_its_children() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&f).unwrap();
+        let children = declared_children(&text);
+        if children.is_empty() || !(name == "mod.rs" || name == "lib.rs" || name.ends_with(".rs")) {
+            continue;
+        }
+        checked += 1;
+        let map: String = text
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("//!"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for c in children {
+            let named = [
+                format!("`{c}`"),
+                format!("{c}.rs"),
+                format!("{c}/"),
+                format!("[`{c}`]"),
+                format!("`{c}::"),
+                format!("[`{c}::"),
+            ]
+            .iter()
+            .any(|p| map.contains(p.as_str()));
+            if !named {
+                let rel = f.strip_prefix(&src).unwrap().display().to_string();
+                bad.push(format!("src/{rel}: its map does not name `{c}`"));
+            }
+        }
+    }
+    assert!(checked >= 8, "read the module files: {checked}");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// Issue 44: every Redis key is named in `src/redis_filter/layout.rs` (`Keys`): no other file
+/// writes a `cs:` key literal.
+#[test]
+fn every_redis_key_is_named_in_the_layout() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut bad = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap().display().to_string();
+        if rel == "redis_filter/layout.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        let body = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (n, line) in body.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("\"cs:") {
+                bad.push(format!("src/{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "Redis keys built outside layout.rs:\n{}",
+        bad.join("\n")
+    );
 }

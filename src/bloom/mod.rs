@@ -1,5 +1,5 @@
-//! Bloom filters: sizing ([`math`]), the in-process filter ([`BloomFilter`]) and its snapshot
-//! files ([`snapshot`]).
+//! Bloom filters: sizing ([`math`]), the in-process filter ([`BloomFilter`], `local.rs`, on
+//! `storage.rs`' huge-page memory) and its snapshot files ([`snapshot`]).
 //!
 //! Every filter works on the 128-bit [`fingerprint`] of a canonical URL, so the layers above
 //! (the gate, the Redis filter, the exact-confirm store) hash a URL once.

@@ -3,6 +3,9 @@
 //! configures (`url`, `redis_filter`, `patterns`, `events`) and nothing above them (no `stage`,
 //! `gate`, `render`, `serve`, `cli`).
 //!
+//! The files: `sections.rs` (every section's keys and defaults), `load.rs` (the layers merged,
+//! every problem at once), `dur.rs` (durations with their unit).
+//!
 //! Owns: every configuration key, its default and its check. Layer 3: may import `url`,
 //! `redis_filter`, `patterns`, `events`; never `observe`, `stage`, the components or `cli`.
 //!

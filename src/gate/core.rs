@@ -29,10 +29,6 @@ use crate::sieve::Sieve;
 use crate::stage::{Batch, Dest, Stage, StageError, Staged};
 use crate::url::Reason;
 
-#[path = "direct.rs"]
-mod direct;
-pub use direct::{Answer, DirectError, Idem};
-
 /// What a staged batch of the gate carries until it is finished.
 #[derive(Debug, Default)]
 pub struct GatePending {
@@ -67,8 +63,8 @@ impl StageError for RedisFilterError {
     }
 }
 
-struct Namespace {
-    filter: RedisFilter,
+pub(super) struct Namespace {
+    pub(super) filter: RedisFilter,
 }
 
 /// A URL that passed the sieve, waiting for the filter's answer.
@@ -91,33 +87,33 @@ struct Pending {
 
 /// The gate's stage: decode, sieve, pattern verdicts, the Redis filter.
 pub struct GateCore {
-    cfg: Config,
-    redis: RedisConfig,
-    sieve: Sieve,
-    names: Vec<String>,
-    namespaces: HashMap<String, Namespace>,
+    pub(super) cfg: Config,
+    pub(super) redis: RedisConfig,
+    pub(super) sieve: Sieve,
+    pub(super) names: Vec<String>,
+    pub(super) namespaces: HashMap<String, Namespace>,
     pending: Vec<Pending>,
     /// The URL decision of the batch being staged (indexed like `pending`).
-    decision: Decision,
+    pub(super) decision: Decision,
     /// (namespace, fingerprint) of the URLs the batch publishes (one event each).
-    chosen: rustc_hash::FxHashSet<(usize, u128)>,
+    pub(super) chosen: rustc_hash::FxHashSet<(usize, u128)>,
     /// Fetch events (JSON) of the batch being staged.
-    enc: Vec<u8>,
+    pub(super) enc: Vec<u8>,
     /// Outbox entries to publish with the next batch: adopted from gates whose lease expired,
     /// or this gate's own takes of a stage that failed after them (namespace index, entry).
-    carry: Vec<(usize, Adopted)>,
+    pub(super) carry: Vec<(usize, Adopted)>,
     /// When each namespace (indexed like `names`) last looked for expired outboxes.
-    adopted_at: Vec<Option<std::time::Instant>>,
-    metrics: FilterMetrics,
+    pub(super) adopted_at: Vec<Option<std::time::Instant>>,
+    pub(super) metrics: FilterMetrics,
     /// The scope of each namespace in `names` (the sieve's own is `[scope]`'s).
-    scopes: Vec<Option<Arc<crate::scope::Scope>>>,
+    pub(super) scopes: Vec<Option<Arc<crate::scope::Scope>>>,
     /// `[scope]`, restored after a namespace with a scope of its own.
-    default_scope: Option<Arc<crate::scope::Scope>>,
+    pub(super) default_scope: Option<Arc<crate::scope::Scope>>,
     /// The crawl policy (robots.txt, pattern verdicts, learned parameter rules, the per-host
     /// budget), the same steps the API and `dedup` take ([`super::policy`]).
-    policy: super::policy::Policy,
+    pub(super) policy: super::policy::Policy,
     /// The API request being judged (reused).
-    request: crate::sieve::BatchResult,
+    pub(super) request: crate::sieve::BatchResult,
 }
 
 impl GateCore {
@@ -155,7 +151,7 @@ impl GateCore {
     }
 
     /// Judge the next candidates by namespace `ns`'s scope.
-    fn use_scope_of(&mut self, ns: usize) {
+    pub(super) fn use_scope_of(&mut self, ns: usize) {
         let s = self.scopes.get(ns).unwrap_or(&self.default_scope);
         let same = match (&self.sieve.scope, s) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
@@ -182,7 +178,10 @@ impl GateCore {
 
     /// Index of namespace `ns`, attaching (or creating) its filter on first use; `Err(detail)`
     /// inside `Ok` when the gate refuses it (limit reached, or missing and not to be created).
-    fn namespace(&mut self, ns: &str) -> Result<Result<usize, String>, RedisFilterError> {
+    pub(super) fn namespace(
+        &mut self,
+        ns: &str,
+    ) -> Result<Result<usize, String>, RedisFilterError> {
         if let Some(i) = self.names.iter().position(|n| n == ns) {
             return Ok(Ok(i));
         }
@@ -231,7 +230,7 @@ impl GateCore {
     /// A namespace Redis no longer has (Redis restarted without its data, or it was dropped):
     /// with `redis.create_missing` it is created again at once; either way the stage waits and
     /// retries (a retryable error pauses the partitions), it does not exit.
-    fn namespace_lost(&mut self, ns: &str, e: RedisFilterError) -> RedisFilterError {
+    pub(super) fn namespace_lost(&mut self, ns: &str, e: RedisFilterError) -> RedisFilterError {
         if !matches!(e, RedisFilterError::NotFound(_)) {
             return e;
         }

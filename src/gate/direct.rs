@@ -1,8 +1,13 @@
 //! The HTTP filter API's path through the gate's decision ([`GateCore::filter_direct`]): one
-//! request's URLs sieved, the pattern verdicts, one filter call (a read, a check-and-set, or the
-//! claims of an idempotent request), verdicts in order. A child of `core`, for its fields.
+//! request's URLs sieved, the crawl policy ([`super::policy`]), one filter call (a read, a check-and-set, or the
+//! claims of an idempotent request), verdicts in order. A sibling of `core`: it reads the
+//! `GateCore` fields that are `pub(super)`.
 
-use super::*;
+use crate::decision::Verdict;
+use crate::redis_filter::RedisFilterError;
+use crate::url::Reason;
+
+use super::core::GateCore;
 
 /// Why [`GateCore::filter_direct`] answered no verdicts.
 #[derive(Debug, Clone, PartialEq, Eq)]

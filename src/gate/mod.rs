@@ -5,8 +5,11 @@
 //! at-least-once delivery and the commits; the HTTP API ([`crate::serve`]) calls its
 //! [`core::GateCore::filter_direct`].
 //!
-//! With `[robots]` on, [`robots`] judges each URL by its origin's robots.txt and [`mover`]
-//! puts the URLs it held back on the input topic when due.
+//! [`policy`] is the crawl policy every driver applies between the sieve and the filter:
+//! robots.txt ([`robots`]: records shared in Redis, the fetcher), pattern verdicts, learned
+//! parameter rules, the per-host budget ([`budget`]). With `[robots]` on, [`mover`] puts the
+//! URLs the gate held back on the input topic when due. `direct.rs` is the HTTP API's path
+//! through [`core::GateCore`].
 //!
 //! Owns: what the gate emits and why. May import `config`, `stage`, `observe`, `sieve`, `url`,
 //! `events`, `patterns`, `redis_filter`; never `render`, `serve` or `cli`.
@@ -17,4 +20,7 @@ pub mod mover;
 pub mod policy;
 pub mod robots;
 
-pub use self::core::{Answer, DirectError, GateCore, GatePending, GateStaged, Idem};
+mod direct;
+
+pub use self::core::{GateCore, GatePending, GateStaged};
+pub use self::direct::{Answer, DirectError, Idem};

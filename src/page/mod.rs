@@ -11,6 +11,10 @@
 //! * [`cluster`] — the Hamming index and the canonical-centred batch clustering.
 //! * [`patterns`] — per URL pattern, sample N pages and decide similar/different.
 //! * [`dynamic`] — what a page's HTML says about whether a browser would show something else.
+//! * [`online`] — streaming clustering: each page assigned as it comes (the render stage).
+//! * [`params`] — learning which query parameters change nothing on a host.
+//! * [`soft404`] — soft 404s: a scope's answer to URLs that cannot exist.
+//! * [`warc`] — reading pages from WARC files (`crawlsieve cluster`).
 //!
 //! Owns: what a page is and how pages are compared and grouped. Layer 1 (pure, no browser, no
 //! Kafka): may import `url` and `input`; never `render` (which builds on it) or above.

@@ -21,7 +21,9 @@
 //!
 //! The files: `namespace.rs` (create, attach, generations, maintenance, drop), `check.rs`
 //! (check-and-set and the pipelines every protocol builds on), `outbox.rs`, `claims.rs`,
-//! `stats.rs`; `layout.rs` names every key, `conn.rs`/`resp.rs` speak to Redis.
+//! `forget.rs` (forgetting URLs, taking a budget's surplus back), `tier.rs` (the local first
+//! tier), `snapshot.rs` (export and import), `stats.rs`; `layout.rs` names every key,
+//! `conn.rs`/`resp.rs` speak to Redis.
 //!
 //! The fault table (what each component sees under each fault, and why no URL is lost) is in
 //! `docs/redis-filter.md`.

@@ -16,6 +16,8 @@
 //! * [`safety`] — which addresses a page may reach.
 //! * [`stage`] — the render stage's decision ([`stage::RenderStage`], a [`crate::stage::Stage`]):
 //!   render, cluster, assign, feed URL-pattern verdicts back to the gate.
+//! * [`soft404`] — probing a scope's answer to URLs that cannot exist, shared through Redis.
+//! * [`thumb`] — thumbnails for the HTML report.
 //! * [`metrics`] — its series.
 //!
 //! Owns: the browser and what a page may reach. May import `page`, `config`, `stage`,

@@ -12,6 +12,7 @@
 //! * [`run`] — signals, the metrics server, `kafka.workers` worker threads, the closing summary.
 //! * [`signals`] — SIGTERM/SIGINT: finish, commit, exit; a second signal exits at once.
 //! * [`metrics`] — the runtime's series and its readiness.
+//! * [`passthrough`] — a stage that forwards every message (the benchmark's baseline).
 //!
 //! Owns: the Kafka delivery discipline. May import `config`, `events` (dead letters) and
 //! `observe`; never `gate`, `render`, `serve` or `cli` (they build on it).

@@ -1,6 +1,8 @@
 //! URL candidates: junk rejection ([`validate`]), canonicalization ([`canon`]), URL patterns
 //! ([`pattern`]), the reason codes they share ([`reason`]), the decoding a candidate's extraction
-//! context implies ([`context`]), and the lexical layer under all of them ([`lex`]). Pure functions, no I/O.
+//! context implies ([`context`]), and the lexical layer under all of them ([`lex`]); special-purpose
+//! addresses (`address`: `private_address`, shared with the renderer), learned parameter rules
+//! as the canonicalizer applies them (`learned`), spider traps (`trap`). Pure functions, no I/O.
 //!
 //! Owns: what a URL candidate is and what it canonicalizes to. Imports nothing of the crate;
 //! `validate` and `canon` import [`lex`], never each other.

@@ -8,8 +8,10 @@
 //! says why).
 //!
 //! The rules by family, one file each: `code.rs` (JavaScript, CSS, templates, HTML), `path.rs`
-//! (artifact segments, MIME-type paths, number-like strings), on `scan.rs`'s byte classes and
-//! `words.rs`' lists; [`clean`] is what every rule and the canonicalizer see.
+//! (artifact segments, MIME-type paths, number-like strings), `kinds.rs` (what a string in a
+//! script or of unknown origin is: module specifiers, regexes, selectors, vocabularies), on
+//! `scan.rs`'s byte classes, `words.rs`' lists and `mime_registry.rs` (IANA's media types,
+//! generated); [`clean`] is what every rule and the canonicalizer see.
 //!
 //! Owns: the junk rules and when each fires. May import `url::lex`, `url::reason` and
 //! `url::context`; never `url::canon` (`tests/layers.rs` checks both directions).
