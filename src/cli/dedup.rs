@@ -15,11 +15,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::{Emitter, REDIS_DEPTH};
+use super::lines::Emitter;
 use crate::gate::policy::Policy;
 use crate::input::Line;
 use crate::redis_filter::{with_retry, Adopted, Payload, RedisFilter, RedisFilterError};
 use crate::sieve::{BatchResult, Verdict};
+
+/// Batches `dedup` keeps in flight to Redis: classification of the next batches overlaps Redis'
+/// work on the earlier ones.
+const REDIS_DEPTH: usize = 4;
 
 /// The crawl policy of `dedup --redis` ([`crate::gate::policy`]): the namespace's name (index
 /// 0), how long to wait for a site's robots.txt.

@@ -55,7 +55,7 @@ impl StageArgs {
 pub fn print_config(cfg: &Config, asked: bool) -> Result<bool> {
     if asked {
         let text = toml::to_string(&cfg.redacted()).context("printing the configuration")?;
-        super::out_line(text.trim_end())?;
+        super::lines::out_line(text.trim_end())?;
     }
     Ok(asked)
 }

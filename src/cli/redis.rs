@@ -15,7 +15,7 @@ use crate::redis_filter::{snapshot, Expect, Mode, NamespaceSpec, RedisConfig, Re
 pub struct RedisArgs {
     /// Share the filter through Redis: `redis://host:port[/db]`; several comma-separated seed
     /// URLs (or --redis-cluster) talk to a Redis Cluster.
-    #[arg(long, env = "CRAWLSIEVE_REDIS", value_name = "URL", value_parser = super::redis_urls)]
+    #[arg(long, env = "CRAWLSIEVE_REDIS", value_name = "URL", value_parser = super::args::redis_urls)]
     pub redis: Option<String>,
     /// Use the cluster protocol even with one seed URL.
     #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", value_parser = clap::builder::BoolishValueParser::new())]
@@ -210,7 +210,7 @@ pub struct BloomArgs {
         env = "CRAWLSIEVE_REDIS",
         value_name = "URL",
         global = true,
-        value_parser = super::redis_urls
+        value_parser = super::args::redis_urls
     )]
     pub redis: Option<String>,
     /// Use the cluster protocol even with one seed URL.
@@ -280,7 +280,7 @@ pub enum BloomCommand {
 }
 
 fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
-    super::out_line(&serde_json::to_string_pretty(v)?)
+    super::lines::out_line(&serde_json::to_string_pretty(v)?)
 }
 
 pub(super) fn bloom(a: BloomArgs) -> Result<()> {

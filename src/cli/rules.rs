@@ -15,7 +15,7 @@ pub struct RulesArgs {
         env = "CRAWLSIEVE_REDIS",
         value_name = "URL",
         global = true,
-        value_parser = super::redis_urls
+        value_parser = super::args::redis_urls
     )]
     pub redis: Option<String>,
     /// Use the cluster protocol even with one seed URL.
@@ -112,18 +112,18 @@ pub(super) fn run(a: RulesArgs) -> Result<()> {
             let (rules, revs) = crate::params::list(&mut conn, ns)?;
             if revoked {
                 for r in revs {
-                    super::out_line(&serde_json::to_string(&r)?)?;
+                    super::lines::out_line(&serde_json::to_string(&r)?)?;
                 }
             } else {
                 for r in rules {
-                    super::out_line(&serde_json::to_string(&r)?)?;
+                    super::lines::out_line(&serde_json::to_string(&r)?)?;
                 }
             }
         }
         RulesCommand::Export => {
             let (rules, revs) = crate::params::list(&mut conn, ns)?;
             let doc = serde_json::json!({"namespace": ns, "rules": rules, "revoked": revs});
-            super::out_line(&serde_json::to_string_pretty(&doc)?)?;
+            super::lines::out_line(&serde_json::to_string_pretty(&doc)?)?;
         }
         RulesCommand::Revoke { host, param, clear } => {
             let out = if clear {
@@ -133,7 +133,7 @@ pub(super) fn run(a: RulesArgs) -> Result<()> {
                 let had = crate::params::revoke(&mut conn, ns, &host, &param, "operator")?;
                 serde_json::json!({"host": host, "param": param, "revoked": true, "was_in_force": had})
             };
-            super::out_line(&serde_json::to_string(&out)?)?;
+            super::lines::out_line(&serde_json::to_string(&out)?)?;
         }
     }
     Ok(())
