@@ -177,14 +177,15 @@ impl Sieve {
         }
         // A relative candidate with no page to resolve it against (no source, no base) is
         // nothing a fetcher can fetch: `no_base`, as the gate and the API say it.
-        if crate::url::lex::scheme_of(self.buf.as_bytes()).is_none() {
+        let http = self.buf.starts_with("https://") || self.buf.starts_with("http://");
+        if !http && crate::url::lex::scheme_of(self.buf.as_bytes()).is_none() {
             return Err(Reason::NoBase);
         }
         // A host that is this machine or its network, by literal or localhost name, whatever
         // the spelling (canonicalized: `0x7f.1` is `127.0.0.1`).
         // Traps are judged on what would be fetched: an absolute URL (a relative one's `../`
         // are not resolved yet).
-        if self.buf.starts_with("https://") || self.buf.starts_with("http://") {
+        if http {
             self.address.check(&self.buf)?;
             let source = match &self.source {
                 Some((text, _)) => Some(text.as_str()).filter(|t| !t.is_empty()),

@@ -148,6 +148,14 @@ pub(crate) fn strip_session_params(path: &str) -> Option<String> {
 /// The explicit scheme of a candidate, if it has one. `host:8080/path` and `localhost:3000` are a
 /// host and port without a scheme, not a scheme named `host`.
 pub(crate) fn scheme_of(b: &[u8]) -> Option<&[u8]> {
+    // Most candidates that have a scheme are `http://` or `https://` (issue 44: this function
+    // runs three times per candidate): the answer without the scan.
+    if b.len() >= 7 && b[..7].eq_ignore_ascii_case(b"http://") {
+        return Some(&b[..4]);
+    }
+    if b.len() >= 8 && b[..8].eq_ignore_ascii_case(b"https://") {
+        return Some(&b[..5]);
+    }
     if b.is_empty() || !b[0].is_ascii_alphabetic() {
         return None;
     }
@@ -174,6 +182,10 @@ pub(crate) fn scheme_of(b: &[u8]) -> Option<&[u8]> {
 /// canonicalization reads as `scheme://host:port/…` (the base's scheme) and the validator's
 /// written-host rules judge as such.
 pub(crate) fn is_host_port(b: &[u8]) -> bool {
+    // A host starts with neither (the common relative candidates: no search for a colon).
+    if matches!(b.first(), None | Some(b'/' | b'?' | b'#')) {
+        return false;
+    }
     let Some(colon) = super::find_byte(b':', b) else {
         return false;
     };
