@@ -24,7 +24,8 @@
 //!    * [`redis_filter`] — the Redis-shared filter: namespaces, claims, generations, snapshots;
 //!      `layout.rs` names every Redis key crawlsieve uses.
 //!    * [`events`] — the Kafka events (`schemas/*.v1.json`) and how a message is decoded.
-//!    * [`patterns`] — URL-pattern verdicts: the Redis format render writes and the gate reads.
+//!    * [`pattern_verdicts`] — URL-pattern verdicts: the Redis format render writes and every
+//!      driver reads (`gate::policy`).
 //!    * [`params`] — learned parameter rules: the Redis format render publishes and every
 //!      driver reads.
 //! 3. [`config`] — the layered configuration of every component (defaults → file →
@@ -60,7 +61,7 @@ pub mod net;
 pub mod observe;
 pub mod page;
 pub mod params;
-pub mod patterns;
+pub mod pattern_verdicts;
 pub mod redis_filter;
 pub mod render;
 pub mod robots;

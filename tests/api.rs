@@ -359,13 +359,13 @@ fn verdicts_follow_the_gate_rules() {
     let mut conn =
         crawlsieve::redis_filter::Conn::connect(&crawlsieve::redis_filter::RedisConfig::new(REDIS))
             .unwrap();
-    crawlsieve::patterns::write(&mut conn, &other, &pat, 3, 0.97).unwrap();
-    // The API reads the namespace's verdict index at most once a second (crate::patterns).
+    crawlsieve::pattern_verdicts::write(&mut conn, &other, &pat, 3, 0.97).unwrap();
+    // The API reads the namespace's verdict index at most once a second (crate::pattern_verdicts).
     std::thread::sleep(Duration::from_millis(1100));
     let r3 = s.filter(&json!({"namespace": other, "urls": ["https://shop.example/p/456"]}));
     assert_eq!(r3["rejected"][0]["reason"], "pattern_similar", "{r3}");
     let _: () = redis::cmd("DEL")
-        .arg(crawlsieve::patterns::key(&other, &pat))
+        .arg(crawlsieve::pattern_verdicts::key(&other, &pat))
         .query(&mut con)
         .unwrap();
 

@@ -403,7 +403,7 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
     let pat = crawlsieve::url::pattern::pattern("https://tpl.example/p/1");
     {
         let mut conn = crawlsieve::redis_filter::Conn::connect(&RedisConfig::new(REDIS)).unwrap();
-        crawlsieve::patterns::write(&mut conn, &ns.name, &pat, 3, 0.97).unwrap();
+        crawlsieve::pattern_verdicts::write(&mut conn, &ns.name, &pat, 3, 0.97).unwrap();
     }
     let big = format!("https://big.example/{}", "a".repeat(5000));
     let mut lines: Vec<String> = vec![

@@ -53,7 +53,7 @@ const LAYERS: &[&[&str]] = &[
         "scope",
         "redis_filter",
         "events",
-        "patterns",
+        "pattern_verdicts",
         "params",
     ],
     &["config"],

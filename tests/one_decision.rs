@@ -95,7 +95,7 @@ fn prepare(redis: &OwnRedis, ns: &str) {
     )
     .unwrap();
     let pattern = crawlsieve::url::pattern::pattern("https://news.example/story/1001");
-    crawlsieve::patterns::write(&mut c, ns, &pattern, 5, 0.99).unwrap();
+    crawlsieve::pattern_verdicts::write(&mut c, ns, &pattern, 5, 0.99).unwrap();
     let rule = crawlsieve::page::params::Learned {
         host: "shop.example".into(),
         param: "sid".into(),

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use crawlsieve::page::cluster::{cluster, Assignment};
-use crawlsieve::page::patterns::{Sampler, Verdict};
+use crawlsieve::page::pattern_sampler::{Sampler, Verdict};
 use crawlsieve::page::rules::Rule;
 use crawlsieve::page::similarity::{compare, Thresholds};
 use crawlsieve::page::Page;

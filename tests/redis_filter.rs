@@ -782,7 +782,7 @@ fn claims_are_exclusive_and_expire_when_their_holder_dies() {
 
 #[test]
 fn pattern_verdicts_written_by_render_are_read_by_the_gate() {
-    use crawlsieve::patterns::{self, PatternConfig, PatternVerdicts};
+    use crawlsieve::pattern_verdicts::{self, PatternConfig, PatternVerdicts};
     use crawlsieve::redis_filter::Conn;
     let mut conn = Conn::connect(&cfg(REDIS)).unwrap();
     let ns = "test-patterns";
@@ -793,22 +793,22 @@ fn pattern_verdicts_written_by_render_are_read_by_the_gate() {
         "example.com/broken",
         "example.com/never-seen",
     );
-    patterns::write(&mut conn, ns, similar, 3, 0.93).unwrap();
-    patterns::write(&mut conn, ns, sampling, 2, 0.99).unwrap();
-    patterns::write(&mut conn, ns, different, 5, 0.40).unwrap();
+    pattern_verdicts::write(&mut conn, ns, similar, 3, 0.93).unwrap();
+    pattern_verdicts::write(&mut conn, ns, sampling, 2, 0.99).unwrap();
+    pattern_verdicts::write(&mut conn, ns, different, 5, 0.40).unwrap();
     // Written and indexed, then damaged.
-    patterns::write(&mut conn, ns, garbage, 3, 0.99).unwrap();
+    pattern_verdicts::write(&mut conn, ns, garbage, 3, 0.99).unwrap();
     let mut plain = redis::Client::open(REDIS)
         .unwrap()
         .get_connection()
         .unwrap();
     let _: () = redis::cmd("SET")
-        .arg(patterns::key(ns, garbage))
+        .arg(pattern_verdicts::key(ns, garbage))
         .arg("{not json")
         .query(&mut plain)
         .unwrap();
     let _: () = redis::cmd("DEL")
-        .arg(patterns::key(ns, unknown))
+        .arg(pattern_verdicts::key(ns, unknown))
         .query(&mut plain)
         .unwrap();
     let all = [similar, sampling, different, garbage, unknown];
@@ -827,7 +827,7 @@ fn pattern_verdicts_written_by_render_are_read_by_the_gate() {
         .unwrap();
     assert_eq!(skip, [false; 5]);
     // Cached: a new verdict is seen only after the TTL.
-    patterns::write(&mut conn, ns, sampling, 3, 0.9).unwrap();
+    pattern_verdicts::write(&mut conn, ns, sampling, 3, 0.9).unwrap();
     r.skip_batch(&mut conn, &all, &mut skip).unwrap();
     assert!(!skip[1], "still cached");
     let mut fresh = PatternVerdicts::new(PatternConfig::default(), ns);
@@ -848,7 +848,7 @@ fn pattern_verdicts_written_by_render_are_read_by_the_gate() {
 /// incrementally, and reads it again from the start when Redis lost it.
 #[test]
 fn the_gate_reads_only_indexed_verdicts_and_follows_a_lost_index() {
-    use crawlsieve::patterns::{self, PatternConfig, PatternVerdicts};
+    use crawlsieve::pattern_verdicts::{self, PatternConfig, PatternVerdicts};
     use crawlsieve::redis_filter::{Conn, Keys};
     let server = OwnRedis::start(&[]);
     let mut conn = Conn::connect(&cfg(&server.url())).unwrap();
@@ -864,7 +864,7 @@ fn the_gate_reads_only_indexed_verdicts_and_follows_a_lost_index() {
     );
     // A verdict stored without the index (an older build's) is not read.
     let _: () = redis::cmd("SET")
-        .arg(patterns::key(ns, c))
+        .arg(pattern_verdicts::key(ns, c))
         .arg(
             r#"{"v":1,"pattern":"c.example/p/{int}","samples":9,"similarity":1.0,"updated_at":""}"#,
         )
@@ -887,13 +887,13 @@ fn the_gate_reads_only_indexed_verdicts_and_follows_a_lost_index() {
     r.skip_batch(&mut conn, &[a, b, c], &mut skip).unwrap();
     assert_eq!(skip, [false; 3]);
     assert_eq!(gets(&mut plain), g0, "nothing indexed: no GET");
-    patterns::write(&mut conn, ns, a, 3, 0.9).unwrap();
+    pattern_verdicts::write(&mut conn, ns, a, 3, 0.9).unwrap();
     r.skip_batch(&mut conn, &[a, b, c], &mut skip).unwrap();
     assert_eq!(skip, [true, false, false]);
     assert_eq!(gets(&mut plain), g0 + 1, "one GET: the indexed pattern");
     // Rewriting a verdict keeps its place; a new one is read incrementally.
-    patterns::write(&mut conn, ns, a, 4, 0.9).unwrap();
-    patterns::write(&mut conn, ns, b, 3, 0.9).unwrap();
+    pattern_verdicts::write(&mut conn, ns, a, 4, 0.9).unwrap();
+    pattern_verdicts::write(&mut conn, ns, b, 3, 0.9).unwrap();
     r.skip_batch(&mut conn, &[a, b, c], &mut skip).unwrap();
     assert_eq!(skip, [true, true, false]);
     let (idx, seq) = Keys::pattern_index(ns);
@@ -903,9 +903,9 @@ fn the_gate_reads_only_indexed_verdicts_and_follows_a_lost_index() {
     // the index the gate had read past), then more: the gate starts over (a new epoch).
     let _: () = redis::cmd("FLUSHALL").query(&mut plain).unwrap();
     let d = "d.example/p/{int}";
-    patterns::write(&mut conn, ns, d, 3, 0.9).unwrap();
+    pattern_verdicts::write(&mut conn, ns, d, 3, 0.9).unwrap();
     for i in 0..5 {
-        patterns::write(&mut conn, ns, &format!("x{i}.example/{{int}}"), 1, 0.1).unwrap();
+        pattern_verdicts::write(&mut conn, ns, &format!("x{i}.example/{{int}}"), 1, 0.1).unwrap();
     }
     let n: i64 = redis::cmd("HGET")
         .arg(&seq)

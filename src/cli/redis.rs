@@ -380,7 +380,7 @@ fn forget(cfg: RedisConfig, ns: &str, urls: Vec<String>, rules: &super::RuleArgs
     let mut sieve = rules.sieve()?;
     // The namespace's learned parameter rules make its fingerprints, as in the gate and the API.
     let mut f = RedisFilter::attach(cfg.clone(), ns, &Expect::default())?;
-    let verify = crate::patterns::PatternConfig::default().learned_params_verify_one_in;
+    let verify = crate::pattern_verdicts::PatternConfig::default().learned_params_verify_one_in;
     let mut learned = crate::params::RulesCache::new(Duration::ZERO, verify);
     crate::redis_filter::LazyConn::new(cfg).with(|c| learned.refresh(c, ns))?;
     if !learned.rules().is_empty() {

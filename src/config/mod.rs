@@ -1,13 +1,13 @@
 //! The layered configuration of every component (`gate`, `render`, `serve`): one TOML format,
 //! one loader, sections per concern. Below the command line; it may import the types it
-//! configures (`url`, `redis_filter`, `patterns`, `events`) and nothing above them (no `stage`,
+//! configures (`url`, `redis_filter`, `pattern_verdicts`, `events`) and nothing above them (no `stage`,
 //! `gate`, `render`, `serve`, `cli`).
 //!
 //! The files: `sections.rs` (every section's keys and defaults), `load.rs` (the layers merged,
 //! every problem at once), `dur.rs` (durations with their unit).
 //!
 //! Owns: every configuration key, its default and its check. Layer 3: may import `url`,
-//! `redis_filter`, `patterns`, `events`; never `observe`, `stage`, the components or `cli`.
+//! `redis_filter`, `pattern_verdicts`, `events`; never `observe`, `stage`, the components or `cli`.
 //!
 //! Values are typed at load: durations are [`Dur`] (parsed once, here), and every problem in a
 //! file — unknown keys, wrong types, values out of range — is reported at once, one line each,
@@ -85,7 +85,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::patterns::PatternConfig;
+use crate::pattern_verdicts::PatternConfig;
 
 /// Which program reads the configuration: each has its own defaults and reads its own sections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,7 @@
 //! through [`core::GateCore`].
 //!
 //! Owns: what the gate emits and why. May import `config`, `stage`, `observe`, `sieve`, `url`,
-//! `events`, `patterns`, `redis_filter`; never `render`, `serve` or `cli`.
+//! `events`, `pattern_verdicts`, `redis_filter`; never `render`, `serve` or `cli`.
 
 pub mod budget;
 pub mod core;

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::decision::{Candidates, Decision};
 use crate::observe::FilterMetrics;
-use crate::patterns::PatternVerdicts;
+use crate::pattern_verdicts::PatternVerdicts;
 use crate::redis_filter::{LazyConn, RedisFilterError};
 use crate::url::{LearnedRules, Reason};
 

@@ -9,7 +9,7 @@
 //!   the seed's own).
 //! * [`rules`] — E1, E3, L1, W1, M1, T1 (R1 and U1 are decided with the other pages).
 //! * [`cluster`] — the Hamming index and the canonical-centred batch clustering.
-//! * [`patterns`] — per URL pattern, sample N pages and decide similar/different.
+//! * [`pattern_sampler`] — per URL pattern, sample N pages and decide similar/different.
 //! * [`dynamic`] — what a page's HTML says about whether a browser would show something else.
 //! * [`online`] — streaming clustering: each page assigned as it comes (the render stage).
 //! * [`params`] — learning which query parameters change nothing on a host.
@@ -24,7 +24,7 @@ pub mod dynamic;
 pub mod features;
 pub mod online;
 pub mod params;
-pub mod patterns;
+pub mod pattern_sampler;
 pub mod rules;
 pub mod similarity;
 pub mod soft404;

@@ -430,14 +430,14 @@ impl Keys {
         format!("cs:{{{ns}:ob}}:box:{id}")
     }
 
-    /// A URL-pattern verdict of namespace `ns` (`cs:pv:{NS:HASH}`; [`crate::patterns`]).
+    /// A URL-pattern verdict of namespace `ns` (`cs:pv:{NS:HASH}`; [`crate::pattern_verdicts`]).
     pub fn pattern_verdict(ns: &str, pattern_hash: u64) -> String {
         format!("cs:pv:{{{ns}:{pattern_hash:016x}}}")
     }
 
     /// The index of namespace `ns`'s pattern verdicts (`cs:pv:{NS}:idx`, a sorted set: the
     /// hex hash of every pattern with a verdict, scored by when it was first indexed) and its
-    /// counter (`cs:pv:{NS}:seq`, a hash: `epoch`, `n`); [`crate::patterns`].
+    /// counter (`cs:pv:{NS}:seq`, a hash: `epoch`, `n`); [`crate::pattern_verdicts`].
     pub fn pattern_index(ns: &str) -> (String, String) {
         (format!("cs:pv:{{{ns}}}:idx"), format!("cs:pv:{{{ns}}}:seq"))
     }

@@ -21,7 +21,7 @@
 //! * [`metrics`] — its series.
 //!
 //! Owns: the browser and what a page may reach. May import `page`, `config`, `stage`,
-//! `observe`, `events`, `patterns`, `redis_filter`, `url`; never `gate`, `serve` or `cli`.
+//! `observe`, `events`, `pattern_verdicts`, `redis_filter`, `url`; never `gate`, `serve` or `cli`.
 
 pub mod auto;
 pub mod egress;

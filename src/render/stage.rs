@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::events::{now_rfc3339, DeadLetterCode, DecodeError, FetchEvent};
 use crate::page::online::OnlineClusterer;
 use crate::page::params::{Change, Learner};
-use crate::page::patterns::{Sampler, Verdict};
+use crate::page::pattern_sampler::{Sampler, Verdict};
 use crate::page::similarity::{Similarity, Thresholds};
 use crate::redis_filter::{LazyConn, RedisFilterError};
 use crate::stage::{Batch, Dest, Stage, Staged};
@@ -566,7 +566,7 @@ impl Stage for RenderStage {
         let p = &mut out.pending;
         while let Some((ns, pattern, samples, sim)) = p.verdicts.first().cloned() {
             self.redis
-                .with(|c| crate::patterns::write(c, &ns, &pattern, samples, sim))?;
+                .with(|c| crate::pattern_verdicts::write(c, &ns, &pattern, samples, sim))?;
             p.verdicts.remove(0);
             if let Some(m) = &self.metrics {
                 let v = if sim >= self.sampler.threshold {
