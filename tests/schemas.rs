@@ -30,7 +30,7 @@ fn verdict_line_schema_lists_exactly_the_reason_codes() {
     );
     assert_eq!(
         schema_enum("verdict-line.v1.json", "/properties/verdict/enum"),
-        ["keep", "reject", "duplicate"]
+        ["keep", "reject", "duplicate", "held"]
     );
 }
 
