@@ -447,7 +447,7 @@ fn the_render_stage_in_auto_loses_nothing_when_killed() {
     );
     // Shells rendered; the static pages mostly not.
     for i in 1..=3 {
-        assert_eq!(rendered[&format!("{base}/app/item/{i}")], true);
+        assert!(rendered[&format!("{base}/app/item/{i}")]);
     }
     assert!(
         rendered.values().filter(|r| !**r).count() >= 8,
