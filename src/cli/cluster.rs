@@ -166,90 +166,15 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     if let Some(o) = &a.output {
         report_format(o)?;
     }
-    let mut t = if a.seed_thresholds {
-        Thresholds::seed()
-    } else {
-        Thresholds::default()
-    };
-    if let Some(c) = a.content {
-        t.content = c;
-    }
-    if let Some(s) = a.structure {
-        t.structure = s;
-    }
-    let mut pages = Vec::new();
-    let mut errors: Vec<String> = Vec::new();
-    // The HTML report's thumbnails, by page (given in the input; WARC records have none).
-    let mut thumbs: Vec<Option<String>> = Vec::new();
-    let mut unreadable = 0;
-    // A page whose HTML is over the parser's bounds is a row with an error, not a stopped run.
-    fn add(
-        (page, refused): (Page, Option<crate::page::features::HtmlRefused>),
-        error: String,
-        pages: &mut Vec<Page>,
-        errors: &mut Vec<String>,
-    ) {
-        pages.push(page);
-        errors.push(match refused {
-            Some(e) => format!("unparsable: {e}"),
-            None => error,
-        });
-    }
+    let t = thresholds(&a);
+    let mut input = Input::default();
     let mut warc_pages = 0usize;
     for w in &a.warc {
-        if w.is_dir() {
-            return Err(super::exit::input(format!(
-                "--warc {}: is a directory (give the WARC files in it)",
-                w.display()
-            )));
-        }
-        let f = std::fs::File::open(w)
-            .map_err(|e| super::exit::input(format!("--warc {}: cannot open: {e}", w.display())))?;
-        let warc = crate::page::warc::read(std::io::BufReader::new(f));
-        // No response in it: said (a warcinfo- or revisit-only segment is a WARC file too, so
-        // only a run in which no WARC gives a page at all is an input error: below).
-        if warc.responses.is_empty() {
-            let why = warc
-                .errors
-                .first()
-                .map_or("no response record in it".to_string(), |e| e.to_string());
-            eprintln!(
-                "crawlsieve cluster: --warc {}: no WARC response record read ({why})",
-                w.display()
-            );
-        }
-        warc_pages += warc.responses.len();
-        let rs = &warc.responses;
-        for (start, end, chain) in crate::page::warc::resolve(rs) {
-            let (s, e) = (&rs[start], &rs[end]);
-            let html = String::from_utf8_lossy(&e.body);
-            let mut page = Page::parse(&s.uri, &e.uri, e.status, &e.content_type, &html);
-            if chain.len() > 1 {
-                page.0.redirect_chain = chain;
-            }
-            add(page, String::new(), &mut pages, &mut errors);
-            thumbs.push(None);
-        }
-        // A damaged record: a row with its error when its URI is known, else a count.
-        for e in &warc.errors {
-            eprintln!("crawlsieve cluster: {}: {e}", w.display());
-            match &e.uri {
-                Some(u) => {
-                    add(
-                        (Page::new(u, u, 0, "", ""), None),
-                        format!("unreadable WARC record {}: {}", e.record, e.why),
-                        &mut pages,
-                        &mut errors,
-                    );
-                    thumbs.push(None);
-                }
-                None => unreadable += 1,
-            }
-        }
+        warc_pages += read_warc(w, &mut input)?;
     }
     // Only WARC files given, and not one response record in any: not WARC files at all (or
     // empty ones) — an input error, not a report of nothing.
-    if !a.warc.is_empty() && a.files.is_empty() && warc_pages == 0 && pages.is_empty() {
+    if !a.warc.is_empty() && a.files.is_empty() && warc_pages == 0 && input.pages.is_empty() {
         return Err(super::exit::input(format!(
             "--warc: no WARC response record could be read in {} (are they WARC files?)",
             a.warc
@@ -259,94 +184,13 @@ pub fn run(a: ClusterArgs) -> Result<()> {
                 .join(", ")
         )));
     }
-    let mut read = |r: Box<dyn BufRead>, name: &str| -> Result<()> {
-        let mut lines = crate::input::LineReader::new(r, MAX_LINE_BYTES);
-        let mut line = crate::input::Line::default();
-        let mut n = 0usize;
-        while lines
-            .read_line(&mut line)
-            .with_context(|| format!("reading {name} after line {n}"))?
-        {
-            n += 1;
-            if line.truncated {
-                unreadable += 1;
-                eprintln!(
-                    "crawlsieve cluster: {name}:{n}: skipped: a line over {MAX_LINE_BYTES} bytes"
-                );
-                continue;
-            }
-            // Invalid UTF-8 (a Latin-1 page pasted into JSON) is decoded lossily, per line.
-            let text = String::from_utf8_lossy(&line.bytes);
-            if let std::borrow::Cow::Owned(_) = text {
-                eprintln!("crawlsieve cluster: {name}:{n}: invalid UTF-8 replaced with U+FFFD");
-            }
-            if text.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<InPage>(&text) {
-                Ok(p) if p.status.is_none() && p.html.is_empty() && p.error.is_empty() => {
-                    unreadable += 1;
-                    eprintln!("crawlsieve cluster: {name}:{n}: skipped: no `status`, `html` or `error` (a fetched page has a status and its html; a failed fetch, its error)");
-                }
-                Ok(p) => {
-                    let status = p.status.unwrap_or(0);
-                    let mut page =
-                        Page::parse(&p.url, &p.final_url, status, &p.content_type, &p.html);
-                    page.0.redirect_chain = p.redirect_chain;
-                    page.0.features.timings = p.timings;
-                    // A hash that is not 1–16 hex digits is said, and the page compared
-                    // without it (text and structure still are), as a thumbnail that is not one.
-                    page.0.features.phash = p.phash.as_ref().and_then(|h| {
-                        let v = (h.len() <= 16)
-                            .then(|| u64::from_str_radix(h, 16).ok())
-                            .flatten();
-                        if v.is_none() {
-                            eprintln!("crawlsieve cluster: {name}:{n}: phash {h:?} ignored: not 1 to 16 hex digits (a 64-bit perceptual hash)");
-                        }
-                        v
-                    });
-                    add(page, p.error, &mut pages, &mut errors);
-                    thumbs.push(p.thumbnail.filter(|t| {
-                        let ok = super::report_html::is_data_image(t);
-                        if !ok {
-                            eprintln!("crawlsieve cluster: {name}:{n}: thumbnail ignored: not a base64 data:image/jpeg or data:image/png URI");
-                        }
-                        ok
-                    }));
-                }
-                Err(e) => {
-                    unreadable += 1;
-                    // A file that is no JSON Lines at all (a URL list) says so once, not per line.
-                    if unreadable <= 10 {
-                        eprintln!("crawlsieve cluster: {name}:{n}: skipped: not a JSON object of a fetched page ({e})");
-                    }
-                    if unreadable == 10 {
-                        eprintln!("crawlsieve cluster: {name}: further skipped lines not listed; `cluster` reads JSON Lines of fetched pages (README, \"Input for cluster\"); to render a list of URLs, use `crawlsieve similar -l FILE`");
-                    }
-                }
-            }
-        }
-        Ok(())
-    };
-    // JSON Lines from the files (`-` is stdin); stdin when neither files nor WARCs are given.
-    let stdin_only = [PathBuf::from("-")];
-    let files: &[PathBuf] = if a.files.is_empty() && a.warc.is_empty() {
-        &stdin_only
-    } else {
-        &a.files
-    };
-    for f in files {
-        if f.as_os_str() == "-" {
-            read(Box::new(std::io::stdin().lock()), "stdin")?;
-        } else {
-            let file = std::fs::File::open(f)
-                .map_err(|e| super::exit::input(format!("cannot open {}: {e}", f.display())))?;
-            read(
-                Box::new(std::io::BufReader::new(file)),
-                &f.display().to_string(),
-            )?;
-        }
-    }
+    read_files(&a, &mut input)?;
+    let Input {
+        pages,
+        errors,
+        thumbs,
+        unreadable,
+    } = input;
     debug_assert_eq!(thumbs.len(), pages.len(), "a thumbnail slot per page");
     let extras = Extras {
         thumbs: &thumbs,
@@ -365,6 +209,196 @@ pub fn run(a: ClusterArgs) -> Result<()> {
         a.output.as_deref(),
         "cluster",
     )
+}
+
+/// 1. The thresholds: the default or the seed's, with `--content` and `--structure` over them.
+fn thresholds(a: &ClusterArgs) -> Thresholds {
+    let mut t = if a.seed_thresholds {
+        Thresholds::seed()
+    } else {
+        Thresholds::default()
+    };
+    if let Some(c) = a.content {
+        t.content = c;
+    }
+    if let Some(s) = a.structure {
+        t.structure = s;
+    }
+    t
+}
+
+/// The pages read so far: a row each, with its error and thumbnail, and the lines skipped.
+#[derive(Default)]
+struct Input {
+    pages: Vec<Page>,
+    errors: Vec<String>,
+    // The HTML report's thumbnails, by page (given in the input; WARC records have none).
+    thumbs: Vec<Option<String>>,
+    unreadable: usize,
+}
+
+impl Input {
+    // A page whose HTML is over the parser's bounds is a row with an error, not a stopped run.
+    fn add(
+        &mut self,
+        (page, refused): (Page, Option<crate::page::features::HtmlRefused>),
+        error: String,
+    ) {
+        self.pages.push(page);
+        self.errors.push(match refused {
+            Some(e) => format!("unparsable: {e}"),
+            None => error,
+        });
+    }
+}
+
+/// 2. Read the response records of one `--warc` file into `input`; the number of them.
+fn read_warc(w: &std::path::Path, input: &mut Input) -> Result<usize> {
+    if w.is_dir() {
+        return Err(super::exit::input(format!(
+            "--warc {}: is a directory (give the WARC files in it)",
+            w.display()
+        )));
+    }
+    let f = std::fs::File::open(w)
+        .map_err(|e| super::exit::input(format!("--warc {}: cannot open: {e}", w.display())))?;
+    let warc = crate::page::warc::read(std::io::BufReader::new(f));
+    // No response in it: said (a warcinfo- or revisit-only segment is a WARC file too, so
+    // only a run in which no WARC gives a page at all is an input error: below).
+    if warc.responses.is_empty() {
+        let why = warc
+            .errors
+            .first()
+            .map_or("no response record in it".to_string(), |e| e.to_string());
+        eprintln!(
+            "crawlsieve cluster: --warc {}: no WARC response record read ({why})",
+            w.display()
+        );
+    }
+    let rs = &warc.responses;
+    for (start, end, chain) in crate::page::warc::resolve(rs) {
+        let (s, e) = (&rs[start], &rs[end]);
+        let html = String::from_utf8_lossy(&e.body);
+        let mut page = Page::parse(&s.uri, &e.uri, e.status, &e.content_type, &html);
+        if chain.len() > 1 {
+            page.0.redirect_chain = chain;
+        }
+        input.add(page, String::new());
+        input.thumbs.push(None);
+    }
+    // A damaged record: a row with its error when its URI is known, else a count.
+    for e in &warc.errors {
+        eprintln!("crawlsieve cluster: {}: {e}", w.display());
+        match &e.uri {
+            Some(u) => {
+                input.add(
+                    (Page::new(u, u, 0, "", ""), None),
+                    format!("unreadable WARC record {}: {}", e.record, e.why),
+                );
+                input.thumbs.push(None);
+            }
+            None => input.unreadable += 1,
+        }
+    }
+    Ok(warc.responses.len())
+}
+
+/// 3. Read the JSON Lines files (stdin when neither files nor WARCs are given) into `input`.
+fn read_files(a: &ClusterArgs, input: &mut Input) -> Result<()> {
+    // JSON Lines from the files (`-` is stdin); stdin when neither files nor WARCs are given.
+    let stdin_only = [PathBuf::from("-")];
+    let files: &[PathBuf] = if a.files.is_empty() && a.warc.is_empty() {
+        &stdin_only
+    } else {
+        &a.files
+    };
+    for f in files {
+        if f.as_os_str() == "-" {
+            read_lines(Box::new(std::io::stdin().lock()), "stdin", input)?;
+        } else {
+            let file = std::fs::File::open(f)
+                .map_err(|e| super::exit::input(format!("cannot open {}: {e}", f.display())))?;
+            read_lines(
+                Box::new(std::io::BufReader::new(file)),
+                &f.display().to_string(),
+                input,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// 4. Read one JSON Lines input (`name` in messages) into `input`, skipping what is no page.
+fn read_lines(r: Box<dyn BufRead>, name: &str, input: &mut Input) -> Result<()> {
+    let mut lines = crate::input::LineReader::new(r, MAX_LINE_BYTES);
+    let mut line = crate::input::Line::default();
+    let mut n = 0usize;
+    while lines
+        .read_line(&mut line)
+        .with_context(|| format!("reading {name} after line {n}"))?
+    {
+        n += 1;
+        if line.truncated {
+            input.unreadable += 1;
+            eprintln!(
+                "crawlsieve cluster: {name}:{n}: skipped: a line over {MAX_LINE_BYTES} bytes"
+            );
+            continue;
+        }
+        // Invalid UTF-8 (a Latin-1 page pasted into JSON) is decoded lossily, per line.
+        let text = String::from_utf8_lossy(&line.bytes);
+        if let std::borrow::Cow::Owned(_) = text {
+            eprintln!("crawlsieve cluster: {name}:{n}: invalid UTF-8 replaced with U+FFFD");
+        }
+        if text.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<InPage>(&text) {
+            Ok(p) if p.status.is_none() && p.html.is_empty() && p.error.is_empty() => {
+                input.unreadable += 1;
+                eprintln!("crawlsieve cluster: {name}:{n}: skipped: no `status`, `html` or `error` (a fetched page has a status and its html; a failed fetch, its error)");
+            }
+            Ok(p) => add_line(p, name, n, input),
+            Err(e) => {
+                input.unreadable += 1;
+                // A file that is no JSON Lines at all (a URL list) says so once, not per line.
+                if input.unreadable <= 10 {
+                    eprintln!("crawlsieve cluster: {name}:{n}: skipped: not a JSON object of a fetched page ({e})");
+                }
+                if input.unreadable == 10 {
+                    eprintln!("crawlsieve cluster: {name}: further skipped lines not listed; `cluster` reads JSON Lines of fetched pages (README, \"Input for cluster\"); to render a list of URLs, use `crawlsieve similar -l FILE`");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// 5. Add the page of line `n` of `name` to `input`, without a bad `phash` or thumbnail.
+fn add_line(p: InPage, name: &str, n: usize, input: &mut Input) {
+    let status = p.status.unwrap_or(0);
+    let mut page = Page::parse(&p.url, &p.final_url, status, &p.content_type, &p.html);
+    page.0.redirect_chain = p.redirect_chain;
+    page.0.features.timings = p.timings;
+    // A hash that is not 1–16 hex digits is said, and the page compared
+    // without it (text and structure still are), as a thumbnail that is not one.
+    page.0.features.phash = p.phash.as_ref().and_then(|h| {
+        let v = (h.len() <= 16)
+            .then(|| u64::from_str_radix(h, 16).ok())
+            .flatten();
+        if v.is_none() {
+            eprintln!("crawlsieve cluster: {name}:{n}: phash {h:?} ignored: not 1 to 16 hex digits (a 64-bit perceptual hash)");
+        }
+        v
+    });
+    input.add(page, p.error);
+    input.thumbs.push(p.thumbnail.filter(|t| {
+        let ok = super::report_html::is_data_image(t);
+        if !ok {
+            eprintln!("crawlsieve cluster: {name}:{n}: thumbnail ignored: not a base64 data:image/jpeg or data:image/png URI");
+        }
+        ok
+    }));
 }
 
 /// Cluster `pages` and write the seed's report (JSON, or CSV by the output's extension).
@@ -394,7 +428,36 @@ pub(crate) fn report(
     output: Option<&std::path::Path>,
     command: &str,
 ) -> Result<()> {
-    let canon = Canonicalizer::default();
+    let assignments = assign(pages, &errors, t);
+    let urls = out_urls(pages, &assignments, errors, extras);
+    let clusters = out_clusters(pages, &assignments);
+    let report = Report {
+        meta: Meta {
+            total_urls: urls.len(),
+            eligible_html_urls: pages.iter().filter(|p| eligible(p)).count(),
+            total_clusters: clusters.len(),
+            unreadable_lines: unreadable,
+            sim_threshold: t.structure,
+            thresholds: *t,
+            generated_at: crate::events::now_rfc3339(),
+            render_mode: extras.mode.map(|m| m.to_string()),
+            rendered_urls: extras
+                .mode
+                .map(|_| extras.rendered.iter().filter(|r| **r).count()),
+        },
+        urls,
+        clusters,
+    };
+    let name = write_report(&report, extras, output, command)?;
+    summarize(&report, &name, command)
+}
+
+/// 1. Cluster the pages without an error; a page with one is its own canonical, in none.
+fn assign(
+    pages: &[Page],
+    errors: &[String],
+    t: &Thresholds,
+) -> Vec<crate::page::cluster::Assignment> {
     // A page with an error (refused, failed, unreadable, unparsable) is in no cluster: its
     // features say nothing about the page the URL serves.
     let ok: Vec<usize> = (0..pages.len()).filter(|&i| errors[i].is_empty()).collect();
@@ -412,10 +475,21 @@ pub(crate) fn report(
             ..a
         };
     }
+    assignments
+}
+
+/// 2. The report's rows: a page each, with its cluster and similarities to its canonical.
+fn out_urls(
+    pages: &[Page],
+    assignments: &[crate::page::cluster::Assignment],
+    errors: Vec<String>,
+    extras: &Extras,
+) -> Vec<OutUrl> {
+    let canon = Canonicalizer::default();
     let mut buf = String::new();
-    let urls: Vec<OutUrl> = pages
+    pages
         .iter()
-        .zip(&assignments)
+        .zip(assignments)
         .zip(errors)
         .enumerate()
         .map(|(i, ((p, a), error))| OutUrl {
@@ -446,7 +520,14 @@ pub(crate) fn report(
             rendered: extras.rendered.get(i).copied(),
             render_reason: extras.why.get(i).cloned(),
         })
-        .collect();
+        .collect()
+}
+
+/// 3. The report's clusters, in the order of their first member, with their members' ids.
+fn out_clusters(
+    pages: &[Page],
+    assignments: &[crate::page::cluster::Assignment],
+) -> Vec<OutCluster> {
     let mut clusters: Vec<OutCluster> = Vec::new();
     let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (i, a) in assignments.iter().enumerate() {
@@ -464,23 +545,16 @@ pub(crate) fn report(
         });
         clusters[k].member_ids.push(i + 1);
     }
-    let report = Report {
-        meta: Meta {
-            total_urls: urls.len(),
-            eligible_html_urls: pages.iter().filter(|p| eligible(p)).count(),
-            total_clusters: clusters.len(),
-            unreadable_lines: unreadable,
-            sim_threshold: t.structure,
-            thresholds: *t,
-            generated_at: crate::events::now_rfc3339(),
-            render_mode: extras.mode.map(|m| m.to_string()),
-            rendered_urls: extras
-                .mode
-                .map(|_| extras.rendered.iter().filter(|r| **r).count()),
-        },
-        urls,
-        clusters,
-    };
+    clusters
+}
+
+/// 4. Write the report to `output` (stdout without one) in its format; the name written to.
+fn write_report(
+    report: &Report,
+    extras: &Extras,
+    output: Option<&std::path::Path>,
+    command: &str,
+) -> Result<String> {
     let format = match output {
         Some(p) => report_format(p)?,
         None => ReportFormat::Json,
@@ -494,12 +568,10 @@ pub(crate) fn report(
     };
     let written = (|| -> Result<()> {
         match format {
-            ReportFormat::Csv => write_csv(&report, &mut out)?,
-            ReportFormat::Html => {
-                out.write_all(html_report(&report, extras, command).as_bytes())?
-            }
+            ReportFormat::Csv => write_csv(report, &mut out)?,
+            ReportFormat::Html => out.write_all(html_report(report, extras, command).as_bytes())?,
             ReportFormat::Json => {
-                serde_json::to_writer_pretty(&mut out, &report)?;
+                serde_json::to_writer_pretty(&mut out, report)?;
                 writeln!(out)?;
             }
         }
@@ -507,6 +579,11 @@ pub(crate) fn report(
         Ok(())
     })();
     written.with_context(|| format!("writing the report to {name}"))?;
+    Ok(name)
+}
+
+/// 5. Say what was done on stderr; a partial-run error when pages were not done.
+fn summarize(report: &Report, name: &str, command: &str) -> Result<()> {
     // Pages this run could not do: for `similar`, those refused by the address policy or not
     // rendered; for `cluster`, those whose HTML was over the parser's bounds (an `error` a
     // record brought with it is the crawler's, reported as it came). The `error` column says

@@ -86,22 +86,41 @@ pub fn render(
     probes: &[(String, String, String)],
     learned: &[crate::page::params::Learned],
 ) -> String {
-    let mut hosts: Vec<&str> = groups
-        .iter()
-        .flat_map(|g| g.members.iter())
-        .chain(unclustered)
-        .map(|m| host(m.final_url))
-        .collect();
-    hosts.sort_unstable();
-    hosts.dedup();
-    let mut classes: Vec<&str> = groups
-        .iter()
-        .map(|g| g.class.unwrap_or("similar"))
-        .collect();
-    classes.sort_unstable();
-    classes.dedup();
-
     let mut h = String::with_capacity(64 * 1024);
+    head(
+        &mut h,
+        command,
+        generated_at,
+        total_pages,
+        groups,
+        unclustered,
+    );
+    selectors(&mut h, groups, unclustered);
+    clusters(&mut h, groups);
+    probes_table(&mut h, probes);
+    learned_table(&mut h, learned);
+    if !unclustered.is_empty() {
+        h.push_str(
+            "<details id=\"unclustered\"><summary>Pages in no cluster</summary><div class=\"row\">",
+        );
+        for m in unclustered {
+            member(&mut h, m, false);
+        }
+        h.push_str("</div></details>\n");
+    }
+    let _ = write!(h, "<script>{SCRIPT}</script>\n</body></html>\n");
+    h
+}
+
+/// 1. Write the head (Content-Security-Policy, title, styles) and the header's summary line.
+fn head(
+    h: &mut String,
+    command: &str,
+    generated_at: &str,
+    total_pages: usize,
+    groups: &[Group],
+    unclustered: &[Member],
+) {
     h.push_str("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
     // The one script runs by its hash: escaping is not the only barrier against a page's text
     // becoming code.
@@ -127,6 +146,25 @@ pub fn render(
         unclustered.len(),
         esc(generated_at)
     );
+}
+
+/// 2. Write the host, class and sort selectors, closing the header and opening the clusters.
+fn selectors(h: &mut String, groups: &[Group], unclustered: &[Member]) {
+    let mut hosts: Vec<&str> = groups
+        .iter()
+        .flat_map(|g| g.members.iter())
+        .chain(unclustered)
+        .map(|m| host(m.final_url))
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let mut classes: Vec<&str> = groups
+        .iter()
+        .map(|g| g.class.unwrap_or("similar"))
+        .collect();
+    classes.sort_unstable();
+    classes.dedup();
+
     h.push_str("<label>Host <select id=\"host\"><option value=\"\">all hosts</option>");
     for x in &hosts {
         let _ = write!(h, "<option>{}</option>", esc(x));
@@ -138,6 +176,10 @@ pub fn render(
         let _ = write!(h, "<option>{}</option>", esc(c));
     }
     h.push_str("</select></label> <label>Sort <select id=\"sort\"><option value=\"size\">largest first</option><option value=\"host\">by host</option><option value=\"class\">by class</option><option value=\"order\">report order</option></select></label> <span id=\"shown\"></span></header>\n<main id=\"clusters\">\n");
+}
+
+/// 3. Write each cluster as a section: a row of its members, the canonical first.
+fn clusters(h: &mut String, groups: &[Group]) {
     for (i, g) in groups.iter().enumerate() {
         let class = g.class.unwrap_or("similar");
         let canon_host = g.members.first().map_or("", |m| host(m.final_url));
@@ -154,11 +196,15 @@ pub fn render(
             g.members.len()
         );
         for (k, m) in g.members.iter().enumerate() {
-            member(&mut h, m, k == 0);
+            member(h, m, k == 0);
         }
         h.push_str("</div></section>\n");
     }
     h.push_str("</main>\n");
+}
+
+/// 4. Write the table of soft-404 probes, if there were any.
+fn probes_table(h: &mut String, probes: &[(String, String, String)]) {
     if !probes.is_empty() {
         h.push_str("<section id=\"soft404\"><h2>Soft-404 probes</h2><p>One URL that cannot exist per host and first path segment; pages matching a soft-404 answer are class <code>soft_404</code>.</p><table><tr><th>scope</th><th>probe</th><th>answer</th></tr>");
         for (scope, probe, answer) in probes {
@@ -172,6 +218,10 @@ pub fn render(
         }
         h.push_str("</table></section>\n");
     }
+}
+
+/// 5. Write the table of parameters learned to change nothing, if any were.
+fn learned_table(h: &mut String, learned: &[crate::page::params::Learned]) {
     if !learned.is_empty() {
         h.push_str("<section id=\"learned\"><h2>Parameters that change nothing</h2><p>Query parameters whose value did not change the page (same main text and DOM shape) on at least five values over three paths, with no counter-example: the render stage publishes such rules and the gate deduplicates that host's URLs without the parameter (<code>crawlsieve rules list</code>).</p><table><tr><th>host</th><th>parameter</th><th>values</th><th>paths</th><th>example</th></tr>");
         for l in learned {
@@ -187,17 +237,6 @@ pub fn render(
         }
         h.push_str("</table></section>\n");
     }
-    if !unclustered.is_empty() {
-        h.push_str(
-            "<details id=\"unclustered\"><summary>Pages in no cluster</summary><div class=\"row\">",
-        );
-        for m in unclustered {
-            member(&mut h, m, false);
-        }
-        h.push_str("</div></details>\n");
-    }
-    let _ = write!(h, "<script>{SCRIPT}</script>\n</body></html>\n");
-    h
 }
 
 fn member(h: &mut String, m: &Member, canonical: bool) {

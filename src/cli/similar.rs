@@ -226,39 +226,9 @@ fn absolute(u: &str) -> std::result::Result<(), String> {
 /// Run `crawlsieve similar`.
 pub fn run(a: SimilarArgs) -> Result<()> {
     super::cluster::report_format(&a.output)?;
-    for x in &a.allow {
-        crate::net::check_allow_entry(x)
-            .map_err(|e| super::exit::usage(format!("--allow {x}: {e}")))?;
-    }
-    for (flag, d) in [
-        ("--http-timeout", a.http_timeout),
-        ("--page-timeout", a.page_timeout),
-    ] {
-        if d.0.is_zero() {
-            return Err(super::exit::usage(format!(
-                "{flag} 0s: every page would time out at once; give a duration, e.g. 10s"
-            )));
-        }
-    }
-    if a.threads == 0 || a.batch_size == 0 {
-        return Err(super::exit::usage(
-            "--threads and --batch-size must be at least 1",
-        ));
-    }
+    check_args(&a)?;
     let (list, skipped) = urls(&a.list)?;
-    // A bare name is looked up on PATH, as the browser's launcher does (`--chromium chrome`).
-    let found = if a.chromium.components().count() > 1 {
-        a.chromium.is_file()
-    } else {
-        std::env::var_os("PATH")
-            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(&a.chromium).is_file()))
-    };
-    if !found {
-        return Err(super::exit::unreachable(format!(
-            "--chromium {}: no such program; install Debian's chromium (apt-get install chromium) or give the path of a Chromium binary",
-            a.chromium.display()
-        )));
-    }
+    check_chromium(&a.chromium)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .worker_threads(2)
@@ -283,61 +253,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
     if let Some(s) = a.sim_threshold {
         t.structure = s;
     }
-    let (seen, (templates, probes, serve_home), mut cache) = rt.block_on(async {
-        let r = Arc::new(
-            Renderer::new(cfg)
-                .await
-                .map_err(|e| super::exit::unreachable(format!("{e:#}")))?,
-        );
-        let seer = Arc::new(Seer::new(
-            r.clone(),
-            a.render,
-            a.check_one_in,
-            (a.threads * 4).max(8),
-        ));
-        // Ctrl-C or SIGTERM: close the browser and remove its profile before exiting.
-        let probe = !a.no_soft_404_probe;
-        let work = async {
-            let t0 = std::time::Instant::now();
-            let mut seen = see_all(&seer, &list, a.batch_size, &t).await?;
-            let rendered = seen.iter().filter(|s| s.page.rendered).count();
-            tracing::debug!(
-                pages = seen.len(),
-                rendered,
-                seconds = t0.elapsed().as_secs_f64(),
-                "pages seen"
-            );
-            let t0 = std::time::Instant::now();
-            let templates = if probe {
-                soft_404_templates(&seer, &seen).await?
-            } else {
-                (Default::default(), Vec::new(), Default::default())
-            };
-            tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "soft-404 probes");
-            let t0 = std::time::Instant::now();
-            let mut cache = Vec::new();
-            if a.render == Mode::Auto {
-                render_canonicals(&seer, &mut seen, &templates, &t, &mut cache).await;
-            }
-            let more = seen.iter().filter(|s| s.page.rendered).count() - rendered;
-            tracing::debug!(
-                rendered = more,
-                seconds = t0.elapsed().as_secs_f64(),
-                "canonicals rendered after clustering"
-            );
-            anyhow::Ok((seen, templates, cache))
-        };
-        let out = tokio::select! {
-            out = work => out,
-            _ = stop_signal() => {
-                r.close().await;
-                eprintln!("crawlsieve similar: interrupted; the browser was closed");
-                std::process::exit(130);
-            }
-        };
-        r.close().await;
-        out
-    })?;
+    let (seen, (templates, probes, serve_home), mut cache) = see(&rt, &a, cfg, &list, &t)?;
     let rendered_flags: Vec<bool> = seen.iter().map(|s| s.page.rendered).collect();
     let why: Vec<Option<String>> = seen
         .iter()
@@ -346,26 +262,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
     let (pages, errors) = pages_of(&seen, &(templates, Vec::new(), serve_home), &mut cache);
     let thumbs: Vec<Option<String>> = seen.into_iter().map(|s| s.page.thumbnail).collect();
     rt.shutdown_timeout(Duration::from_secs(5));
-    // What the render stage would learn from these pages: parameters that change nothing.
-    let mut learner = crate::page::params::Learner::default();
-    let mut learned = Vec::new();
-    for (p, e) in pages.iter().zip(&errors) {
-        let is_html = p.content_type.is_empty() || p.content_type.contains("html");
-        if e.is_empty()
-            && (200..300).contains(&p.status)
-            && p.final_url == p.url
-            && crate::page::rules::page_rule(p.status, is_html, &p.features).is_none()
-        {
-            for c in learner.observe(&p.url, &p.features) {
-                match c {
-                    crate::page::params::Change::Learned(l) => learned.push(l),
-                    crate::page::params::Change::Refuted { host, param, .. } => {
-                        learned.retain(|l| !(l.host == host && l.param == param))
-                    }
-                }
-            }
-        }
-    }
+    let learned = learn(&pages, &errors);
     let extras = super::cluster::Extras {
         thumbs: &thumbs,
         probes: &probes,
@@ -383,6 +280,147 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         Some(&a.output),
         "similar",
     )
+}
+
+/// 1. Refuse a bad `--allow`, a zero timeout, or no threads or batch, as a usage error.
+fn check_args(a: &SimilarArgs) -> Result<()> {
+    for x in &a.allow {
+        crate::net::check_allow_entry(x)
+            .map_err(|e| super::exit::usage(format!("--allow {x}: {e}")))?;
+    }
+    for (flag, d) in [
+        ("--http-timeout", a.http_timeout),
+        ("--page-timeout", a.page_timeout),
+    ] {
+        if d.0.is_zero() {
+            return Err(super::exit::usage(format!(
+                "{flag} 0s: every page would time out at once; give a duration, e.g. 10s"
+            )));
+        }
+    }
+    if a.threads == 0 || a.batch_size == 0 {
+        return Err(super::exit::usage(
+            "--threads and --batch-size must be at least 1",
+        ));
+    }
+    Ok(())
+}
+
+/// 2. Refuse a `--chromium` that is no program there (or, for a bare name, on PATH).
+fn check_chromium(chromium: &std::path::Path) -> Result<()> {
+    // A bare name is looked up on PATH, as the browser's launcher does (`--chromium chrome`).
+    let found = if chromium.components().count() > 1 {
+        chromium.is_file()
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(chromium).is_file()))
+    };
+    if !found {
+        return Err(super::exit::unreachable(format!(
+            "--chromium {}: no such program; install Debian's chromium (apt-get install chromium) or give the path of a Chromium binary",
+            chromium.display()
+        )));
+    }
+    Ok(())
+}
+
+/// 3. Start the browser, see, probe and render every page in it, and close it (also on a signal).
+fn see(
+    rt: &tokio::runtime::Runtime,
+    a: &SimilarArgs,
+    cfg: RenderConfig,
+    list: &[String],
+    t: &Thresholds,
+) -> Result<(Vec<Seen>, Probed, Vec<Option<Page>>)> {
+    rt.block_on(async {
+        let r = Arc::new(
+            Renderer::new(cfg)
+                .await
+                .map_err(|e| super::exit::unreachable(format!("{e:#}")))?,
+        );
+        let seer = Arc::new(Seer::new(
+            r.clone(),
+            a.render,
+            a.check_one_in,
+            (a.threads * 4).max(8),
+        ));
+        // Ctrl-C or SIGTERM: close the browser and remove its profile before exiting.
+        let probe = !a.no_soft_404_probe;
+        let work = see_probe_render(&seer, list, a, t, probe);
+        let out = tokio::select! {
+            out = work => out,
+            _ = stop_signal() => {
+                r.close().await;
+                eprintln!("crawlsieve similar: interrupted; the browser was closed");
+                std::process::exit(130);
+            }
+        };
+        r.close().await;
+        out
+    })
+}
+
+/// 4. See every page, probe for soft-404 templates if `probe`, render canonicals in `auto`.
+async fn see_probe_render(
+    seer: &Arc<Seer>,
+    list: &[String],
+    a: &SimilarArgs,
+    t: &Thresholds,
+    probe: bool,
+) -> Result<(Vec<Seen>, Probed, Vec<Option<Page>>)> {
+    let t0 = std::time::Instant::now();
+    let mut seen = see_all(seer, list, a.batch_size, t).await?;
+    let rendered = seen.iter().filter(|s| s.page.rendered).count();
+    tracing::debug!(
+        pages = seen.len(),
+        rendered,
+        seconds = t0.elapsed().as_secs_f64(),
+        "pages seen"
+    );
+    let t0 = std::time::Instant::now();
+    let templates = if probe {
+        soft_404_templates(seer, &seen).await?
+    } else {
+        (Default::default(), Vec::new(), Default::default())
+    };
+    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "soft-404 probes");
+    let t0 = std::time::Instant::now();
+    let mut cache = Vec::new();
+    if a.render == Mode::Auto {
+        render_canonicals(seer, &mut seen, &templates, t, &mut cache).await;
+    }
+    let more = seen.iter().filter(|s| s.page.rendered).count() - rendered;
+    tracing::debug!(
+        rendered = more,
+        seconds = t0.elapsed().as_secs_f64(),
+        "canonicals rendered after clustering"
+    );
+    anyhow::Ok((seen, templates, cache))
+}
+
+/// 5. The query parameters these pages show change nothing (for the HTML report).
+fn learn(pages: &[Page], errors: &[String]) -> Vec<crate::page::params::Learned> {
+    // What the render stage would learn from these pages: parameters that change nothing.
+    let mut learner = crate::page::params::Learner::default();
+    let mut learned = Vec::new();
+    for (p, e) in pages.iter().zip(errors) {
+        let is_html = p.content_type.is_empty() || p.content_type.contains("html");
+        if e.is_empty()
+            && (200..300).contains(&p.status)
+            && p.final_url == p.url
+            && crate::page::rules::page_rule(p.status, is_html, &p.features).is_none()
+        {
+            for c in learner.observe(&p.url, &p.features) {
+                match c {
+                    crate::page::params::Change::Learned(l) => learned.push(l),
+                    crate::page::params::Change::Refuted { host, param, .. } => {
+                        learned.retain(|l| !(l.host == host && l.param == param))
+                    }
+                }
+            }
+        }
+    }
+    learned
 }
 
 /// See every URL of `list` ([`Seer::see_all`]: rendered, or fetched over HTTP in `auto`),

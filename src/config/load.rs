@@ -66,7 +66,34 @@ pub fn load(
     let mut doc =
         toml::Table::try_from(&defaults).map_err(|e| ConfigError::one(format!("defaults: {e}")))?;
     // What the user wrote, all layers merged (to tell a default from a choice).
-    let mut user = match file {
+    let mut user = read_file(file)?;
+    let mut errors = Vec::new();
+    let env = env_paths(env);
+    let origins = overlay(&mut user, env, sets, &mut errors);
+    legacy(component, &mut user);
+    merge(&mut doc, user);
+    let from = errors.len();
+    let cfg = typed(doc, &mut errors);
+    let mut files = Vec::new();
+    if let Some(cfg) = &cfg {
+        errors.extend(cfg.problems(component));
+        files = cfg.scope_problems(true);
+    }
+    name_origins(&mut errors[from..], &origins);
+    match cfg {
+        Some(cfg) if errors.is_empty() && files.is_empty() => Ok(cfg),
+        // Only files at fault: an input error (exit 3), not a usage error.
+        Some(_) if errors.is_empty() => Err(ConfigError::Files(files)),
+        _ => {
+            errors.extend(files);
+            Err(ConfigError::Invalid(errors))
+        }
+    }
+}
+
+/// 1. The table `file` holds (an empty one without a file).
+fn read_file(file: Option<&Path>) -> Result<toml::Table, ConfigError> {
+    Ok(match file {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
                 path: p.display().to_string(),
@@ -77,8 +104,11 @@ pub fn load(
                 .map_err(|e| ConfigError::Files(vec![format!("{}: {e}", p.display())]))?
         }
         None => toml::Table::new(),
-    };
-    let mut errors = Vec::new();
+    })
+}
+
+/// 2. The `CRAWLSIEVE__*` variables of `env` as sorted (dotted path, value, variable name).
+fn env_paths(env: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String, String)> {
     let mut env: Vec<(String, String, String)> = env
         .into_iter()
         .filter_map(|(k, v)| {
@@ -96,6 +126,16 @@ pub fn load(
         })
         .collect();
     env.sort();
+    env
+}
+
+/// 3. Set the environment's, then the `--set` flags' values in `user`; where each key came from.
+fn overlay(
+    user: &mut toml::Table,
+    env: Vec<(String, String, String)>,
+    sets: &[String],
+    errors: &mut Vec<String>,
+) -> Vec<(String, String)> {
     // Where each `section.key` set outside the file came from (the last layer wins), so that a
     // problem with its value names the variable or flag to fix, not only the key.
     let mut origins: Vec<(String, String)> = Vec::new();
@@ -106,7 +146,7 @@ pub fn load(
         origins.push((key, from));
     };
     for (path, value, name) in env {
-        match set(&mut user, &path, &value) {
+        match set(user, &path, &value) {
             Err(e) => errors.push(format!("environment {name}: {e}")),
             Ok(()) => note(&path, format!("set by the environment variable {name}")),
         }
@@ -114,21 +154,17 @@ pub fn load(
     for s in sets {
         match s.split_once('=') {
             None => errors.push(format!("--set {s:?}: expected section.key=value")),
-            Some((path, value)) => match set(&mut user, path.trim(), value.trim()) {
+            Some((path, value)) => match set(user, path.trim(), value.trim()) {
                 Err(e) => errors.push(format!("--set {s:?}: {e}")),
                 Ok(()) => note(path.trim(), format!("set by --set {s:?}")),
             },
         }
     }
-    legacy(component, &mut user);
-    merge(&mut doc, user);
-    let from = errors.len();
-    let cfg = typed(doc, &mut errors);
-    let mut files = Vec::new();
-    if let Some(cfg) = &cfg {
-        errors.extend(cfg.problems(component));
-        files = cfg.scope_problems(true);
-    }
+    origins
+}
+
+/// 4. Add to each message the variables or flags that set a key it names.
+fn name_origins(errors: &mut [String], origins: &[(String, String)]) {
     // Every key a message names, as a whole word (`kafka.batch` is not `kafka.batch_size`).
     let names = |e: &str, k: &str| {
         let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
@@ -141,7 +177,7 @@ pub fn load(
             boundary_before && boundary_after
         })
     };
-    for e in &mut errors[from..] {
+    for e in errors {
         let named: Vec<&str> = origins
             .iter()
             .filter(|(k, _)| names(e, k))
@@ -149,15 +185,6 @@ pub fn load(
             .collect();
         if !named.is_empty() {
             e.push_str(&format!(" ({})", named.join("; ")));
-        }
-    }
-    match cfg {
-        Some(cfg) if errors.is_empty() && files.is_empty() => Ok(cfg),
-        // Only files at fault: an input error (exit 3), not a usage error.
-        Some(_) if errors.is_empty() => Err(ConfigError::Files(files)),
-        _ => {
-            errors.extend(files);
-            Err(ConfigError::Invalid(errors))
         }
     }
 }

@@ -179,6 +179,48 @@ impl Config {
 
     pub fn problems(&self, component: Component) -> Vec<String> {
         let mut out = Vec::new();
+        self.kafka_problems(component, &mut out);
+        self.redis_problems(&mut out);
+        let k = &self.kafka;
+        let mut bad = |m: String| out.push(m);
+        if let Some(l) = &self.metrics.listen {
+            if l.parse::<std::net::SocketAddr>().is_err() {
+                bad(format!("metrics.listen {l:?} is not host:port"));
+            }
+        }
+        if component == Component::Gate && self.robots.enabled {
+            out.extend(self.robots.problems());
+            let wait = self.robots.wait_topic(&k.input_topic);
+            if wait == k.input_topic || wait == k.fetch_topic || wait == k.dead_letter_topic {
+                out.push(format!(
+                    "robots.wait_topic {wait:?} must differ from the input, fetch and dead-letter topics"
+                ));
+            }
+        }
+        let mut bad = |m: String| out.push(m);
+        if let Err(e) = self.sieve.address_policy() {
+            bad(format!("sieve.{e}"));
+        }
+        if let Err(e) = self.sieve.validator() {
+            bad(format!("sieve: {e}"));
+        }
+        for ns in self.scopes.keys() {
+            if !crate::redis_filter::layout::is_namespace(ns) {
+                bad(format!(
+                    "scopes.{ns}: not a namespace name (1–64 of A–Z a–z 0–9 . _ -)"
+                ));
+            }
+        }
+        for m in self.scope_problems(false) {
+            bad(m);
+        }
+        self.serve_problems(&mut out);
+        self.render_problems(&mut out);
+        out
+    }
+
+    /// 1. The problems of `[kafka]` (for `component`'s output topic) onto `out`.
+    fn kafka_problems(&self, component: Component, out: &mut Vec<String>) {
         let mut bad = |m: String| out.push(m);
         let k = &self.kafka;
         for (name, v) in [
@@ -217,6 +259,11 @@ impl Config {
         if k.batch_linger_ms > 60_000 {
             bad("kafka.batch_linger_ms must be at most 60000".into());
         }
+    }
+
+    /// 2. The problems of `[redis]` onto `out`.
+    fn redis_problems(&self, out: &mut Vec<String>) {
+        let mut bad = |m: String| out.push(m);
         let r = &self.redis;
         if let Err(e) = crate::redis_filter::check_urls(&r.url) {
             bad(format!("redis.url: {e}"));
@@ -245,37 +292,11 @@ impl Config {
         if r.max_namespaces == 0 {
             bad("redis.max_namespaces must be at least 1".into());
         }
-        if let Some(l) = &self.metrics.listen {
-            if l.parse::<std::net::SocketAddr>().is_err() {
-                bad(format!("metrics.listen {l:?} is not host:port"));
-            }
-        }
-        if component == Component::Gate && self.robots.enabled {
-            out.extend(self.robots.problems());
-            let wait = self.robots.wait_topic(&k.input_topic);
-            if wait == k.input_topic || wait == k.fetch_topic || wait == k.dead_letter_topic {
-                out.push(format!(
-                    "robots.wait_topic {wait:?} must differ from the input, fetch and dead-letter topics"
-                ));
-            }
-        }
+    }
+
+    /// 3. The problems of `[serve]` onto `out`.
+    fn serve_problems(&self, out: &mut Vec<String>) {
         let mut bad = |m: String| out.push(m);
-        if let Err(e) = self.sieve.address_policy() {
-            bad(format!("sieve.{e}"));
-        }
-        if let Err(e) = self.sieve.validator() {
-            bad(format!("sieve: {e}"));
-        }
-        for ns in self.scopes.keys() {
-            if !crate::redis_filter::layout::is_namespace(ns) {
-                bad(format!(
-                    "scopes.{ns}: not a namespace name (1–64 of A–Z a–z 0–9 . _ -)"
-                ));
-            }
-        }
-        for m in self.scope_problems(false) {
-            bad(m);
-        }
         let sv = &self.serve;
         if sv.listen.parse::<std::net::SocketAddr>().is_err() {
             bad(format!("serve.listen {:?} is not host:port", sv.listen));
@@ -298,6 +319,11 @@ impl Config {
                 sv.max_body_memory, sv.max_body_bytes
             ));
         }
+    }
+
+    /// 4. The problems of the allow lists, `[render]` and `[patterns]` onto `out`.
+    fn render_problems(&self, out: &mut Vec<String>) {
+        let mut bad = |m: String| out.push(m);
         for (name, list) in [
             ("render.allow", &self.render.allow),
             ("robots.allow", &self.robots.allow),
@@ -324,7 +350,6 @@ impl Config {
                     .into(),
             );
         }
-        out
     }
 
     /// The configuration as `--print-config` shows it: secrets (`sasl.password`,

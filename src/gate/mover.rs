@@ -266,6 +266,14 @@ fn run(
     dead: &str,
     quit: &AtomicBool,
 ) -> Result<()> {
+    let mv = Moving {
+        consumer: &consumer,
+        producer: &producer,
+        wait,
+        input,
+        dead,
+        quit,
+    };
     // Paused partitions: the offset they were rewound to, and when it is due.
     let mut paused: HashMap<i32, (i64, u64)> = HashMap::new();
     // Partitions rewound: the offset the next message read from each must have.
@@ -274,22 +282,7 @@ fn run(
     while !stopping(quit) {
         after_rebalance(&consumer, &mut paused, &mut expect);
         let now = now_ms();
-        let due: Vec<(i32, i64)> = paused
-            .iter()
-            .filter(|(_, &(_, t))| t <= now)
-            .map(|(&p, &(floor, _))| (p, floor))
-            .collect();
-        for (p, floor) in due {
-            // Resume, then rewind to the event that was not due (a seek while paused is not
-            // reliably kept by the fetcher); the next message read must be it (`expect`).
-            paused.remove(&p);
-            let mut tpl = TopicPartitionList::new();
-            tpl.add_partition(wait, p);
-            let _ = consumer.resume(&tpl);
-            rewind(&consumer, wait, p, floor);
-            expect.insert(p, floor);
-            tracing::debug!(partition = p, offset = floor, "robots wait: resumed");
-        }
+        mv.resume_due(&mut paused, &mut expect, now);
         let msg = match consumer.poll(Duration::from_millis(100)) {
             None => {
                 if !settle(&consumer, &producer, wait, &mut inflight, quit)? {
@@ -306,10 +299,72 @@ fn run(
         // A rebalance in this very poll: the message is of the new assignment.
         after_rebalance(&consumer, &mut paused, &mut expect);
         let (p, off) = (msg.partition(), msg.offset());
+        if mv.skip(&paused, &mut expect, p, off) {
+            continue;
+        }
+        let value = msg.payload().unwrap_or_default();
+        let held: Option<Held> = serde_json::from_slice(value).ok();
+        let Some((topic, value)) = mv.route(&mut paused, p, off, &held, value, now) else {
+            continue;
+        };
+        if !mv.send(&mut inflight, &msg, topic, value)? {
+            break;
+        }
+    }
+    settle(&consumer, &producer, wait, &mut inflight, quit)?;
+    let _ = consumer.commit_consumer_state(CommitMode::Sync);
+    Ok(())
+}
+
+/// What the mover's steps work with: its clients, its topics, and the flag that stops it.
+struct Moving<'a> {
+    consumer: &'a MoverConsumer,
+    producer: &'a FutureProducer,
+    wait: &'a str,
+    input: &'a str,
+    dead: &'a str,
+    quit: &'a AtomicBool,
+}
+
+impl Moving<'_> {
+    /// 1. Resume the paused partitions due by `now`, each rewound to its event not due before.
+    fn resume_due(
+        &self,
+        paused: &mut HashMap<i32, (i64, u64)>,
+        expect: &mut HashMap<i32, i64>,
+        now: u64,
+    ) {
+        let (consumer, wait) = (self.consumer, self.wait);
+        let due: Vec<(i32, i64)> = paused
+            .iter()
+            .filter(|(_, &(_, t))| t <= now)
+            .map(|(&p, &(floor, _))| (p, floor))
+            .collect();
+        for (p, floor) in due {
+            // Resume, then rewind to the event that was not due (a seek while paused is not
+            // reliably kept by the fetcher); the next message read must be it (`expect`).
+            paused.remove(&p);
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition(wait, p);
+            let _ = consumer.resume(&tpl);
+            rewind(consumer, wait, p, floor);
+            expect.insert(p, floor);
+            tracing::debug!(partition = p, offset = floor, "robots wait: resumed");
+        }
+    }
+
+    /// 2. Whether to pass over `off` of `p`: read ahead of a pause, or past a rewind (rewound).
+    fn skip(
+        &self,
+        paused: &HashMap<i32, (i64, u64)>,
+        expect: &mut HashMap<i32, i64>,
+        p: i32,
+        off: i64,
+    ) -> bool {
         if let Some(&(floor, _)) = paused.get(&p) {
             // Read ahead before the partition was paused: read again once it resumes.
             if off >= floor {
-                continue;
+                return true;
             }
         }
         if let Some(&want) = expect.get(&p) {
@@ -321,20 +376,31 @@ fn run(
                     "robots wait: past the rewind; rewinding again"
                 );
                 // Past the event to move next: rewind again (never skip one).
-                rewind(&consumer, wait, p, want);
-                continue;
+                rewind(self.consumer, self.wait, p, want);
+                return true;
             }
             expect.remove(&p);
         }
-        let value = msg.payload().unwrap_or_default();
-        let held: Option<Held> = serde_json::from_slice(value).ok();
-        let (topic, value) = match &held {
+        false
+    }
+
+    /// 3. Where a message goes and what is sent; `None` (its partition paused): not due yet.
+    fn route<'m>(
+        &'m self,
+        paused: &mut HashMap<i32, (i64, u64)>,
+        p: i32,
+        off: i64,
+        held: &'m Option<Held<'m>>,
+        value: &'m [u8],
+        now: u64,
+    ) -> Option<(&'m str, &'m [u8])> {
+        Some(match held {
             Some(h) if h.held_until_ms > now => {
                 // Not due: pause its partition and read it again when it is due, without
                 // holding it here (the consumer keeps polling, so the group keeps it).
                 let mut tpl = TopicPartitionList::new();
-                tpl.add_partition(wait, p);
-                let _ = consumer.pause(&tpl);
+                tpl.add_partition(self.wait, p);
+                let _ = self.consumer.pause(&tpl);
                 paused.insert(p, (off, h.held_until_ms));
                 tracing::debug!(
                     partition = p,
@@ -342,9 +408,9 @@ fn run(
                     due = h.held_until_ms,
                     "robots wait: paused"
                 );
-                continue;
+                return None;
             }
-            Some(h) => (input, h.event.get().as_bytes()),
+            Some(h) => (self.input, h.event.get().as_bytes()),
             None => {
                 // Not a held event (written by something else): kept, as a dead letter.
                 tracing::error!(
@@ -352,9 +418,21 @@ fn run(
                     offset = off,
                     "robots wait topic: a message that is not a held URL event; dead-lettered"
                 );
-                (dead, value)
+                (self.dead, value)
             }
-        };
+        })
+    }
+
+    /// 4. Send `value` to `topic`, or deliver it when the queue is full; false when stopping.
+    fn send(
+        &self,
+        inflight: &mut Vec<InFlight>,
+        msg: &rdkafka::message::BorrowedMessage<'_>,
+        topic: &str,
+        value: &[u8],
+    ) -> Result<bool> {
+        let (consumer, producer, wait, quit) = (self.consumer, self.producer, self.wait, self.quit);
+        let (p, off) = (msg.partition(), msg.offset());
         let key = msg.key().map(<[u8]>::to_vec);
         let mut rec = FutureRecord::<[u8], [u8]>::to(topic).payload(value);
         if let Some(k) = &key {
@@ -366,13 +444,13 @@ fn run(
                 // The local queue is full (or the record is refused at once): wait for what is
                 // in flight, then send this one until delivered.
                 tracing::debug!(error = %e, "robots wait topic: producer queue");
-                if !settle(&consumer, &producer, wait, &mut inflight, quit)?
-                    || !deliver(&producer, topic, key.as_deref(), value, quit)
+                if !settle(consumer, producer, wait, inflight, quit)?
+                    || !deliver(producer, topic, key.as_deref(), value, quit)
                 {
-                    break;
+                    return Ok(false);
                 }
-                store(&consumer, wait, p, off);
-                continue;
+                store(consumer, wait, p, off);
+                return Ok(true);
             }
         };
         inflight.push(InFlight {
@@ -383,12 +461,9 @@ fn run(
             value: value.to_vec(),
             ack,
         });
-        if inflight.len() >= IN_FLIGHT && !settle(&consumer, &producer, wait, &mut inflight, quit)?
-        {
-            break;
+        if inflight.len() >= IN_FLIGHT && !settle(consumer, producer, wait, inflight, quit)? {
+            return Ok(false);
         }
+        Ok(true)
     }
-    settle(&consumer, &producer, wait, &mut inflight, quit)?;
-    let _ = consumer.commit_consumer_state(CommitMode::Sync);
-    Ok(())
 }

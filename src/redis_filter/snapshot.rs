@@ -102,25 +102,7 @@ fn redis_err(e: redis::RedisError) -> RedisFilterError {
 pub fn export(cfg: &RedisConfig, ns: &str, path: &Path) -> Result<Summary, RedisFilterError> {
     check_namespace(ns)?;
     let mut conn = Conn::connect(cfg).map_err(redis_err)?;
-    let meta: HashMap<String, String> = conn
-        .query(redis::cmd("HGETALL").arg(Keys::meta(ns)))
-        .map_err(redis_err)?;
-    if meta.is_empty() {
-        return Err(RedisFilterError::NotFound(ns.to_string()));
-    }
-    let spec: NamespaceSpec = parse_field(&meta, "spec")?;
-    let gens: Generations = parse_field(&meta, "gens")?;
-    let items = meta
-        .iter()
-        .filter_map(|(k, v)| Some((k.strip_prefix("items:")?.parse().ok()?, v.parse().ok()?)))
-        .collect();
-    let header = Header {
-        namespace: ns.to_string(),
-        spec,
-        generations: gens.live.clone(),
-        items,
-        exported: super::now_secs(),
-    };
+    let header = export_header(&mut conn, ns)?;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -143,6 +125,51 @@ pub fn export(cfg: &RedisConfig, ns: &str, path: &Path) -> Result<Summary, Redis
         fingerprints: 0,
         file_bytes: 0,
     };
+    sum.bitmap_bytes += export_bitmaps(&mut conn, &mut w, &header, ns)?;
+    if header.spec.mode != Mode::Bloom {
+        sum.fingerprints += export_fingerprints(&mut conn, &mut w, &header, ns)?;
+    }
+    let digest = w.hash.digest();
+    let mut inner = w.inner;
+    inner.write_all(&digest.to_le_bytes())?;
+    sum.file_bytes = w.n + 8;
+    inner.flush()?;
+    inner.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(sum)
+}
+
+/// 1. The header of `ns` from its metadata (not found when it has none).
+fn export_header(conn: &mut Conn, ns: &str) -> Result<Header, RedisFilterError> {
+    let meta: HashMap<String, String> = conn
+        .query(redis::cmd("HGETALL").arg(Keys::meta(ns)))
+        .map_err(redis_err)?;
+    if meta.is_empty() {
+        return Err(RedisFilterError::NotFound(ns.to_string()));
+    }
+    let spec: NamespaceSpec = parse_field(&meta, "spec")?;
+    let gens: Generations = parse_field(&meta, "gens")?;
+    let items = meta
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("items:")?.parse().ok()?, v.parse().ok()?)))
+        .collect();
+    Ok(Header {
+        namespace: ns.to_string(),
+        spec,
+        generations: gens.live.clone(),
+        items,
+        exported: super::now_secs(),
+    })
+}
+
+/// 2. Write every shard string of the Bloom-bits generations to `w`; the bytes written.
+fn export_bitmaps(
+    conn: &mut Conn,
+    w: &mut impl Write,
+    header: &Header,
+    ns: &str,
+) -> Result<u64, RedisFilterError> {
+    let mut bitmap_bytes = 0;
     for g in header.generations.iter().filter(|g| g.bitmap) {
         for s in 0..g.shards {
             let key = Keys::shard(ns, g, s);
@@ -162,40 +189,42 @@ pub fn export(cfg: &RedisConfig, ns: &str, path: &Path) -> Result<Summary, Redis
                 w.write_all(&part)?;
                 off = end + 1;
             }
-            sum.bitmap_bytes += g.shard_bytes;
+            bitmap_bytes += g.shard_bytes;
         }
     }
-    if header.spec.mode != Mode::Bloom {
-        for g in &header.generations {
-            for s in 0..g.shards {
-                let keys: Vec<String> = (0..g.buckets).map(|b| Keys::bucket(ns, g, s, b)).collect();
-                for chunk in keys.chunks(1000) {
-                    let cmds = chunk
-                        .iter()
-                        .map(|k| redis::cmd("SMEMBERS").arg(k).clone())
-                        .collect();
-                    let replies = conn.pipeline(cmds).map_err(redis_err)?;
-                    for r in replies {
-                        let members: Vec<i64> = redis::FromRedisValue::from_redis_value(r)
-                            .map_err(|e| RedisFilterError::Corrupt(format!("SMEMBERS: {e}")))?;
-                        w.write_all(&(members.len() as u32).to_le_bytes())?;
-                        for m in &members {
-                            w.write_all(&m.to_le_bytes())?;
-                        }
-                        sum.fingerprints += members.len() as u64;
+    Ok(bitmap_bytes)
+}
+
+/// 3. Write every fingerprint bucket (count, then members) to `w`; the fingerprints written.
+fn export_fingerprints(
+    conn: &mut Conn,
+    w: &mut impl Write,
+    header: &Header,
+    ns: &str,
+) -> Result<u64, RedisFilterError> {
+    let mut fingerprints = 0;
+    for g in &header.generations {
+        for s in 0..g.shards {
+            let keys: Vec<String> = (0..g.buckets).map(|b| Keys::bucket(ns, g, s, b)).collect();
+            for chunk in keys.chunks(1000) {
+                let cmds = chunk
+                    .iter()
+                    .map(|k| redis::cmd("SMEMBERS").arg(k).clone())
+                    .collect();
+                let replies = conn.pipeline(cmds).map_err(redis_err)?;
+                for r in replies {
+                    let members: Vec<i64> = redis::FromRedisValue::from_redis_value(r)
+                        .map_err(|e| RedisFilterError::Corrupt(format!("SMEMBERS: {e}")))?;
+                    w.write_all(&(members.len() as u32).to_le_bytes())?;
+                    for m in &members {
+                        w.write_all(&m.to_le_bytes())?;
                     }
+                    fingerprints += members.len() as u64;
                 }
             }
         }
     }
-    let digest = w.hash.digest();
-    let mut inner = w.inner;
-    inner.write_all(&digest.to_le_bytes())?;
-    sum.file_bytes = w.n + 8;
-    inner.flush()?;
-    inner.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    std::fs::rename(&tmp, path)?;
-    Ok(sum)
+    Ok(fingerprints)
 }
 
 fn tempfile_in(dir: &Path) -> io::Result<std::path::PathBuf> {
@@ -336,15 +365,7 @@ pub fn import(
     let ns = target.unwrap_or(&header.namespace).to_string();
     check_namespace(&ns)?;
     let mut conn = Conn::connect(cfg).map_err(redis_err)?;
-    let exists: bool = conn
-        .query(redis::cmd("EXISTS").arg(Keys::meta(&ns)))
-        .map_err(redis_err)?;
-    if exists {
-        if !replace {
-            return Err(RedisFilterError::Exists(ns));
-        }
-        RedisFilter::drop_namespace(cfg, &ns)?;
-    }
+    make_room(&mut conn, cfg, &ns, replace)?;
     let mut sum = Summary {
         namespace: ns.clone(),
         generations: header.generations.len(),
@@ -355,12 +376,49 @@ pub fn import(
     let mut r = BufReader::with_capacity(1 << 20, File::open(path)?);
     read_header(&mut r)?;
     let sum_ref = &mut sum;
-    let conn_ref = std::cell::RefCell::new(&mut conn);
+    import_body(&mut conn, &mut r, &header, &ns)?;
+    for g in header.generations.iter().filter(|g| g.bitmap) {
+        sum_ref.bitmap_bytes += g.shard_bytes * g.shards as u64;
+    }
+    publish(&mut conn, &header, &ns)?;
+    if header.spec.mode != Mode::Bloom {
+        sum.fingerprints += count_fingerprints(&mut conn, &header, &ns)?;
+    }
+    Ok(sum)
+}
+
+/// 1. Refuse a namespace `ns` that exists, or drop it first with `replace`.
+fn make_room(
+    conn: &mut Conn,
+    cfg: &RedisConfig,
+    ns: &str,
+    replace: bool,
+) -> Result<(), RedisFilterError> {
+    let exists: bool = conn
+        .query(redis::cmd("EXISTS").arg(Keys::meta(ns)))
+        .map_err(redis_err)?;
+    if exists {
+        if !replace {
+            return Err(RedisFilterError::Exists(ns.to_string()));
+        }
+        RedisFilter::drop_namespace(cfg, ns)?;
+    }
+    Ok(())
+}
+
+/// 2. Write the body read from `r` (shard strings and buckets) into the keys of `ns`.
+fn import_body<R: Read>(
+    conn: &mut Conn,
+    r: &mut R,
+    header: &Header,
+    ns: &str,
+) -> Result<(), RedisFilterError> {
+    let conn_ref = std::cell::RefCell::new(conn);
     walk_body(
-        &mut r,
-        &header,
+        r,
+        header,
         |g, s, off, bytes| {
-            let key = Keys::shard(&ns, g, s);
+            let key = Keys::shard(ns, g, s);
             let cmd = if off == 0 {
                 redis::cmd("SET").arg(&key).arg(bytes).clone()
             } else {
@@ -373,7 +431,7 @@ pub fn import(
             Ok(())
         },
         |g, s, b, members| {
-            let key = Keys::bucket(&ns, g, s, b);
+            let key = Keys::bucket(ns, g, s, b);
             let mut cmds = vec![redis::cmd("DEL").arg(&key).clone()];
             for part in members.chunks(1000) {
                 cmds.push(redis::cmd("SADD").arg(&key).arg(part).clone());
@@ -383,17 +441,18 @@ pub fn import(
             }
             Ok(())
         },
-    )?;
-    for g in header.generations.iter().filter(|g| g.bitmap) {
-        sum_ref.bitmap_bytes += g.shard_bytes * g.shards as u64;
-    }
+    )
+}
+
+/// 3. Publish the metadata of `ns` (a new instance id) and its item counters, last.
+fn publish(conn: &mut Conn, header: &Header, ns: &str) -> Result<(), RedisFilterError> {
     let gens = Generations {
         live: header.generations.clone(),
         retired: vec![],
     };
     let spec_json = serde_json::to_string(&header.spec).expect("spec serializes");
     let gens_json = serde_json::to_string(&gens).expect("gens serialize");
-    let meta = Keys::meta(&ns);
+    let meta = Keys::meta(ns);
     let created: i64 = conn
         .script(
             &redis::Script::new(CREATE_LUA),
@@ -402,7 +461,7 @@ pub fn import(
         )
         .map_err(redis_err)?;
     if created != 1 {
-        return Err(RedisFilterError::Exists(ns));
+        return Err(RedisFilterError::Exists(ns.to_string()));
     }
     let mut cmds = Vec::new();
     for (id, n) in &header.items {
@@ -415,22 +474,26 @@ pub fn import(
         );
     }
     conn.pipeline(cmds).map_err(redis_err)?;
-    if header.spec.mode != Mode::Bloom {
-        let mut cmds = Vec::new();
-        for g in &header.generations {
-            for s in 0..g.shards {
-                for b in 0..g.buckets {
-                    cmds.push(redis::cmd("SCARD").arg(Keys::bucket(&ns, g, s, b)).clone());
-                }
-            }
-        }
-        for chunk in cmds.chunks(1000) {
-            for v in conn.pipeline(chunk.to_vec()).map_err(redis_err)? {
-                sum.fingerprints += super::as_int(&v)?.max(0) as u64;
+    Ok(())
+}
+
+/// 4. The fingerprints now stored in the buckets of `ns`.
+fn count_fingerprints(conn: &mut Conn, header: &Header, ns: &str) -> Result<u64, RedisFilterError> {
+    let mut fingerprints = 0;
+    let mut cmds = Vec::new();
+    for g in &header.generations {
+        for s in 0..g.shards {
+            for b in 0..g.buckets {
+                cmds.push(redis::cmd("SCARD").arg(Keys::bucket(ns, g, s, b)).clone());
             }
         }
     }
-    Ok(sum)
+    for chunk in cmds.chunks(1000) {
+        for v in conn.pipeline(chunk.to_vec()).map_err(redis_err)? {
+            fingerprints += super::as_int(&v)?.max(0) as u64;
+        }
+    }
+    Ok(fingerprints)
 }
 
 use redis::Value;
