@@ -23,8 +23,11 @@ pub trait Candidates {
     fn url(&self, j: usize) -> &str;
     /// Its namespace: an index the driver gave the crawl policy (`gate::policy::Policy::attach`).
     fn ns(&self, j: usize) -> usize;
-    /// Its URL pattern ([`crate::url::pattern::pattern`]; computed on first use, then kept).
-    fn pattern(&mut self, j: usize) -> &str;
+    /// Compute its URL pattern ([`crate::url::pattern::pattern`]) unless it was: kept for
+    /// [`Candidates::pattern`] (the gate reuses it in the fetch event).
+    fn compute_pattern(&mut self, j: usize);
+    /// Its URL pattern, once computed.
+    fn pattern(&self, j: usize) -> &str;
     /// The `Crawl-delay` of the robots.txt group that allowed it.
     fn set_crawl_delay(&mut self, _j: usize, _delay: Option<f64>) {}
 }

@@ -343,7 +343,7 @@ impl crate::decision::Candidates for BatchUrls {
         self.ns
     }
 
-    fn pattern(&mut self, j: usize) -> &str {
+    fn compute_pattern(&mut self, j: usize) {
         if self.patterns.len() < self.spans.len() {
             self.patterns.resize(self.spans.len(), String::new());
         }
@@ -351,6 +351,9 @@ impl crate::decision::Candidates for BatchUrls {
             let (a, b) = self.spans[j];
             self.patterns[j] = crate::url::pattern::pattern(&self.arena[a..b]);
         }
+    }
+
+    fn pattern(&self, j: usize) -> &str {
         &self.patterns[j]
     }
 }

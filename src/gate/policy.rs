@@ -296,11 +296,10 @@ impl Policy {
             if idx.is_empty() {
                 continue;
             }
-            let mut pats: Vec<String> = Vec::with_capacity(idx.len());
             for &j in &idx {
-                pats.push(c.pattern(j).to_string());
+                c.compute_pattern(j);
             }
-            let pats: Vec<&str> = pats.iter().map(String::as_str).collect();
+            let pats: Vec<&str> = idx.iter().map(|&j| c.pattern(j)).collect();
             let verdicts = &mut self.verdicts[ns];
             self.conn
                 .with(|conn| verdicts.skip_batch(conn, &pats, &mut skip))?;

@@ -30,12 +30,15 @@ impl crate::decision::Candidates for [Pending] {
         self[j].ns
     }
 
-    fn pattern(&mut self, j: usize) -> &str {
+    fn compute_pattern(&mut self, j: usize) {
         let p = &mut self[j];
         if p.pattern.is_empty() {
             p.pattern = crate::url::pattern::pattern(&p.canonical);
         }
-        &p.pattern
+    }
+
+    fn pattern(&self, j: usize) -> &str {
+        &self[j].pattern
     }
 
     fn set_crawl_delay(&mut self, j: usize, delay: Option<f64>) {
