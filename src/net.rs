@@ -311,38 +311,7 @@ async fn get_within(
     let mut chain = Vec::new();
     for hop in 0..=lim.max_redirects {
         chain.push(u.to_string());
-        let refused = |why| GetError::Refused { why, hop };
-        let https = match u.scheme() {
-            "http" => false,
-            "https" => true,
-            s => return Err(refused(Refused::Scheme(s.to_string()))),
-        };
-        let host = u.host_str().unwrap_or("").to_string();
-        let port = u.port_or_known_default().unwrap_or(80);
-        let addrs = policy
-            .resolve_with(&host, port, lookup)
-            .await
-            .map_err(refused)?;
-        let tcp = connect_any(&addrs).await?;
-        let authority = match u.port() {
-            Some(p) => format!("{host}:{p}"),
-            None => host.clone(),
-        };
-        let target = match u.query() {
-            Some(q) => format!("{}?{q}", u.path()),
-            None => u.path().to_string(),
-        };
-        let resp = if https {
-            let cx = native_tls::TlsConnector::new()
-                .map_err(|e| GetError::Failed(format!("TLS setup: {e}")))?;
-            let tls = tokio_native_tls::TlsConnector::from(cx)
-                .connect(host.trim_matches(['[', ']']), tcp)
-                .await
-                .map_err(|e| GetError::Failed(format!("TLS with {authority}: {e}")))?;
-            request(tls, &authority, &target, lim).await?
-        } else {
-            request(tcp, &authority, &target, lim).await?
-        };
+        let resp = get_hop(&u, hop, policy, lookup, lim).await?;
         let status = resp.status().as_u16();
         if matches!(status, 301 | 302 | 303 | 307 | 308) {
             let next = resp
@@ -379,6 +348,50 @@ async fn get_within(
         });
     }
     Err(GetError::TooManyRedirects(lim.max_redirects))
+}
+
+/// One hop of [`get`]: check `u`'s scheme, resolve and check its host, connect (TLS for https)
+/// and send the request; the response's head.
+async fn get_hop(
+    u: &url::Url,
+    hop: usize,
+    policy: &Policy,
+    lookup: &Lookup,
+    lim: &GetLimits,
+) -> Result<hyper::Response<hyper::body::Incoming>, GetError> {
+    let refused = |why| GetError::Refused { why, hop };
+    let https = match u.scheme() {
+        "http" => false,
+        "https" => true,
+        s => return Err(refused(Refused::Scheme(s.to_string()))),
+    };
+    let host = u.host_str().unwrap_or("").to_string();
+    let port = u.port_or_known_default().unwrap_or(80);
+    let addrs = policy
+        .resolve_with(&host, port, lookup)
+        .await
+        .map_err(refused)?;
+    let tcp = connect_any(&addrs).await?;
+    let authority = match u.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.clone(),
+    };
+    let target = match u.query() {
+        Some(q) => format!("{}?{q}", u.path()),
+        None => u.path().to_string(),
+    };
+    let resp = if https {
+        let cx = native_tls::TlsConnector::new()
+            .map_err(|e| GetError::Failed(format!("TLS setup: {e}")))?;
+        let tls = tokio_native_tls::TlsConnector::from(cx)
+            .connect(host.trim_matches(['[', ']']), tcp)
+            .await
+            .map_err(|e| GetError::Failed(format!("TLS with {authority}: {e}")))?;
+        request(tls, &authority, &target, lim).await?
+    } else {
+        request(tcp, &authority, &target, lim).await?
+    };
+    Ok(resp)
 }
 
 /// Connect to the first of `addrs` (all checked) that answers.

@@ -153,16 +153,36 @@ pub fn eligible(p: &Page) -> bool {
 
 /// Cluster a batch of pages.
 pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
-    let n = pages.len();
-    let mut out: Vec<Assignment> = (0..n)
+    let mut out = each_alone(pages.len());
+    // 1. Rules that need one page only.
+    let mut groups: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut free = single_page_rules(pages, &mut out, &mut groups);
+    // 2. R1 (same final URL), then U1 (same URL variant), among the pages left.
+    url_rules(pages, t, &mut free, &mut out, &mut groups);
+    // Rule clusters: canonical by the same preference as content clusters.
+    assign_rule_clusters(pages, &groups, &mut out);
+    // 3. Content clusters among the eligible pages left, per host.
+    content_clusters(pages, t, &free, &mut out);
+    out
+}
+
+/// One assignment per page, each its own canonical with no cluster.
+fn each_alone(n: usize) -> Vec<Assignment> {
+    (0..n)
         .map(|i| Assignment {
             is_canonical: true,
             canonical: i,
             ..Assignment::default()
         })
-        .collect();
-    // 1. Rules that need one page only.
-    let mut groups: HashMap<String, Vec<usize>> = HashMap::new();
+        .collect()
+}
+
+/// Groups the pages a single-page rule classifies (recording the rule); returns the others.
+fn single_page_rules(
+    pages: &[Page],
+    out: &mut [Assignment],
+    groups: &mut HashMap<String, Vec<usize>>,
+) -> Vec<usize> {
     let mut free = Vec::new();
     for (i, p) in pages.iter().enumerate() {
         let o = origin(&p.final_url);
@@ -186,7 +206,18 @@ pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
             None => free.push(i),
         }
     }
-    // 2. R1 (same final URL), then U1 (same URL variant), among the pages left.
+    free
+}
+
+/// Runs R1 (same final URL), then U1 (same URL variant) over `free`, leaving the pages neither
+/// groups in `free`.
+fn url_rules(
+    pages: &[Page],
+    t: &Thresholds,
+    free: &mut Vec<usize>,
+    out: &mut [Assignment],
+    groups: &mut HashMap<String, Vec<usize>>,
+) {
     let mut rest = Vec::new();
     for (rule, key) in [
         (
@@ -196,31 +227,14 @@ pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
         (Rule::U1, Box::new(|p: &Page| url_variant_key(&p.final_url))),
     ] {
         let mut by: HashMap<String, Vec<usize>> = HashMap::new();
-        for &i in &free {
+        for &i in free.iter() {
             by.entry(key(&pages[i])).or_default().push(i);
         }
-        // U1 is confirmed by content: a URL variant (`/shop/Item`, `/shop/item/`) joins only
-        // when its page is the same as the group's preferred page (same visible text, or a
-        // near-duplicate by the content rule); a case-sensitive server's different page stays
-        // free for content clustering.
         if rule == Rule::U1 {
-            for same in by.values_mut() {
-                if same.len() < 2 {
-                    continue;
-                }
-                let anchor = *same
-                    .iter()
-                    .min_by(|&&a, &&b| preference(&pages[a], a).cmp(&preference(&pages[b], b)))
-                    .expect("non-empty group");
-                let a = &pages[anchor].features;
-                same.retain(|&i| {
-                    let b = &pages[i].features;
-                    i == anchor || a.visible_fp == b.visible_fp || compare(a, b, t).is_duplicate(t)
-                });
-            }
+            confirm_url_variants(pages, t, &mut by);
         }
         rest.clear();
-        for &i in &free {
+        for &i in free.iter() {
             let k = key(&pages[i]);
             let same = &by[&k];
             // A group of pages that differ only in their requested URL is R1; U1 needs
@@ -236,10 +250,39 @@ pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
                 rest.push(i);
             }
         }
-        std::mem::swap(&mut free, &mut rest);
+        std::mem::swap(free, &mut rest);
     }
-    // Rule clusters: canonical by the same preference as content clusters.
-    for (id, members) in &groups {
+}
+
+/// Keeps in each U1 group only the pages whose content matches the group's preferred page.
+fn confirm_url_variants(pages: &[Page], t: &Thresholds, by: &mut HashMap<String, Vec<usize>>) {
+    // U1 is confirmed by content: a URL variant (`/shop/Item`, `/shop/item/`) joins only
+    // when its page is the same as the group's preferred page (same visible text, or a
+    // near-duplicate by the content rule); a case-sensitive server's different page stays
+    // free for content clustering.
+    for same in by.values_mut() {
+        if same.len() < 2 {
+            continue;
+        }
+        let anchor = *same
+            .iter()
+            .min_by(|&&a, &&b| preference(&pages[a], a).cmp(&preference(&pages[b], b)))
+            .expect("non-empty group");
+        let a = &pages[anchor].features;
+        same.retain(|&i| {
+            let b = &pages[i].features;
+            i == anchor || a.visible_fp == b.visible_fp || compare(a, b, t).is_duplicate(t)
+        });
+    }
+}
+
+/// Writes each rule group's id and preferred canonical into its members' assignments.
+fn assign_rule_clusters(
+    pages: &[Page],
+    groups: &HashMap<String, Vec<usize>>,
+    out: &mut [Assignment],
+) {
+    for (id, members) in groups {
         let canon = *members
             .iter()
             .min_by(|&&a, &&b| preference(&pages[a], a).cmp(&preference(&pages[b], b)))
@@ -250,9 +293,12 @@ pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
             out[m].is_canonical = m == canon;
         }
     }
-    // 3. Content clusters among the eligible pages left, per host.
+}
+
+/// Clusters the eligible pages of `free` by content, one host at a time.
+fn content_clusters(pages: &[Page], t: &Thresholds, free: &[usize], out: &mut [Assignment]) {
     let mut by_host: HashMap<std::borrow::Cow<str>, Vec<usize>> = HashMap::new();
-    for &i in &free {
+    for &i in free {
         if eligible(&pages[i]) {
             by_host
                 .entry(origin(&pages[i].final_url))
@@ -263,60 +309,80 @@ pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
     let k = t.max_content_distance().max(3);
     let mut cand = Vec::new();
     for members in by_host.values() {
-        let mut order = members.clone();
-        order.sort_by(|&a, &b| preference(&pages[a], a).cmp(&preference(&pages[b], b)));
-        let mut index = HammingIndex::new(k);
-        for &i in &order {
-            index.insert(pages[i].features.simhash);
+        host_content_clusters(pages, t, members, k, &mut cand, out);
+    }
+}
+
+/// Canonical-centred union over one host's pages, with a Hamming index of distance `k`.
+fn host_content_clusters(
+    pages: &[Page],
+    t: &Thresholds,
+    members: &[usize],
+    k: u32,
+    cand: &mut Vec<u32>,
+    out: &mut [Assignment],
+) {
+    let mut order = members.to_vec();
+    order.sort_by(|&a, &b| preference(&pages[a], a).cmp(&preference(&pages[b], b)));
+    let mut index = HammingIndex::new(k);
+    for &i in &order {
+        index.insert(pages[i].features.simhash);
+    }
+    let mut assigned = vec![false; order.len()];
+    for (pos, &c) in order.iter().enumerate() {
+        if assigned[pos] {
+            continue;
         }
-        let mut assigned = vec![false; order.len()];
-        for (pos, &c) in order.iter().enumerate() {
-            if assigned[pos] {
+        assigned[pos] = true;
+        index.query(pages[c].features.simhash, cand);
+        let mut cluster = Vec::new();
+        for &j in cand.iter() {
+            let j = j as usize;
+            if assigned[j] {
                 continue;
             }
-            assigned[pos] = true;
-            index.query(pages[c].features.simhash, &mut cand);
-            let mut cluster = Vec::new();
-            for &j in &cand {
-                let j = j as usize;
-                if assigned[j] {
-                    continue;
-                }
-                let m = order[j];
-                let s = compare(&pages[c].features, &pages[m].features, t);
-                if s.is_duplicate(t) {
-                    assigned[j] = true;
-                    cluster.push((m, s));
-                }
-            }
-            if cluster.is_empty() {
-                continue; // alone: its own canonical, no cluster id
-            }
-            let id = format!("cluster-{}", short_hash(pages[c].final_url.as_bytes()));
-            let with_visual = pages[c].features.phash.is_some();
-            out[c].cluster_id = id.clone();
-            out[c].sim = Similarity {
-                content: 1.0,
-                structure: 1.0,
-                visual: if with_visual { 1.0 } else { 0.0 },
-                behavior: 1.0,
-                text: Some(1.0),
-            };
-            out[c].similarity_to_canonical = 1.0;
-            for (m, s) in cluster {
-                out[m] = Assignment {
-                    cluster_id: id.clone(),
-                    is_canonical: false,
-                    canonical: c,
-                    rule: None,
-                    similarity_to_canonical: s
-                        .overall(with_visual && pages[m].features.phash.is_some()),
-                    sim: s,
-                };
+            let m = order[j];
+            let s = compare(&pages[c].features, &pages[m].features, t);
+            if s.is_duplicate(t) {
+                assigned[j] = true;
+                cluster.push((m, s));
             }
         }
+        if cluster.is_empty() {
+            continue; // alone: its own canonical, no cluster id
+        }
+        write_content_cluster(pages, c, cluster, out);
     }
-    out
+}
+
+/// Records a content cluster: canonical `c` (similarities of 1) and its members.
+fn write_content_cluster(
+    pages: &[Page],
+    c: usize,
+    cluster: Vec<(usize, Similarity)>,
+    out: &mut [Assignment],
+) {
+    let id = format!("cluster-{}", short_hash(pages[c].final_url.as_bytes()));
+    let with_visual = pages[c].features.phash.is_some();
+    out[c].cluster_id = id.clone();
+    out[c].sim = Similarity {
+        content: 1.0,
+        structure: 1.0,
+        visual: if with_visual { 1.0 } else { 0.0 },
+        behavior: 1.0,
+        text: Some(1.0),
+    };
+    out[c].similarity_to_canonical = 1.0;
+    for (m, s) in cluster {
+        out[m] = Assignment {
+            cluster_id: id.clone(),
+            is_canonical: false,
+            canonical: c,
+            rule: None,
+            similarity_to_canonical: s.overall(with_visual && pages[m].features.phash.is_some()),
+            sim: s,
+        };
+    }
 }
 
 /// Canonical preference: status 200 first, then the longest text, then the smallest final URL,

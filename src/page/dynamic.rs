@@ -81,106 +81,29 @@ impl Signals {
     /// [`super::features::check_bounds`]).
     pub fn of(html: &str) -> Signals {
         let doc = Html::parse_document(html);
-        let mut s = Signals::default();
-        // (skip text, inside a root: index into `roots`)
-        let mut stack: Vec<(bool, Option<usize>)> = Vec::with_capacity(64);
-        let mut roots: Vec<usize> = Vec::new(); // characters inside each root element
-        let mut in_script = 0u32;
-        let mut in_noscript = 0u32;
+        let mut w = SignalWalk {
+            s: Signals::default(),
+            stack: Vec::with_capacity(64),
+            roots: Vec::new(),
+            in_script: 0,
+            in_noscript: 0,
+        };
         for edge in doc.tree.root().traverse() {
             match edge {
                 Edge::Open(node) => match node.value() {
-                    Node::Element(e) => {
-                        let tag = e.name();
-                        let parent = stack.last().copied();
-                        let skip = parent.is_some_and(|p| p.0)
-                            || matches!(
-                                tag,
-                                "script" | "style" | "noscript" | "template" | "title" | "head"
-                            );
-                        let mut root = parent.and_then(|p| p.1);
-                        let is_root = e.id().is_some_and(|id| ROOT_IDS.contains(&id))
-                            || ROOT_ATTRS.iter().any(|a| e.attr(a).is_some())
-                            || tag == "app-root";
-                        if is_root && root.is_none() && tag != "html" && tag != "body" {
-                            s.framework_root = true;
-                            roots.push(0);
-                            root = Some(roots.len() - 1);
-                        }
-                        if tag == "script" {
-                            let ty = e.attr("type").unwrap_or("").to_ascii_lowercase();
-                            let data = ty.contains("json") || ty.contains("template");
-                            if e.id() == Some("__NEXT_DATA__") {
-                                s.state_block = true;
-                            }
-                            if !data {
-                                s.scripts += 1;
-                            }
-                            in_script += 1;
-                        }
-                        if tag == "noscript" {
-                            in_noscript += 1;
-                        }
-                        // Only a redirect the browser follows at once: a later refresh (a
-                        // reload every 5 minutes, "you will be sent on in 5 s") has not fired
-                        // when the rendered page is read, so the browser shows this HTML too.
-                        if tag == "meta"
-                            && e.attr("http-equiv")
-                                .is_some_and(|v| v.trim().eq_ignore_ascii_case("refresh"))
-                            && e.attr("content")
-                                .and_then(parse_refresh)
-                                .is_some_and(|(d, u)| d == 0 && !u.is_empty())
-                        {
-                            s.meta_refresh = true;
-                        }
-                        stack.push((skip, root));
-                    }
-                    Node::Text(t) => {
-                        if in_script > 0 {
-                            let t: &str = t;
-                            if STATE_MARKERS.iter().any(|m| t.contains(m)) {
-                                s.state_block = true;
-                            }
-                            if assigns_location(t) {
-                                s.script_redirect = true;
-                            }
-                            continue;
-                        }
-                        if in_noscript > 0 {
-                            // Scripting on: a noscript's content is raw text, markup included.
-                            if t.to_ascii_lowercase().contains("javascript") {
-                                s.noscript_notice = true;
-                            }
-                            continue;
-                        }
-                        let Some(&(skip, root)) = stack.last() else {
-                            continue;
-                        };
-                        if skip {
-                            continue;
-                        }
-                        let n: usize = t.split_whitespace().map(|w| w.chars().count() + 1).sum();
-                        s.visible_chars += n;
-                        if let Some(r) = root {
-                            roots[r] += n;
-                        }
-                    }
+                    Node::Element(e) => w.open_element(e),
+                    Node::Text(t) => w.text(t),
                     _ => {}
                 },
                 Edge::Close(node) => {
                     if let Node::Element(e) = node.value() {
-                        stack.pop();
-                        match e.name() {
-                            "script" => in_script = in_script.saturating_sub(1),
-                            "noscript" => in_noscript = in_noscript.saturating_sub(1),
-                            _ => {}
-                        }
+                        w.close_element(e.name());
                     }
                 }
             }
         }
-        s.empty_root = roots.iter().any(|&n| n < EMPTY_ROOT);
-        s
+        w.s.empty_root = w.roots.iter().any(|&n| n < EMPTY_ROOT);
+        w.s
     }
 
     /// Why a browser could show something else than this HTML, if anything does: a short,
@@ -202,6 +125,110 @@ impl Signals {
             Some("noscript")
         } else {
             None
+        }
+    }
+}
+
+/// The state of [`Signals::of`]'s one walk over the tree.
+struct SignalWalk {
+    s: Signals,
+    // (skip text, inside a root: index into `roots`)
+    stack: Vec<(bool, Option<usize>)>,
+    roots: Vec<usize>, // characters inside each root element
+    in_script: u32,
+    in_noscript: u32,
+}
+
+impl SignalWalk {
+    /// An element opens: note a framework root, a script or state block, a noscript, an
+    /// immediate meta refresh; push whether its text is skipped and which root it is in.
+    fn open_element(&mut self, e: &scraper::node::Element) {
+        let s = &mut self.s;
+        let tag = e.name();
+        let parent = self.stack.last().copied();
+        let skip = parent.is_some_and(|p| p.0)
+            || matches!(
+                tag,
+                "script" | "style" | "noscript" | "template" | "title" | "head"
+            );
+        let mut root = parent.and_then(|p| p.1);
+        let is_root = e.id().is_some_and(|id| ROOT_IDS.contains(&id))
+            || ROOT_ATTRS.iter().any(|a| e.attr(a).is_some())
+            || tag == "app-root";
+        if is_root && root.is_none() && tag != "html" && tag != "body" {
+            s.framework_root = true;
+            self.roots.push(0);
+            root = Some(self.roots.len() - 1);
+        }
+        if tag == "script" {
+            let ty = e.attr("type").unwrap_or("").to_ascii_lowercase();
+            let data = ty.contains("json") || ty.contains("template");
+            if e.id() == Some("__NEXT_DATA__") {
+                s.state_block = true;
+            }
+            if !data {
+                s.scripts += 1;
+            }
+            self.in_script += 1;
+        }
+        if tag == "noscript" {
+            self.in_noscript += 1;
+        }
+        // Only a redirect the browser follows at once: a later refresh (a
+        // reload every 5 minutes, "you will be sent on in 5 s") has not fired
+        // when the rendered page is read, so the browser shows this HTML too.
+        if tag == "meta"
+            && e.attr("http-equiv")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("refresh"))
+            && e.attr("content")
+                .and_then(parse_refresh)
+                .is_some_and(|(d, u)| d == 0 && !u.is_empty())
+        {
+            s.meta_refresh = true;
+        }
+        self.stack.push((skip, root));
+    }
+
+    /// A text node: a script's (state markers, location assignments), a noscript's (a
+    /// JavaScript notice), or visible text counted (and counted in its root).
+    fn text(&mut self, t: &str) {
+        let s = &mut self.s;
+        if self.in_script > 0 {
+            if STATE_MARKERS.iter().any(|m| t.contains(m)) {
+                s.state_block = true;
+            }
+            if assigns_location(t) {
+                s.script_redirect = true;
+            }
+            return;
+        }
+        if self.in_noscript > 0 {
+            // Scripting on: a noscript's content is raw text, markup included.
+            if t.to_ascii_lowercase().contains("javascript") {
+                s.noscript_notice = true;
+            }
+            return;
+        }
+        let Some(&(skip, root)) = self.stack.last() else {
+            return;
+        };
+        if skip {
+            return;
+        }
+        let n: usize = t.split_whitespace().map(|w| w.chars().count() + 1).sum();
+        s.visible_chars += n;
+        if let Some(r) = root {
+            self.roots[r] += n;
+        }
+    }
+
+    /// An element named `name` closes.
+    fn close_element(&mut self, name: &str) {
+        self.stack.pop();
+        match name {
+            "script" => self.in_script = self.in_script.saturating_sub(1),
+            "noscript" => self.in_noscript = self.in_noscript.saturating_sub(1),
+            _ => {}
         }
     }
 }

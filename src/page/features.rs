@@ -17,6 +17,9 @@
 //!   the title and the visible text outside navigation (never in scripts, where "error" and
 //!   "404" are everywhere, nor in a header's "Login" link), a
 //!   password field, the visible-text fingerprint (what E3/L1/W1/M1/T1 group by).
+//!
+//! `scan.rs` holds the steps of [`check_bounds`], the linear pre-scan that refuses what would make
+//! the parser slow.
 
 use std::collections::HashMap;
 
@@ -26,6 +29,8 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::rules::{keyword_hits, KeywordHits};
+
+mod scan;
 
 /// Tags counted in [`Features::tags`], in this order.
 pub const KEY_TAGS: [&str; 12] = [
@@ -213,115 +218,13 @@ pub fn check_bounds(html: &str) -> Result<(), HtmlRefused> {
     }
     let mut open: Vec<&[u8]> = Vec::with_capacity(64);
     let mut i = 0;
-    let lower = |s: &[u8]| s.to_ascii_lowercase();
     while let Some(off) = memchr::memchr(b'<', &b[i..]) {
         let at = i + off;
         i = at + 1;
         match b.get(i) {
-            Some(b'!') | Some(b'?') => {
-                // Comment, doctype, CDATA, processing instruction.
-                let end = if b[i..].starts_with(b"!--") {
-                    memchr::memmem::find(&b[i + 3..], b"-->").map(|e| i + 3 + e + 3)
-                } else {
-                    memchr::memchr(b'>', &b[i..]).map(|e| i + e + 1)
-                };
-                i = end.unwrap_or(b.len());
-            }
-            Some(b'/') => {
-                let start = i + 1;
-                let mut e = start;
-                while e < b.len() && b[e].is_ascii_alphanumeric() {
-                    e += 1;
-                }
-                let name = lower(&b[start..e]);
-                // Close up to the nearest open element of that name, if there is one.
-                if let Some(k) = open.iter().rposition(|n| n.eq_ignore_ascii_case(&name)) {
-                    open.truncate(k);
-                }
-                i = memchr::memchr(b'>', &b[e..]).map_or(b.len(), |x| e + x + 1);
-            }
-            Some(c) if c.is_ascii_alphabetic() => {
-                let start = i;
-                let mut e = start;
-                while e < b.len()
-                    && !matches!(b[e], b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' | b'/' | b'>')
-                {
-                    e += 1;
-                }
-                let name = &b[start..e];
-                // The attributes, up to the tag's end (quotes respected).
-                let (mut attrs, mut k, mut quote, mut in_name, mut self_closed) =
-                    (0usize, e, 0u8, false, false);
-                while k < b.len() {
-                    let c = b[k];
-                    if quote != 0 {
-                        if c == quote {
-                            quote = 0;
-                        }
-                    } else if c == b'>' {
-                        break;
-                    } else if c == b'"' || c == b'\'' {
-                        quote = c;
-                    } else if c.is_ascii_whitespace() || c == b'/' {
-                        self_closed = c == b'/';
-                        in_name = false;
-                    } else if c == b'=' {
-                        in_name = true; // the value that follows is not a new attribute
-                    } else {
-                        self_closed = false;
-                        if !in_name {
-                            attrs += 1;
-                            if attrs > MAX_ATTRIBUTES {
-                                return Err(HtmlRefused::TooManyAttributes(at));
-                            }
-                            in_name = true;
-                        }
-                    }
-                    k += 1;
-                }
-                i = (k + 1).min(b.len());
-                let lname = lower(name);
-                if is_raw_text(&lname) {
-                    // Skip to `</name` (case-insensitively).
-                    let mut j = i;
-                    loop {
-                        match memchr::memmem::find(&b[j..], b"</") {
-                            Some(x) => {
-                                let t = j + x + 2;
-                                if b.len() >= t + lname.len()
-                                    && b[t..t + lname.len()].eq_ignore_ascii_case(&lname)
-                                {
-                                    i = t;
-                                    break;
-                                }
-                                j = t;
-                            }
-                            None => {
-                                i = b.len();
-                                break;
-                            }
-                        }
-                    }
-                    continue;
-                }
-                if is_void(&lname) || self_closed {
-                    continue;
-                }
-                if closes_itself(&lname) {
-                    // The same element open among the last few (inline ones between) closes.
-                    let from = open.len().saturating_sub(4);
-                    if let Some(k) = open[from..]
-                        .iter()
-                        .rposition(|n| n.eq_ignore_ascii_case(&lname))
-                    {
-                        open.truncate(from + k);
-                    }
-                }
-                open.push(name);
-                if open.len() > MAX_DEPTH {
-                    return Err(HtmlRefused::TooDeep(at));
-                }
-            }
+            Some(b'!') | Some(b'?') => i = scan::skip_declaration(b, i),
+            Some(b'/') => i = scan::end_tag(b, i, &mut open),
+            Some(c) if c.is_ascii_alphabetic() => i = scan::start_tag(b, i, at, &mut open)?,
             _ => {}
         }
     }
@@ -337,122 +240,182 @@ pub fn try_extract(html: &str) -> Result<Features, HtmlRefused> {
 /// Extract the features of `html` (no bounds: see [`try_extract`] for untrusted input).
 pub fn extract(html: &str) -> Features {
     let doc = Html::parse_document(html);
-    let mut f = Features {
-        html_bytes: html.len(),
-        ..Features::default()
-    };
-    let mut stack: Vec<Frame> = Vec::with_capacity(64);
-    let mut content = String::with_capacity(html.len() / 4);
-    let mut visible = String::with_capacity(RULE_TEXT_CHARS);
-    let mut visible_chars = 0usize;
-    let mut nonlink = 0usize; // non-link content characters so far
-    let mut title = String::new();
-    let mut paths: HashMap<u64, u32> = HashMap::new();
-    let mut semantic: Option<(usize, usize)> = None;
-    // (depth, content range, non-link chars) of every closed element, for the density choice.
-    let mut closed: Vec<(usize, usize, usize, usize)> = Vec::new();
-    let mut vis_hash = xxhash_rust::xxh3::Xxh3::new();
+    let mut w = Walk::new(html);
     for edge in doc.tree.root().traverse() {
         match edge {
             Edge::Open(node) => match node.value() {
-                Node::Element(e) => {
-                    let tag = e.name();
-                    let parent = stack.last();
-                    let depth = stack.len();
-                    f.nodes += 1;
-                    f.depth_hist[depth.min(DEPTH_BINS - 1)] += 1;
-                    if let Some(i) = KEY_TAGS.iter().position(|t| *t == tag) {
-                        f.tags[i] += 1;
-                    }
-                    if tag == "input"
-                        && e.attr("type")
-                            .is_some_and(|t| t.eq_ignore_ascii_case("password"))
-                    {
-                        f.password_field = true;
-                    }
-                    let path = xxh3_64(
-                        &[
-                            &parent.map_or(0, |p| p.path).to_le_bytes()[..],
-                            tag.as_bytes(),
-                        ]
-                        .concat(),
-                    );
-                    if paths.len() < MAX_PATHS || paths.contains_key(&path) {
-                        *paths.entry(path).or_insert(0) += 1;
-                    }
-                    let role = e.attr("role");
-                    let sem = matches!(tag, "article" | "main") || role == Some("main");
-                    stack.push(Frame {
-                        skip: parent.is_some_and(|p| p.skip) || is_skipped(tag),
-                        boiler: parent.is_some_and(|p| p.boiler) || is_boilerplate(tag, role),
-                        link: parent.is_some_and(|p| p.link) || tag == "a",
-                        path,
-                        content_start: content.len(),
-                        nonlink_start: nonlink,
-                        semantic: sem,
-                        title: tag == "title",
-                    });
-                }
-                Node::Text(t) => {
-                    let Some(top) = stack.last() else { continue };
-                    if top.title {
-                        title.push_str(t);
-                        continue;
-                    }
-                    if top.skip || t.trim().is_empty() {
-                        continue;
-                    }
-                    f.text_nodes += 1;
-                    for w in t.split_whitespace() {
-                        vis_hash.update(w.as_bytes());
-                        vis_hash.update(b" ");
-                        let n = w.chars().count() + 1;
-                        visible_chars += n;
-                        if !top.boiler {
-                            // Keywords are looked for outside navigation: the "Login" link of a
-                            // site's header is on every page.
-                            if visible.len() < RULE_TEXT_CHARS {
-                                visible.push_str(w);
-                                visible.push(' ');
-                            }
-                            content.push_str(w);
-                            content.push(' ');
-                            if !top.link {
-                                nonlink += n;
-                            }
-                        }
-                    }
-                }
+                Node::Element(e) => w.open_element(e),
+                Node::Text(t) => w.text(t),
                 _ => {}
             },
             Edge::Close(node) => {
                 if node.value().is_element() {
-                    let fr = stack.pop().expect("balanced traversal");
-                    let range = (fr.content_start, content.len());
-                    if fr.semantic && semantic.is_none() {
-                        let chars = content[range.0..range.1].chars().count();
-                        if chars >= MIN_SEMANTIC_CHARS {
-                            semantic = Some(range);
-                        }
-                    }
-                    closed.push((stack.len(), range.0, range.1, nonlink - fr.nonlink_start));
+                    w.close_element();
                 }
             }
         }
     }
-    let main = semantic.unwrap_or_else(|| density_choice(&closed, nonlink));
-    let main_text = content[main.0..main.1].trim_end();
-    f.text_chars = main_text.chars().count();
-    f.simhash = simhash(main_text);
-    f.minhash = minhash(main_text);
-    f.visible_chars = visible_chars;
-    f.visible_fp = vis_hash.digest();
-    f.title = title.split_whitespace().collect::<Vec<_>>().join(" ");
-    f.hits = keyword_hits(&f.title, &visible);
-    let mut p: Vec<(u64, u32)> = paths.into_iter().collect();
-    p.sort_unstable();
-    f.paths = p;
-    f
+    w.finish()
+}
+
+/// The state of [`extract`]'s one walk over the tree.
+struct Walk {
+    f: Features,
+    stack: Vec<Frame>,
+    content: String,
+    visible: String,
+    visible_chars: usize,
+    nonlink: usize, // non-link content characters so far
+    title: String,
+    paths: HashMap<u64, u32>,
+    semantic: Option<(usize, usize)>,
+    // (depth, content range, non-link chars) of every closed element, for the density choice.
+    closed: Vec<(usize, usize, usize, usize)>,
+    vis_hash: xxhash_rust::xxh3::Xxh3,
+}
+
+impl Walk {
+    /// An empty walk over `html`, its buffers sized for it.
+    fn new(html: &str) -> Walk {
+        Walk {
+            f: Features {
+                html_bytes: html.len(),
+                ..Features::default()
+            },
+            stack: Vec::with_capacity(64),
+            content: String::with_capacity(html.len() / 4),
+            visible: String::with_capacity(RULE_TEXT_CHARS),
+            visible_chars: 0,
+            nonlink: 0,
+            title: String::new(),
+            paths: HashMap::new(),
+            semantic: None,
+            closed: Vec::new(),
+            vis_hash: xxhash_rust::xxh3::Xxh3::new(),
+        }
+    }
+
+    /// An element opens: count it (tags, depth, path, password field) and push its frame.
+    fn open_element(&mut self, e: &scraper::node::Element) {
+        let tag = e.name();
+        let parent = self.stack.last();
+        let depth = self.stack.len();
+        self.f.nodes += 1;
+        self.f.depth_hist[depth.min(DEPTH_BINS - 1)] += 1;
+        if let Some(i) = KEY_TAGS.iter().position(|t| *t == tag) {
+            self.f.tags[i] += 1;
+        }
+        if tag == "input"
+            && e.attr("type")
+                .is_some_and(|t| t.eq_ignore_ascii_case("password"))
+        {
+            self.f.password_field = true;
+        }
+        let path = xxh3_64(
+            &[
+                &parent.map_or(0, |p| p.path).to_le_bytes()[..],
+                tag.as_bytes(),
+            ]
+            .concat(),
+        );
+        if self.paths.len() < MAX_PATHS || self.paths.contains_key(&path) {
+            *self.paths.entry(path).or_insert(0) += 1;
+        }
+        let role = e.attr("role");
+        let sem = matches!(tag, "article" | "main") || role == Some("main");
+        self.stack.push(Frame {
+            skip: parent.is_some_and(|p| p.skip) || is_skipped(tag),
+            boiler: parent.is_some_and(|p| p.boiler) || is_boilerplate(tag, role),
+            link: parent.is_some_and(|p| p.link) || tag == "a",
+            path,
+            content_start: self.content.len(),
+            nonlink_start: self.nonlink,
+            semantic: sem,
+            title: tag == "title",
+        });
+    }
+
+    /// A text node: the title's, or visible words (hashed, and kept as content and keyword text
+    /// outside navigation).
+    fn text(&mut self, t: &str) {
+        let Some(top) = self.stack.last() else { return };
+        if top.title {
+            self.title.push_str(t);
+            return;
+        }
+        if top.skip || t.trim().is_empty() {
+            return;
+        }
+        self.f.text_nodes += 1;
+        for w in t.split_whitespace() {
+            self.vis_hash.update(w.as_bytes());
+            self.vis_hash.update(b" ");
+            let n = w.chars().count() + 1;
+            self.visible_chars += n;
+            if !top.boiler {
+                // Keywords are looked for outside navigation: the "Login" link of a
+                // site's header is on every page.
+                if self.visible.len() < RULE_TEXT_CHARS {
+                    self.visible.push_str(w);
+                    self.visible.push(' ');
+                }
+                self.content.push_str(w);
+                self.content.push(' ');
+                if !top.link {
+                    self.nonlink += n;
+                }
+            }
+        }
+    }
+
+    /// An element closes: pop its frame, note a long enough semantic container and its content
+    /// range.
+    fn close_element(&mut self) {
+        let fr = self.stack.pop().expect("balanced traversal");
+        let range = (fr.content_start, self.content.len());
+        if fr.semantic && self.semantic.is_none() {
+            let chars = self.content[range.0..range.1].chars().count();
+            if chars >= MIN_SEMANTIC_CHARS {
+                self.semantic = Some(range);
+            }
+        }
+        self.closed.push((
+            self.stack.len(),
+            range.0,
+            range.1,
+            self.nonlink - fr.nonlink_start,
+        ));
+    }
+
+    /// The features: the main text chosen and hashed, the title, keyword hits and paths.
+    fn finish(self) -> Features {
+        let Walk {
+            mut f,
+            content,
+            visible,
+            visible_chars,
+            nonlink,
+            title,
+            paths,
+            semantic,
+            closed,
+            vis_hash,
+            ..
+        } = self;
+        let main = semantic.unwrap_or_else(|| density_choice(&closed, nonlink));
+        let main_text = content[main.0..main.1].trim_end();
+        f.text_chars = main_text.chars().count();
+        f.simhash = simhash(main_text);
+        f.minhash = minhash(main_text);
+        f.visible_chars = visible_chars;
+        f.visible_fp = vis_hash.digest();
+        f.title = title.split_whitespace().collect::<Vec<_>>().join(" ");
+        f.hits = keyword_hits(&f.title, &visible);
+        let mut p: Vec<(u64, u32)> = paths.into_iter().collect();
+        p.sort_unstable();
+        f.paths = p;
+        f
+    }
 }
 
 /// The deepest element holding at least 60% of the page's non-link text.

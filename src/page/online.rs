@@ -169,23 +169,8 @@ impl OnlineClusterer {
         if h.first_of.len() > 4 * self.max_canonicals {
             h.first_of.clear(); // bounded too; ids do not change, only who is canonical
         }
-        match page_rule(p.status, p.is_html(), &p.features) {
-            Some(Rule::E1) => {
-                return Self::rule_cluster(h, format!("err5xx-{o}"), &p.final_url, Rule::E1)
-            }
-            Some(r) => {
-                let id = format!(
-                    "{}-{o}-{}",
-                    r.prefix(),
-                    short_hash(&p.features.visible_fp.to_le_bytes())
-                );
-                return Self::rule_cluster(h, id, &p.final_url, r);
-            }
-            None => {}
-        }
-        if p.final_url != p.url {
-            let id = format!("redir-{}", short_hash(p.final_url.as_bytes()));
-            return Self::rule_cluster(h, id, &p.final_url, Rule::R1);
+        if let Some(a) = Self::rule_assignment(h, &o, p) {
+            return a;
         }
         if !eligible(p) {
             return Online::alone(p);
@@ -194,60 +179,111 @@ impl OnlineClusterer {
         let index = h.index.get_or_insert_with(|| HammingIndex::new(k));
         let mut cand = Vec::new();
         index.query(p.features.simhash, &mut cand);
-        let best = cand
-            .iter()
-            .map(|&i| {
-                (
-                    i as usize,
-                    compare(&h.canonicals[i as usize].features, &p.features, &self.t),
-                )
-            })
-            .filter(|(_, s)| s.is_duplicate(&self.t))
-            .max_by(|a, b| {
-                a.1.overall(false)
-                    .total_cmp(&b.1.overall(false))
-                    .then(b.0.cmp(&a.0))
-            });
-        if let Some((i, s)) = best {
-            let c = &h.canonicals[i];
-            return Online {
-                cluster_id: c.id.clone(),
-                is_canonical: c.url == p.final_url,
-                canonical_url: c.url.clone(),
-                rule: None,
-                sim: s,
-                created: false,
-            };
+        if let Some(a) = closest_canonical(&h.canonicals, &cand, p, &self.t) {
+            return a;
         }
-        let id = format!("cluster-{}", short_hash(p.final_url.as_bytes()));
-        h.canonicals.push(Canonical {
-            id: id.clone(),
-            url: p.final_url.clone(),
-            features: p.features.clone(),
-        });
-        index.insert(p.features.simhash);
-        if h.canonicals.len() >= 2 * self.max_canonicals {
-            // Forget the oldest half and rebuild the index over the rest.
-            h.canonicals.drain(..self.max_canonicals);
-            let mut idx = HammingIndex::new(k);
-            for c in &h.canonicals {
-                idx.insert(c.features.simhash);
+        new_canonical(&mut h.canonicals, index, p, k, self.max_canonicals)
+    }
+
+    /// The rule or redirect cluster of `p` on host `o`, if a rule classifies it.
+    fn rule_assignment(h: &mut Host, o: &str, p: &Page) -> Option<Online> {
+        match page_rule(p.status, p.is_html(), &p.features) {
+            Some(Rule::E1) => {
+                return Some(Self::rule_cluster(
+                    h,
+                    format!("err5xx-{o}"),
+                    &p.final_url,
+                    Rule::E1,
+                ))
             }
-            h.index = Some(idx);
+            Some(r) => {
+                let id = format!(
+                    "{}-{o}-{}",
+                    r.prefix(),
+                    short_hash(&p.features.visible_fp.to_le_bytes())
+                );
+                return Some(Self::rule_cluster(h, id, &p.final_url, r));
+            }
+            None => {}
         }
-        Online {
-            cluster_id: id,
-            is_canonical: true,
-            canonical_url: p.final_url.clone(),
-            rule: None,
-            sim: Similarity {
-                content: 1.0,
-                structure: 1.0,
-                visual: 0.0,
-                behavior: 0.0,
-                text: Some(1.0),
-            },
-            created: true,
+        if p.final_url != p.url {
+            let id = format!("redir-{}", short_hash(p.final_url.as_bytes()));
+            return Some(Self::rule_cluster(h, id, &p.final_url, Rule::R1));
         }
+        None
+    }
+}
+
+/// The cluster of the most similar duplicate among the candidate canonicals `cand`, if any.
+fn closest_canonical(
+    canonicals: &[Canonical],
+    cand: &[u32],
+    p: &Page,
+    t: &Thresholds,
+) -> Option<Online> {
+    let best = cand
+        .iter()
+        .map(|&i| {
+            (
+                i as usize,
+                compare(&canonicals[i as usize].features, &p.features, t),
+            )
+        })
+        .filter(|(_, s)| s.is_duplicate(t))
+        .max_by(|a, b| {
+            a.1.overall(false)
+                .total_cmp(&b.1.overall(false))
+                .then(b.0.cmp(&a.0))
+        });
+    let (i, s) = best?;
+    let c = &canonicals[i];
+    Some(Online {
+        cluster_id: c.id.clone(),
+        is_canonical: c.url == p.final_url,
+        canonical_url: c.url.clone(),
+        rule: None,
+        sim: s,
+        created: false,
+    })
+}
+
+/// `p` becomes a new canonical of its host (indexed; past `2 × max_canonicals` the oldest half
+/// is forgotten and the index rebuilt).
+fn new_canonical(
+    canonicals: &mut Vec<Canonical>,
+    index: &mut HammingIndex,
+    p: &Page,
+    k: u32,
+    max_canonicals: usize,
+) -> Online {
+    let id = format!("cluster-{}", short_hash(p.final_url.as_bytes()));
+    canonicals.push(Canonical {
+        id: id.clone(),
+        url: p.final_url.clone(),
+        features: p.features.clone(),
+    });
+    index.insert(p.features.simhash);
+    if canonicals.len() >= 2 * max_canonicals {
+        // Forget the oldest half and rebuild the index over the rest.
+        canonicals.drain(..max_canonicals);
+        let mut idx = HammingIndex::new(k);
+        for c in canonicals.iter() {
+            idx.insert(c.features.simhash);
+        }
+        *index = idx;
+    }
+    Online {
+        cluster_id: id,
+        is_canonical: true,
+        canonical_url: p.final_url.clone(),
+        rule: None,
+        sim: Similarity {
+            content: 1.0,
+            structure: 1.0,
+            visual: 0.0,
+            behavior: 0.0,
+            text: Some(1.0),
+        },
+        created: true,
     }
 }

@@ -134,25 +134,15 @@ impl Learner {
     /// page's own) with its features; what it decided.
     pub fn observe(&mut self, url: &str, f: &Features) -> Vec<Change> {
         let mut out = Vec::new();
-        let host = crate::url::lex::host_port(url).to_ascii_lowercase();
-        let end = url.find('#').unwrap_or(url.len());
-        let Some(q) = url[..end].find('?') else {
+        let Some(Query {
+            host,
+            path,
+            bare_path,
+            pairs,
+        }) = Query::of(url, f)
+        else {
             return out;
         };
-        if host.is_empty()
-            || f.minhash.is_empty()
-            || f.text_chars < crate::page::rules::MIN_TEXT_CHARS
-        {
-            return out;
-        }
-        let path = &url[..q];
-        // The path alone, for counting paths (`http://h/a` and `https://h/a` are one path).
-        let bare_path = &url[crate::url::lex::authority_end(url).min(q)..q];
-        let pairs: Vec<(&str, &str)> = url[q + 1..end]
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .map(|p| p.split_once('=').unwrap_or((p, "")))
-            .collect();
         if self.groups.len() >= self.cfg.max_groups {
             self.groups.clear();
         }
@@ -161,19 +151,7 @@ impl Learner {
             if pairs.iter().filter(|(n, _)| *n == name).count() > 1 {
                 continue;
             }
-            let mut g = xxhash_rust::xxh3::Xxh3::new();
-            g.update(name.as_bytes());
-            g.update(b"\0");
-            g.update(path.as_bytes());
-            for (j, (n, v)) in pairs.iter().enumerate() {
-                if j != i {
-                    g.update(b"\0");
-                    g.update(n.as_bytes());
-                    g.update(b"=");
-                    g.update(v.as_bytes());
-                }
-            }
-            let key = g.digest128();
+            let key = group_key(name, path, &pairs, i);
             let Some(r) = self.groups.get(&key) else {
                 self.groups.insert(
                     key,
@@ -211,27 +189,8 @@ impl Learner {
             if ev.refuted {
                 continue;
             }
-            ev.values.insert(h64(&r.value));
-            ev.values.insert(h64(value));
-            ev.paths.insert(h64(bare_path));
-            ev.samples += 1;
-            if ev.example.is_empty() {
-                ev.example = url.to_string();
-            }
-            if !ev.learned
-                && ev.values.len() >= self.cfg.min_values
-                && ev.paths.len() >= self.cfg.min_paths
-                && ev.samples >= self.cfg.min_samples
-            {
-                ev.learned = true;
-                out.push(Change::Learned(Learned {
-                    host: host.clone(),
-                    param: name.to_string(),
-                    values: ev.values.len(),
-                    paths: ev.paths.len(),
-                    samples: ev.samples,
-                    example: ev.example.clone(),
-                }));
+            if ev.note_same(&self.cfg, &r.value, value, bare_path, url) {
+                out.push(Change::Learned(ev.rule(&host, name)));
             }
         }
         out
@@ -242,6 +201,106 @@ impl Learner {
     pub fn forget(&mut self, host: &str, param: &str) {
         self.evidence
             .remove(&(host.to_ascii_lowercase(), param.to_string()));
+    }
+}
+
+/// The parts of a page's URL [`Learner::observe`] groups by.
+struct Query<'a> {
+    /// Host (and port), lower-cased.
+    host: String,
+    /// Everything before the query.
+    path: &'a str,
+    /// The path alone (no scheme, no authority).
+    bare_path: &'a str,
+    /// The query's (name, value) pairs, in order.
+    pairs: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Query<'a> {
+    /// The parts of `url`; `None` when it has no query or host, or its page is no evidence.
+    fn of(url: &'a str, f: &Features) -> Option<Query<'a>> {
+        let host = crate::url::lex::host_port(url).to_ascii_lowercase();
+        let end = url.find('#').unwrap_or(url.len());
+        let q = url[..end].find('?')?;
+        if host.is_empty()
+            || f.minhash.is_empty()
+            || f.text_chars < crate::page::rules::MIN_TEXT_CHARS
+        {
+            return None;
+        }
+        let path = &url[..q];
+        // The path alone, for counting paths (`http://h/a` and `https://h/a` are one path).
+        let bare_path = &url[crate::url::lex::authority_end(url).min(q)..q];
+        let pairs: Vec<(&str, &str)> = url[q + 1..end]
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split_once('=').unwrap_or((p, "")))
+            .collect();
+        Some(Query {
+            host,
+            path,
+            bare_path,
+            pairs,
+        })
+    }
+}
+
+/// The group of parameter `pairs[i]` (named `name`): its name, `path` and the other pairs.
+fn group_key(name: &str, path: &str, pairs: &[(&str, &str)], i: usize) -> u128 {
+    let mut g = xxhash_rust::xxh3::Xxh3::new();
+    g.update(name.as_bytes());
+    g.update(b"\0");
+    g.update(path.as_bytes());
+    for (j, (n, v)) in pairs.iter().enumerate() {
+        if j != i {
+            g.update(b"\0");
+            g.update(n.as_bytes());
+            g.update(b"=");
+            g.update(v.as_bytes());
+        }
+    }
+    g.digest128()
+}
+
+impl Evidence {
+    /// Note a comparison that found the same page (values `a` and `b` on `bare_path`, `url` an
+    /// example); whether the rule is learned by it.
+    fn note_same(
+        &mut self,
+        cfg: &LearnConfig,
+        a: &str,
+        b: &str,
+        bare_path: &str,
+        url: &str,
+    ) -> bool {
+        self.values.insert(h64(a));
+        self.values.insert(h64(b));
+        self.paths.insert(h64(bare_path));
+        self.samples += 1;
+        if self.example.is_empty() {
+            self.example = url.to_string();
+        }
+        if !self.learned
+            && self.values.len() >= cfg.min_values
+            && self.paths.len() >= cfg.min_paths
+            && self.samples >= cfg.min_samples
+        {
+            self.learned = true;
+            return true;
+        }
+        false
+    }
+
+    /// The rule this evidence learned for (`host`, `param`).
+    fn rule(&self, host: &str, param: &str) -> Learned {
+        Learned {
+            host: host.to_string(),
+            param: param.to_string(),
+            values: self.values.len(),
+            paths: self.paths.len(),
+            samples: self.samples,
+            example: self.example.clone(),
+        }
     }
 }
 

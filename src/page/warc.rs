@@ -140,10 +140,48 @@ fn read_record(
     record: &mut usize,
     resync: &mut bool,
 ) -> std::io::Result<Step> {
+    if let Some(step) = to_version_line(r, line, record, resync)? {
+        return Ok(step);
+    }
+    *record += 1;
+    let record = *record;
+    let headers = match read_headers(r, line, record, resync)? {
+        Ok(h) => h,
+        Err(e) => return Ok(Step::Bad(e)),
+    };
+    let block = match read_block(r, &headers, record, resync)? {
+        Ok(b) => b,
+        Err(e) => return Ok(Step::Bad(e)),
+    };
+    let is_response = headers.get("warc-type").is_some_and(|t| t == "response")
+        && headers
+            .get("content-type")
+            .is_some_and(|t| t.starts_with("application/http"));
+    if !is_response {
+        return Ok(Step::Other);
+    }
+    let uri = headers
+        .get("warc-target-uri")
+        .map(|u| u.trim_matches(['<', '>']).to_string())
+        .unwrap_or_default();
+    Ok(match parse_http(uri, &block) {
+        Ok(resp) => Step::Response(resp),
+        Err(why) => Step::Bad(bad(record, &headers, why)),
+    })
+}
+
+/// Read up to the next version line; `None` there, else the step to return (the end, or a
+/// damaged span, after which `resync` is set).
+fn to_version_line(
+    r: &mut dyn BufRead,
+    line: &mut Line,
+    record: &mut usize,
+    resync: &mut bool,
+) -> std::io::Result<Option<Step>> {
     // Skip the blank lines between records (and, after damage, everything up to a version line).
     loop {
         if !read_line(r, line)? {
-            return Ok(Step::End);
+            return Ok(Some(Step::End));
         }
         let l = trim(&line.bytes);
         if l.starts_with(b"WARC/") {
@@ -155,32 +193,45 @@ fn read_record(
         }
         *record += 1;
         *resync = true;
-        return Ok(Step::Bad(RecordError {
+        return Ok(Some(Step::Bad(RecordError {
             record: *record,
             uri: None,
             why: format!(
                 "expected a WARC version line, found {:?}; skipped to the next record",
                 String::from_utf8_lossy(&l[..l.len().min(40)])
             ),
-        }));
+        })));
     }
-    *record += 1;
-    let record = *record;
-    let mut headers: HashMap<String, String> = HashMap::new();
-    let bad = |headers: &HashMap<String, String>, why: String| RecordError {
+    Ok(None)
+}
+
+/// The error of record `record`, naming its target URI when the header gave one.
+fn bad(record: usize, headers: &HashMap<String, String>, why: String) -> RecordError {
+    RecordError {
         record,
         uri: headers
             .get("warc-target-uri")
             .map(|u| u.trim_matches(['<', '>']).to_string()),
         why,
-    };
+    }
+}
+
+/// The header fields of record `record` (names lower-cased), or why they could not be read.
+fn read_headers(
+    r: &mut dyn BufRead,
+    line: &mut Line,
+    record: usize,
+    resync: &mut bool,
+) -> std::io::Result<Result<HashMap<String, String>, RecordError>> {
+    let mut headers: HashMap<String, String> = HashMap::new();
     loop {
         if !read_line(r, line)? {
-            return Ok(Step::Bad(bad(&headers, "truncated header".into())));
+            return Ok(Err(bad(record, &headers, "truncated header".into())));
         }
         if line.truncated || headers.len() >= MAX_FIELDS {
             *resync = true;
-            return Ok(Step::Bad(bad(
+            return Ok(Err(bad(
+                record,
                 &headers,
                 "a header line over 64 KiB or over 1,024 fields; skipped to the next record".into(),
             )));
@@ -196,52 +247,53 @@ fn read_record(
             );
         }
     }
+    Ok(Ok(headers))
+}
+
+/// The block of record `record` (its `Content-Length` bytes), or why it is not kept: no
+/// length, over [`MAX_BLOCK_BYTES`] (read through), or truncated.
+fn read_block(
+    r: &mut dyn BufRead,
+    headers: &HashMap<String, String>,
+    record: usize,
+    resync: &mut bool,
+) -> std::io::Result<Result<Vec<u8>, RecordError>> {
     let Some(len) = headers
         .get("content-length")
         .and_then(|v| v.parse::<u64>().ok())
     else {
         *resync = true;
-        return Ok(Step::Bad(bad(
-            &headers,
+        return Ok(Err(bad(
+            record,
+            headers,
             "no Content-Length; skipped to the next record".into(),
         )));
     };
     if len > MAX_BLOCK_BYTES {
         let skipped = std::io::copy(&mut (&mut *r).take(len), &mut std::io::sink())?;
         if skipped < len {
-            return Ok(Step::Bad(bad(
-                &headers,
+            return Ok(Err(bad(
+                record,
+                headers,
                 format!("truncated block ({skipped} of {len} bytes)"),
             )));
         }
-        return Ok(Step::Bad(bad(
-            &headers,
+        return Ok(Err(bad(
+            record,
+            headers,
             format!("a block of {len} bytes, over the {MAX_BLOCK_BYTES}-byte limit; skipped"),
         )));
     }
     let mut block = Vec::with_capacity(len as usize);
     (&mut *r).take(len).read_to_end(&mut block)?;
     if (block.len() as u64) < len {
-        return Ok(Step::Bad(bad(
-            &headers,
+        return Ok(Err(bad(
+            record,
+            headers,
             format!("truncated block ({} of {len} bytes)", block.len()),
         )));
     }
-    let is_response = headers.get("warc-type").is_some_and(|t| t == "response")
-        && headers
-            .get("content-type")
-            .is_some_and(|t| t.starts_with("application/http"));
-    if !is_response {
-        return Ok(Step::Other);
-    }
-    let uri = headers
-        .get("warc-target-uri")
-        .map(|u| u.trim_matches(['<', '>']).to_string())
-        .unwrap_or_default();
-    Ok(match parse_http(uri, &block) {
-        Ok(resp) => Step::Response(resp),
-        Err(why) => Step::Bad(bad(&headers, why)),
-    })
+    Ok(Ok(block))
 }
 
 /// An HTTP/1.x response message → [`Response`], or why it is not one.

@@ -122,7 +122,6 @@ impl RedisFilter {
         let mut bloom_new = std::mem::take(&mut self.seen);
         bloom_new.clear();
         bloom_new.resize(fps.len(), false);
-        let mut bad = None;
         if replies.len() != base + groups.len() + if per_url { todo.len() } else { 0 } {
             self.seen = bloom_new;
             return Err(RedisFilterError::Corrupt(format!(
@@ -130,16 +129,7 @@ impl RedisFilter {
                 replies.len()
             )));
         }
-        for (c, g) in groups.iter().enumerate() {
-            let bits = replies.get(base + c);
-            if bits.len() != g.len() * k {
-                bad = Some((bits.len(), g.len()));
-                break;
-            }
-            for (n, &i) in g.iter().enumerate() {
-                bloom_new[i] = bits[n * k..(n + 1) * k].contains(&0);
-            }
-        }
+        let bad = bloom_answers(base, groups, k, replies, &mut bloom_new);
         if let Some((got, urls)) = bad {
             self.seen = bloom_new;
             return Err(RedisFilterError::Corrupt(format!(
@@ -147,7 +137,7 @@ impl RedisFilter {
             )));
         }
         for (n, &i) in todo.iter().enumerate() {
-            let mut new = if exact {
+            let new = if exact {
                 let added = replies.int(base + groups.len() + n) == 1;
                 if added && cur.bitmap && !bloom_new[i] {
                     self.stats.bloom_fp_caught += 1;
@@ -161,22 +151,7 @@ impl RedisFilter {
             } else {
                 bloom_new[i]
             };
-            // Taken out of doubt at its first occurrence whatever the answer, so a repeat of the
-            // URL later in the same call is not rescued a second time.
-            let in_doubt = !self.doubt.is_empty() && self.doubt.remove(&fps[i]);
-            if !new && in_doubt {
-                self.stats.doubt_rescued += 1;
-                new = true;
-            }
-            out[i] = new;
-            if new {
-                self.stats.new += 1;
-                self.count_items(1);
-            }
-            self.tier.insert(fps[i]);
-            if let Some(k) = self.known.as_mut() {
-                k.insert(fps[i]);
-            }
+            out[i] = self.record_answer(fps[i], new);
         }
         if !self.doubt.is_empty() {
             for &i in todo.iter() {
@@ -186,6 +161,27 @@ impl RedisFilter {
         self.readmit_seen.clear();
         self.seen = bloom_new;
         Ok(())
+    }
+
+    /// Settle one URL's answer: a URL in doubt is rescued as new (and leaves the doubt set);
+    /// counters, tier and the known set are updated. Returns the final answer.
+    fn record_answer(&mut self, fp: u128, mut new: bool) -> bool {
+        // Taken out of doubt at its first occurrence whatever the answer, so a repeat of the
+        // URL later in the same call is not rescued a second time.
+        let in_doubt = !self.doubt.is_empty() && self.doubt.remove(&fp);
+        if !new && in_doubt {
+            self.stats.doubt_rescued += 1;
+            new = true;
+        }
+        if new {
+            self.stats.new += 1;
+            self.count_items(1);
+        }
+        self.tier.insert(fp);
+        if let Some(k) = self.known.as_mut() {
+            k.insert(fp);
+        }
+        new
     }
 
     /// Batches submitted and not yet completed.
@@ -503,6 +499,29 @@ impl RedisFilter {
         self.idle()?;
         self.flush_items()
     }
+}
+
+/// Read the old bits of each BITFIELD group (replies from `base` on) into `bloom_new` (a URL
+/// with a clear bit is new); the first group with the wrong number of values, as (values, URLs).
+fn bloom_answers(
+    base: usize,
+    groups: &[Vec<usize>],
+    k: usize,
+    replies: &Replies,
+    bloom_new: &mut [bool],
+) -> Option<(usize, usize)> {
+    let mut bad = None;
+    for (c, g) in groups.iter().enumerate() {
+        let bits = replies.get(base + c);
+        if bits.len() != g.len() * k {
+            bad = Some((bits.len(), g.len()));
+            break;
+        }
+        for (n, &i) in g.iter().enumerate() {
+            bloom_new[i] = bits[n * k..(n + 1) * k].contains(&0);
+        }
+    }
+    bad
 }
 
 impl CheckAndSet for &mut RedisFilter {

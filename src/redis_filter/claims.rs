@@ -488,62 +488,14 @@ impl RedisFilter {
                 replies.len()
             )));
         }
-        let mut at = 0;
-        let cur_k = self.gens.current().k as usize;
-        let mut inserted = 0u64;
-        if plan.confirm_store {
-            at += plan.confirm_groups.len();
-            inserted += (0..carried.len())
-                .filter(|&n| replies.int(at + n) == 1)
-                .count() as u64;
-            at += carried.len();
-        } else {
-            for g in &plan.confirm_groups {
-                let bits = replies.get(at);
-                at += 1;
-                inserted += (0..g.len())
-                    .filter(|&n| {
-                        bits.get(n * cur_k..(n + 1) * cur_k)
-                            .is_some_and(|b| b.contains(&0))
-                    })
-                    .count() as u64;
-            }
-        }
-        self.count_items(inserted);
-        for fp in carried {
-            self.held.remove(fp);
-            self.tier.insert(*fp);
-        }
+        let mut at = self.decode_confirmations(plan, carried, replies);
         at += plan.n_release;
         let claims_at = at;
         if plan.claims {
             at += todo.len();
         }
         at += plan.n_unclaim;
-        let mut seen = vec![false; todo.len()];
-        let pos_of: HashMap<usize, usize> = todo.iter().enumerate().map(|(j, &i)| (i, j)).collect();
-        for (k, groups) in &plan.reads {
-            for g in groups {
-                let bits = replies.get(at);
-                at += 1;
-                for (n, i) in g.iter().enumerate() {
-                    if bits
-                        .get(n * k..(n + 1) * k)
-                        .is_some_and(|b| b.iter().all(|&x| x == 1))
-                    {
-                        seen[pos_of[i]] = true;
-                    }
-                }
-            }
-            if plan.exact {
-                for s in seen.iter_mut() {
-                    if replies.int(at) == 1 {
-                        *s = true;
-                    }
-                    at += 1;
-                }
-            }
-        }
+        let seen = decode_reads(plan, todo, replies, &mut at);
         // The generations changed since we read them: a URL another client inserted into a
         // generation we do not know yet would read as new. Re-read what looked new, with the
         // generations refreshed (the claims stay ours meanwhile).
@@ -571,30 +523,68 @@ impl RedisFilter {
         for (j, &i) in todo.iter().enumerate() {
             let fp = fps[i];
             let claim = replies.get(claims_at + j);
-            let mine = claim.is_empty() || claim[0] == self.token;
-            answers[j] = if seen[j] {
-                if mine && !self.holds(fp) {
-                    self.release_q.push(fp);
-                }
-                self.tier.insert(fp);
-                Some(false)
-            } else if mine && stale {
-                None
-            } else if mine {
-                if claim.is_empty() {
-                    Some(!self.holds(fp))
-                } else {
-                    // Our own claim from an attempt whose answer was lost.
-                    if !self.holds(fp) {
-                        self.stats.reclaimed += 1;
-                    }
-                    Some(!self.holds(fp))
-                }
-            } else {
-                None
-            };
+            answers[j] = self.answer_claim(fp, claim, seen[j], stale);
         }
         Ok(())
+    }
+
+    /// Apply the carried confirmations of a claim exchange (counters, tier, held); returns the
+    /// index of the first reply after them.
+    fn decode_confirmations(&mut self, plan: &Plan, carried: &[u128], replies: &Replies) -> usize {
+        let mut at = 0;
+        let cur_k = self.gens.current().k as usize;
+        let mut inserted = 0u64;
+        if plan.confirm_store {
+            at += plan.confirm_groups.len();
+            inserted += (0..carried.len())
+                .filter(|&n| replies.int(at + n) == 1)
+                .count() as u64;
+            at += carried.len();
+        } else {
+            for g in &plan.confirm_groups {
+                let bits = replies.get(at);
+                at += 1;
+                inserted += (0..g.len())
+                    .filter(|&n| {
+                        bits.get(n * cur_k..(n + 1) * cur_k)
+                            .is_some_and(|b| b.contains(&0))
+                    })
+                    .count() as u64;
+            }
+        }
+        self.count_items(inserted);
+        for fp in carried {
+            self.held.remove(fp);
+            self.tier.insert(*fp);
+        }
+        at
+    }
+
+    /// The answer to one claimed URL: `Some(true)` new and ours, `Some(false)` seen, `None` held
+    /// by another client (or ours while the generations are stale).
+    fn answer_claim(&mut self, fp: u128, claim: &[i64], seen: bool, stale: bool) -> Option<bool> {
+        let mine = claim.is_empty() || claim[0] == self.token;
+        if seen {
+            if mine && !self.holds(fp) {
+                self.release_q.push(fp);
+            }
+            self.tier.insert(fp);
+            Some(false)
+        } else if mine && stale {
+            None
+        } else if mine {
+            if claim.is_empty() {
+                Some(!self.holds(fp))
+            } else {
+                // Our own claim from an attempt whose answer was lost.
+                if !self.holds(fp) {
+                    self.stats.reclaimed += 1;
+                }
+                Some(!self.holds(fp))
+            }
+        } else {
+            None
+        }
     }
 
     /// Claim the open answers (`None`: unseen by a read-only exchange, or busy at the last
@@ -753,4 +743,34 @@ impl RedisFilter {
         }
         r
     }
+}
+
+/// Read the generation reads of a claim exchange from reply `at` on (advancing it): whether
+/// each URL of `todo` was seen.
+fn decode_reads(plan: &Plan, todo: &[usize], replies: &Replies, at: &mut usize) -> Vec<bool> {
+    let mut seen = vec![false; todo.len()];
+    let pos_of: HashMap<usize, usize> = todo.iter().enumerate().map(|(j, &i)| (i, j)).collect();
+    for (k, groups) in &plan.reads {
+        for g in groups {
+            let bits = replies.get(*at);
+            *at += 1;
+            for (n, i) in g.iter().enumerate() {
+                if bits
+                    .get(n * k..(n + 1) * k)
+                    .is_some_and(|b| b.iter().all(|&x| x == 1))
+                {
+                    seen[pos_of[i]] = true;
+                }
+            }
+        }
+        if plan.exact {
+            for s in seen.iter_mut() {
+                if replies.int(*at) == 1 {
+                    *s = true;
+                }
+                *at += 1;
+            }
+        }
+    }
+    seen
 }

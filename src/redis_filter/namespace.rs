@@ -414,6 +414,38 @@ impl RedisFilter {
     pub(super) fn maintain(&mut self) -> Result<(), RedisFilterError> {
         let now = now_secs();
         let mut next = self.gens.clone();
+        let added = self.plan_growth(now, &mut next)?;
+        let unlink = plan_retirement(&self.spec, now, &mut next);
+        if next == self.gens {
+            return Ok(());
+        }
+        if let Some(g) = &added {
+            let ns = self.ns.clone();
+            let conn = self.mconn()?;
+            allocate(conn, &ns, g)?;
+        }
+        let raw = serde_json::to_string(&next).expect("gens serialize");
+        let old = self.gens_raw.clone();
+        let key = self.meta_key.clone();
+        let r: redis::RedisResult<i64> =
+            self.mconn()?
+                .script(&redis::Script::new(CAS_GENS_LUA), &key, &[&old, &raw]);
+        let won = r.map_err(|e| self.mfail(e))? == 1;
+        if won {
+            self.adopt_gens(next, raw, &unlink)?;
+        } else {
+            self.lost_gens_race(added.as_ref())?;
+        }
+        Ok(())
+    }
+
+    /// Add a generation to `next` when the current one is full (growth) or its window slice is
+    /// over (rotation), sealing the current one; returns the generation added.
+    fn plan_growth(
+        &self,
+        now: u64,
+        next: &mut Generations,
+    ) -> Result<Option<GenSpec>, RedisFilterError> {
         let cur = next.current().clone();
         // What Redis counted, plus the confirmations this client has queued or in flight (they
         // land in the current generation): growing a little early keeps a generation from
@@ -447,57 +479,42 @@ impl RedisFilter {
             next.live.push(g.clone());
             added = Some(g);
         }
-        if let Some(w) = self.spec.window {
-            let (keep, gone): (Vec<_>, Vec<_>) = next
-                .live
-                .drain(..)
-                .partition(|g| g.sealed.map(|s| now.saturating_sub(s) < w).unwrap_or(true));
-            next.live = keep;
-            next.retired
-                .extend(gone.into_iter().map(|gen| Retired { gen, retired: now }));
+        Ok(added)
+    }
+
+    /// We won the compare-and-set: take `next` (serialized as `raw`) and unlink the
+    /// generations retired past their grace.
+    fn adopt_gens(
+        &mut self,
+        next: Generations,
+        raw: String,
+        unlink: &[Retired],
+    ) -> Result<(), RedisFilterError> {
+        // Retirement changes what "seen" means (growth does not).
+        if self.gens.retires_into(&next) {
+            self.tier.clear();
         }
-        let (unlink, keep): (Vec<_>, Vec<_>) = next
-            .retired
-            .drain(..)
-            .partition(|r| now.saturating_sub(r.retired) >= RETIRE_GRACE_SECS);
-        next.retired = keep;
-        if next == self.gens {
-            return Ok(());
+        self.gens = next;
+        self.gens_raw = raw;
+        self.gens_version += 1;
+        let ns = self.ns.clone();
+        let conn = self.mconn()?;
+        for r in unlink {
+            unlink_generation(conn, &ns, &r.gen)?;
         }
-        if let Some(g) = &added {
+        Ok(())
+    }
+
+    /// Someone else changed the generations first: refresh soon, and unlink the generation
+    /// `added` for nothing.
+    fn lost_gens_race(&mut self, added: Option<&GenSpec>) -> Result<(), RedisFilterError> {
+        // Someone else changed it first: take theirs on the next refresh, and drop the
+        // generation we allocated for nothing (its nonce makes its keys ours alone).
+        self.last_refresh = Instant::now() - self.cfg.refresh_interval * 2;
+        if let Some(g) = added {
             let ns = self.ns.clone();
             let conn = self.mconn()?;
-            allocate(conn, &ns, g)?;
-        }
-        let raw = serde_json::to_string(&next).expect("gens serialize");
-        let old = self.gens_raw.clone();
-        let key = self.meta_key.clone();
-        let r: redis::RedisResult<i64> =
-            self.mconn()?
-                .script(&redis::Script::new(CAS_GENS_LUA), &key, &[&old, &raw]);
-        let won = r.map_err(|e| self.mfail(e))? == 1;
-        if won {
-            // Retirement changes what "seen" means (growth does not).
-            if self.gens.retires_into(&next) {
-                self.tier.clear();
-            }
-            self.gens = next;
-            self.gens_raw = raw;
-            self.gens_version += 1;
-            let ns = self.ns.clone();
-            let conn = self.mconn()?;
-            for r in &unlink {
-                unlink_generation(conn, &ns, &r.gen)?;
-            }
-        } else {
-            // Someone else changed it first: take theirs on the next refresh, and drop the
-            // generation we allocated for nothing (its nonce makes its keys ours alone).
-            self.last_refresh = Instant::now() - self.cfg.refresh_interval * 2;
-            if let Some(g) = &added {
-                let ns = self.ns.clone();
-                let conn = self.mconn()?;
-                unlink_generation(conn, &ns, g)?;
-            }
+            unlink_generation(conn, &ns, g)?;
         }
         Ok(())
     }
@@ -552,6 +569,26 @@ impl RedisFilter {
             .map_err(|e| RedisFilterError::from_redis(e, false))?;
         Ok(true)
     }
+}
+
+/// Retire from `next` the sealed generations past the window, and take out of it the retired
+/// ones past their grace: those are returned, to be unlinked.
+fn plan_retirement(spec: &NamespaceSpec, now: u64, next: &mut Generations) -> Vec<Retired> {
+    if let Some(w) = spec.window {
+        let (keep, gone): (Vec<_>, Vec<_>) = next
+            .live
+            .drain(..)
+            .partition(|g| g.sealed.map(|s| now.saturating_sub(s) < w).unwrap_or(true));
+        next.live = keep;
+        next.retired
+            .extend(gone.into_iter().map(|gen| Retired { gen, retired: now }));
+    }
+    let (unlink, keep): (Vec<_>, Vec<_>) = next
+        .retired
+        .drain(..)
+        .partition(|r| now.saturating_sub(r.retired) >= RETIRE_GRACE_SECS);
+    next.retired = keep;
+    unlink
 }
 
 pub(super) fn parse_field<T: serde::de::DeserializeOwned>(

@@ -21,6 +21,8 @@
 //! Costs per URL the local tier cannot answer: one `SADD` (fingerprints), one `BITFIELD … SET`
 //! share (bloom) or both (exact), plus an older generation's read when several are live. Per
 //! batch: one `HSET` of the payloads, one `SADD` of the client id, one `HDEL` once delivered.
+//!
+//! `submit.rs` holds the steps of [`RedisFilter::take_submit`] (payloads, field, direct send).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +32,8 @@ use std::time::{Duration, Instant};
 use super::layout::{GenSpec, Keys};
 use super::resp::Batch;
 use super::{Conn, RedisConfig, RedisFilter, RedisFilterError};
+
+mod submit;
 
 /// A batch's outbox entry: clear it with [`RedisFilter::delivered`] once its new URLs (or an
 /// adopted entry's payloads) were delivered.
@@ -247,18 +251,7 @@ impl RedisFilter {
         self.outbox()?;
         let mut todo = Vec::new();
         self.claim_todo(fps, &mut todo);
-        let mut blob = std::mem::take(&mut self.ob.as_mut().expect("made by outbox()").spare_blob);
-        blob.clear();
-        for &i in &todo {
-            let start = blob.len();
-            payload(i, &mut blob);
-            if blob[start..].contains(&b'\n') {
-                return Err(RedisFilterError::Params(
-                    "an outbox payload contains a newline".into(),
-                ));
-            }
-            blob.push(b'\n');
-        }
+        let blob = self.take_payloads(&todo, &mut payload)?;
         let deferred = {
             let ob = self.ob.as_ref().expect("made by outbox()");
             ob.inflight.iter().any(|t| matches!(t.kind, Kind::Deferred))
@@ -283,32 +276,9 @@ impl RedisFilter {
         let direct = raw && !deferred && self.gens.live.len() == 1;
         let mut b = if direct { Some(self.batch()?) } else { None };
         let ob = self.ob.as_mut().expect("made by outbox()");
-        take.field = match ob.reuse.pop_front() {
-            Some(f) => f,
-            None => {
-                ob.seq += 1;
-                ob.seq.to_string()
-            }
-        };
-        take.cleared = std::mem::take(&mut ob.clear_q);
+        ob.assign_field(&mut take);
         if let Some(b) = b.as_mut() {
-            self.write_ahead(&take, b);
-            let base = b.len();
-            let cur = self.gens.current().clone();
-            let groups = self.write_cmds(&cur, &take.fps, &take.todo, true, b);
-            let readmit = self.write_readmit(&take.fps, &take.todo, b);
-            self.readmit_seen.clear(); // one live generation: no lookup ran
-            let n = b.len();
-            self.stats.redis_lookups += take.todo.len() as u64;
-            let sent = self.conn().and_then(|c| c.send(b));
-            take.kind = Kind::Sent {
-                n,
-                epoch: self.epoch,
-                base,
-                groups,
-                cur,
-                readmit,
-            };
+            let sent = self.send_direct(&mut take, b);
             if let Err(e) = sent {
                 // Part of it may have run: it stays in flight, to be abandoned and resubmitted.
                 self.lose_connection(&e);

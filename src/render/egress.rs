@@ -205,26 +205,7 @@ async fn handle(
     st: &EgressStats,
 ) -> Response<Body> {
     if req.method() == Method::CONNECT {
-        // The authority form: `host:port`, `[v6]:port`.
-        let Some((host, port)) = req
-            .uri()
-            .authority()
-            .and_then(|a| Some((a.host().to_string(), a.port_u16()?)))
-        else {
-            return text(StatusCode::BAD_REQUEST, "CONNECT needs host:port\n".into());
-        };
-        let upstream = match connect(&host, port, policy, st).await {
-            Ok(s) => s,
-            Err(r) => return r,
-        };
-        tokio::spawn(async move {
-            if let Ok(upgraded) = hyper::upgrade::on(req).await {
-                let mut client = TokioIo::new(upgraded);
-                let mut upstream = upstream;
-                let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
-            }
-        });
-        return Response::new(http_body_util::Empty::new().map_err(|e| match e {}).boxed());
+        return tunnel(req, policy, st).await;
     }
     let uri = req.uri().clone();
     if uri.scheme_str() != Some("http") {
@@ -251,6 +232,47 @@ async fn handle(
     for h in ["proxy-connection", "proxy-authorization", "keep-alive"] {
         parts.headers.remove(h);
     }
+    forward(Request::from_parts(parts, body), upstream, &host, port, st).await
+}
+
+/// `CONNECT host:port`: check and connect the target, answer `200`, then copy bytes both ways
+/// once the connection is upgraded.
+async fn tunnel(
+    req: Request<Incoming>,
+    policy: &(Policy, Lookup),
+    st: &EgressStats,
+) -> Response<Body> {
+    // The authority form: `host:port`, `[v6]:port`.
+    let Some((host, port)) = req
+        .uri()
+        .authority()
+        .and_then(|a| Some((a.host().to_string(), a.port_u16()?)))
+    else {
+        return text(StatusCode::BAD_REQUEST, "CONNECT needs host:port\n".into());
+    };
+    let upstream = match connect(&host, port, policy, st).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    tokio::spawn(async move {
+        if let Ok(upgraded) = hyper::upgrade::on(req).await {
+            let mut client = TokioIo::new(upgraded);
+            let mut upstream = upstream;
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        }
+    });
+    Response::new(http_body_util::Empty::new().map_err(|e| match e {}).boxed())
+}
+
+/// Send the plain-http request `req` (origin form) to `host:port` on `upstream`, a fresh
+/// connection, and relay the answer (the egress header removed); `502` when it fails.
+async fn forward(
+    req: Request<Incoming>,
+    upstream: TcpStream,
+    host: &str,
+    port: u16,
+    st: &EgressStats,
+) -> Response<Body> {
     let (mut sender, conn) = match hyper::client::conn::http1::Builder::new()
         .preserve_header_case(true)
         .title_case_headers(true)
@@ -267,7 +289,7 @@ async fn handle(
         }
     };
     tokio::spawn(conn);
-    match sender.send_request(Request::from_parts(parts, body)).await {
+    match sender.send_request(req).await {
         Ok(mut resp) => {
             // Only the proxy may say it answered itself: a site sending the header would have
             // its page taken for a refusal (and the operator told to `--allow` what it names).

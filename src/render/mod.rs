@@ -19,11 +19,14 @@
 //! * [`soft404`] — probing a scope's answer to URLs that cannot exist, shared through Redis.
 //! * [`thumb`] — thumbnails for the HTML report.
 //! * [`metrics`] — its series.
+//! * `drive.rs` — the steps of driving one page in a tab (redirect chain, response, settle wait,
+//!   reading, screenshot).
 //!
 //! Owns: the browser and what a page may reach. May import `page`, `config`, `stage`,
 //! `observe`, `events`, `pattern_verdicts`, `redis_filter`, `url`; never `gate`, `serve` or `cli`.
 
 pub mod auto;
+mod drive;
 pub mod egress;
 pub mod http;
 pub mod metrics;
@@ -634,9 +637,8 @@ impl Renderer {
 
     async fn drive(&self, page: &chromiumoxide::Page, url: &str, out: &mut Rendered) -> Result<()> {
         use chromiumoxide::cdp::browser_protocol::network::{
-            EventRequestWillBeSent, EventResponseReceived, ResourceType,
+            EventRequestWillBeSent, EventResponseReceived,
         };
-        use futures::FutureExt;
         // Redirects keep their request id in CDP: the document requests sharing the first one's
         // id are the chain.
         let mut sent = page.event_listener::<EventRequestWillBeSent>().await?;
@@ -652,103 +654,14 @@ impl Renderer {
         let main_frame = nav.frame_id;
         let _ = page.wait_for_navigation().await;
         // The main frame's document request (its redirects keep the request id).
-        let mut chain: Vec<String> = Vec::new();
-        let mut id = None;
-        while let Some(Some(ev)) = sent.next().now_or_never() {
-            if ev.r#type != Some(ResourceType::Document)
-                || ev.frame_id.as_ref() != Some(&main_frame)
-            {
-                continue;
-            }
-            match &id {
-                None => {
-                    id = Some(ev.request_id.clone());
-                    chain.push(ev.request.url.clone());
-                }
-                Some(i) if *i == ev.request_id => chain.push(ev.request.url.clone()),
-                _ => {}
-            }
-        }
+        let (chain, id) = drive::main_document(&mut sent, &main_frame);
         if chain.len() > 1 {
             out.redirect_chain = chain;
         }
-        while let Some(Some(ev)) = received.next().now_or_never() {
-            if Some(&ev.request_id) == id.as_ref() {
-                out.status = ev.response.status as u16;
-                out.content_type = ev.response.mime_type.clone();
-                // The egress proxy answered itself (the target refused the connection or did
-                // not answer): not the site's page, an error of the render.
-                if let Some(why) = ev
-                    .response
-                    .headers
-                    .inner()
-                    .as_object()
-                    .and_then(|h| {
-                        h.iter()
-                            .find(|(k, _)| k.eq_ignore_ascii_case(egress::EGRESS_HEADER))
-                    })
-                    .and_then(|(_, v)| v.as_str())
-                {
-                    out.proxy_error = why.to_string();
-                }
-            }
-        }
-        // Settle on events, not fixed polls: an observer in the page notes every DOM change
-        // (nodes added or removed, text changed) and every resource that completes; the page is
-        // stable once it has loaded and [`SETTLE_QUIET`] passed without either, at most
-        // `settle_max`. Each wait is one DevTools call of at most 2 s (under the request
-        // timeout); a call that fails (the page navigated: a new document) waits again.
-        let start = Instant::now();
-        while start.elapsed() < self.cfg.settle_max {
-            let wait = (self.cfg.settle_max - start.elapsed()).min(Duration::from_secs(2));
-            let js = SETTLE_JS
-                .replace("QUIET", &SETTLE_QUIET.as_millis().to_string())
-                .replace("WAIT", &wait.as_millis().to_string())
-                .replace("CAP", &self.cfg.max_subresources.to_string());
-            match page.evaluate(js).await {
-                Ok(v) => match v.into_value::<String>().as_deref() {
-                    Ok("quiet") | Ok("cap") => break,
-                    _ => {}
-                },
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
-        // One round trip for the final URL, the DOM and the timings.
-        let (final_url, html, t): (String, String, Option<[f64; 3]>) = page
-            .evaluate(READ_JS)
-            .await
-            .context("reading the page")?
-            .into_value()
-            .context("reading the page")?;
-        out.final_url = if final_url.is_empty() {
-            url.to_string()
-        } else {
-            final_url
-        };
-        out.html = html;
-        if out.html.len() > self.cfg.max_html_bytes {
-            return Err(anyhow!(
-                "rendered HTML is {} bytes (limit {})",
-                out.html.len(),
-                self.cfg.max_html_bytes
-            ));
-        }
-        out.timings = t.map(|t| Timings {
-            ttfb_ms: t[0],
-            dcl_ms: t[1],
-            load_ms: t[2],
-        });
-        let png = page
-            .screenshot(screenshot_params(self.cfg.viewport))
-            .await
-            .context("screenshot")?;
-        let (g, d) = hashes(&png)?;
-        out.phash = Some(g);
-        out.phash_dct = Some(d);
-        if self.cfg.thumbnails {
-            out.thumbnail = thumb::thumbnail(&png).ok();
-        }
-        Ok(())
+        drive::read_response(&mut received, id.as_ref(), out);
+        self.settle(page).await;
+        self.read_page(page, url, out).await?;
+        self.screenshot(page, out).await
     }
 }
 

@@ -146,6 +146,20 @@ impl Probes {
             self.history.clear();
             self.failed.clear();
         }
+        let to_probe = self.leased_probes(redis, wanted)?;
+        let answers = render_probes(rt, seer, &to_probe);
+        let probed = self.record_probes(redis, to_probe, answers)?;
+        let (out, homes) = self.remembered(wanted);
+        Ok((out, probed, homes))
+    }
+
+    /// The scopes of `wanted` to probe here, with their probe URLs: neither fresh in memory,
+    /// recently failed, nor recorded in Redis, and whose lease this worker took.
+    fn leased_probes(
+        &mut self,
+        redis: &mut LazyConn,
+        wanted: &[(String, String)],
+    ) -> Result<Vec<(String, String)>, RedisFilterError> {
         let mut to_probe: Vec<(String, String)> = Vec::new();
         for (scope, sample) in wanted {
             if self
@@ -189,37 +203,17 @@ impl Probes {
                 }
             }
         }
-        let answers = if to_probe.is_empty() {
-            Vec::new()
-        } else {
-            let r = seer.clone();
-            // An origin's probe renders its home page too ([`Record::serves_home`]).
-            let urls: Vec<String> = to_probe
-                .iter()
-                .map(|(_, u)| u.clone())
-                .chain(
-                    to_probe
-                        .iter()
-                        .filter(|(s, _)| soft404::origin_scope(s) == s.as_str())
-                        .map(|(s, _)| format!("{s}/")),
-                )
-                .collect();
-            rt.block_on(async move {
-                let tasks: Vec<_> = urls
-                    .into_iter()
-                    .map(|u| {
-                        let r = r.clone();
-                        tokio::spawn(async move { r.probe(&u).await })
-                    })
-                    .collect();
-                let mut out = Vec::new();
-                for t in tasks {
-                    out.push(t.await.ok());
-                }
-                out
-            })
-        };
-        let mut answers = answers;
+        Ok(to_probe)
+    }
+
+    /// Records each probe's answer (in Redis and memory, or as failed); returns each probe URL
+    /// with its record.
+    fn record_probes(
+        &mut self,
+        redis: &mut LazyConn,
+        to_probe: Vec<(String, String)>,
+        mut answers: Vec<Option<super::Rendered>>,
+    ) -> Result<Vec<(String, Option<Record>)>, RedisFilterError> {
         let mut homes = answers
             .split_off(to_probe.len().min(answers.len()))
             .into_iter();
@@ -230,60 +224,47 @@ impl Probes {
             } else {
                 None
             };
-            // An answer with an HTTP error status counts, whatever its body (a plain-text 404
-            // is an honest answer); no status is no answer.
-            let rec = a
-                .filter(|a| a.error.is_empty() || a.status >= 400)
-                .map(|a| {
-                    let template = Template::from_probe(&probe, &a.final_url, a.status, &a.html);
-                    let home = home.as_ref().map(|h| soft404::Rendered {
-                        url: &h.url,
-                        final_url: &h.final_url,
-                        status: h.status,
-                        html: &h.html,
-                    });
-                    let serves_home = template
-                        .as_ref()
-                        .is_some_and(|t| soft404::serves_home(t, home.as_ref()));
-                    Record {
-                        v: 1,
-                        template,
-                        probe: probe.clone(),
-                        status: a.status,
-                        final_url: a.final_url,
-                        probed_at: crate::events::now_rfc3339(),
-                        serves_home,
-                    }
-                });
-            let (key, lease) = keys(&scope);
-            if let Some(rec) = &rec {
-                let json = serde_json::to_string(rec).expect("a record serializes");
-                redis.with(|c| {
-                    c.query::<()>(
-                        redis::cmd("SET")
-                            .arg(&key)
-                            .arg(json)
-                            .arg("PX")
-                            .arg(self.ttl.as_millis() as u64),
-                    )
-                    .map_err(redis_err)
-                })?;
-                self.known.insert(
-                    scope.clone(),
-                    (rec.template.clone(), rec.serves_home, Instant::now()),
-                );
-                let owner = self.owner.clone();
-                redis.with(|c| {
-                    c.script::<i64>(&RELEASE, &lease, &[&owner])
-                        .map_err(redis_err)
-                })?;
-            } else {
-                self.failed.insert(scope.clone(), Instant::now());
-            }
+            let rec = probe_record(&probe, a, home.as_ref());
+            self.store_probe(redis, &scope, rec.as_ref())?;
             probed.push((probe, rec));
         }
-        let (out, homes) = self.remembered(wanted);
-        Ok((out, probed, homes))
+        Ok(probed)
+    }
+
+    /// Writes a scope's record to Redis and memory and releases its lease; with no record,
+    /// remembers that the scope's probe failed.
+    fn store_probe(
+        &mut self,
+        redis: &mut LazyConn,
+        scope: &str,
+        rec: Option<&Record>,
+    ) -> Result<(), RedisFilterError> {
+        let (key, lease) = keys(scope);
+        if let Some(rec) = rec {
+            let json = serde_json::to_string(rec).expect("a record serializes");
+            redis.with(|c| {
+                c.query::<()>(
+                    redis::cmd("SET")
+                        .arg(&key)
+                        .arg(json)
+                        .arg("PX")
+                        .arg(self.ttl.as_millis() as u64),
+                )
+                .map_err(redis_err)
+            })?;
+            self.known.insert(
+                scope.to_string(),
+                (rec.template.clone(), rec.serves_home, Instant::now()),
+            );
+            let owner = self.owner.clone();
+            redis.with(|c| {
+                c.script::<i64>(&RELEASE, &lease, &[&owner])
+                    .map_err(redis_err)
+            })?;
+        } else {
+            self.failed.insert(scope.to_string(), Instant::now());
+        }
+        Ok(())
     }
 
     /// The templates of `wanted` this worker remembers (whatever their age), and the origins
@@ -337,4 +318,75 @@ impl Probes {
         }
         verdicts
     }
+}
+
+/// Renders every probe of `to_probe` (and each origin's home page after them), concurrently;
+/// `None` where a render task failed.
+fn render_probes(
+    rt: &tokio::runtime::Runtime,
+    seer: &Arc<super::auto::Seer>,
+    to_probe: &[(String, String)],
+) -> Vec<Option<super::Rendered>> {
+    if to_probe.is_empty() {
+        return Vec::new();
+    }
+    let r = seer.clone();
+    // An origin's probe renders its home page too ([`Record::serves_home`]).
+    let urls: Vec<String> = to_probe
+        .iter()
+        .map(|(_, u)| u.clone())
+        .chain(
+            to_probe
+                .iter()
+                .filter(|(s, _)| soft404::origin_scope(s) == s.as_str())
+                .map(|(s, _)| format!("{s}/")),
+        )
+        .collect();
+    rt.block_on(async move {
+        let tasks: Vec<_> = urls
+            .into_iter()
+            .map(|u| {
+                let r = r.clone();
+                tokio::spawn(async move { r.probe(&u).await })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.ok());
+        }
+        out
+    })
+}
+
+/// The record of a probe's answer (with the origin's home page, if rendered); `None` when the
+/// probe got no answer.
+fn probe_record(
+    probe: &str,
+    a: Option<super::Rendered>,
+    home: Option<&super::Rendered>,
+) -> Option<Record> {
+    // An answer with an HTTP error status counts, whatever its body (a plain-text 404
+    // is an honest answer); no status is no answer.
+    a.filter(|a| a.error.is_empty() || a.status >= 400)
+        .map(|a| {
+            let template = Template::from_probe(probe, &a.final_url, a.status, &a.html);
+            let home = home.map(|h| soft404::Rendered {
+                url: &h.url,
+                final_url: &h.final_url,
+                status: h.status,
+                html: &h.html,
+            });
+            let serves_home = template
+                .as_ref()
+                .is_some_and(|t| soft404::serves_home(t, home.as_ref()));
+            Record {
+                v: 1,
+                template,
+                probe: probe.to_string(),
+                status: a.status,
+                final_url: a.final_url,
+                probed_at: crate::events::now_rfc3339(),
+                serves_home,
+            }
+        })
 }

@@ -204,55 +204,7 @@ impl Scope {
         if spec.is_empty() {
             return Ok(None);
         }
-        let list =
-            |key: &str, allow: bool, pats: &[String]| -> Result<Option<Patterns>, ScopeError> {
-                if pats.is_empty() {
-                    return Ok(None);
-                }
-                let rules: Vec<Rule> = pats
-                    .iter()
-                    .enumerate()
-                    .map(|(i, p)| Rule {
-                        allow,
-                        pattern: p.clone(),
-                        origin: format!("{key}[{i}]"),
-                    })
-                    .collect();
-                Patterns::build(&rules, false).map(Some)
-            };
-        let mut file_rules = Vec::new();
-        let mut problems = Vec::new();
-        for f in &spec.files {
-            read_rule_file(f, &mut file_rules, &mut problems)?;
-        }
-        // Only `-` rules: with "no match rejects", what they do not reject is rejected too, so
-        // every URL is. Never what was meant (Nutch's own file ends with `+.`).
-        if !file_rules.is_empty() && file_rules.iter().all(|r| !r.allow) {
-            problems.push(ScopeError::File {
-                path: spec
-                    .files
-                    .iter()
-                    .map(|f| f.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                message: "only `-` (reject) rules: a URL no rule matches is rejected too, so every URL would be; end the file with `+.` to admit what the `-` rules do not reject".into(),
-            });
-        }
-        // Every rule that does not compile, not only the first; in file and line order.
-        problems.extend(file_rules.iter().filter_map(|r| compile_one(r).err()));
-        let line_of = |e: &ScopeError| match e {
-            ScopeError::Pattern { origin, .. } => origin
-                .rsplit_once(':')
-                .and_then(|(f, n)| Some((f.to_string(), n.parse::<usize>().ok()?)))
-                .unwrap_or((origin.clone(), 0)),
-            _ => (String::new(), 0),
-        };
-        problems.sort_by_key(line_of);
-        match problems.len() {
-            0 => {}
-            1 => return Err(problems.remove(0)),
-            _ => return Err(ScopeError::Many(problems)),
-        }
+        let file_rules = read_file_rules(spec)?;
         let files = if spec.files.is_empty() {
             None
         } else {
@@ -263,48 +215,12 @@ impl Scope {
             .iter()
             .map(|s| s.to_ascii_lowercase())
             .collect();
-        // Every problem of the settings (flags) at once, as of the files above.
-        let mut bad = Vec::new();
-        for s in &schemes {
-            if s != "http" && s != "https" {
-                bad.push(ScopeError::Setting(format!(
-                    "schemes: {s:?}: only http and https are fetched"
-                )));
-            }
-        }
-        if spec.ports.contains(&0) {
-            bad.push(ScopeError::Setting("ports: 0 is not a port".into()));
-        }
-        for (key, list, refuse) in [
-            ("allow_domains", &spec.allow_domains, true),
-            ("deny_domains", &spec.deny_domains, false),
-        ] {
-            if let Err(e) = domain_set(key, list, refuse) {
-                bad.push(e);
-            }
-        }
-        for (key, allow, pats) in [("allow", true, &spec.allow), ("deny", false, &spec.deny)] {
-            for (i, p) in pats.iter().enumerate() {
-                let rule = Rule {
-                    allow,
-                    pattern: p.clone(),
-                    origin: format!("{key}[{i}]"),
-                };
-                if let Err(e) = Patterns::build(std::slice::from_ref(&rule), false) {
-                    bad.push(e);
-                }
-            }
-        }
-        match bad.len() {
-            0 => {}
-            1 => return Err(bad.remove(0)),
-            _ => return Err(ScopeError::Many(bad)),
-        }
+        check_settings(spec, &schemes)?;
         Ok(Some(Scope {
             allow_domains: domain_set("allow_domains", &spec.allow_domains, true)?,
             deny_domains: domain_set("deny_domains", &spec.deny_domains, false)?,
-            allow: list("allow", true, &spec.allow)?,
-            deny: list("deny", false, &spec.deny)?,
+            allow: pattern_list("allow", true, &spec.allow)?,
+            deny: pattern_list("deny", false, &spec.deny)?,
             files,
             max_depth: spec.max_depth,
             max_query_params: spec.max_query_params,
@@ -372,6 +288,104 @@ impl Scope {
             }
         }
         Ok(())
+    }
+}
+
+/// The patterns of a configuration list (`key[i]` origins); `None` when it is empty.
+fn pattern_list(key: &str, allow: bool, pats: &[String]) -> Result<Option<Patterns>, ScopeError> {
+    if pats.is_empty() {
+        return Ok(None);
+    }
+    let rules: Vec<Rule> = pats
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Rule {
+            allow,
+            pattern: p.clone(),
+            origin: format!("{key}[{i}]"),
+        })
+        .collect();
+    Patterns::build(&rules, false).map(Some)
+}
+
+/// Read the scope files' rules, in order; every problem of them at once (in file and line
+/// order) is the error.
+fn read_file_rules(spec: &ScopeSpec) -> Result<Vec<Rule>, ScopeError> {
+    let mut file_rules = Vec::new();
+    let mut problems = Vec::new();
+    for f in &spec.files {
+        read_rule_file(f, &mut file_rules, &mut problems)?;
+    }
+    // Only `-` rules: with "no match rejects", what they do not reject is rejected too, so
+    // every URL is. Never what was meant (Nutch's own file ends with `+.`).
+    if !file_rules.is_empty() && file_rules.iter().all(|r| !r.allow) {
+        problems.push(ScopeError::File {
+            path: spec
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            message: "only `-` (reject) rules: a URL no rule matches is rejected too, so every URL would be; end the file with `+.` to admit what the `-` rules do not reject".into(),
+        });
+    }
+    // Every rule that does not compile, not only the first; in file and line order.
+    problems.extend(file_rules.iter().filter_map(|r| compile_one(r).err()));
+    let line_of = |e: &ScopeError| match e {
+        ScopeError::Pattern { origin, .. } => origin
+            .rsplit_once(':')
+            .and_then(|(f, n)| Some((f.to_string(), n.parse::<usize>().ok()?)))
+            .unwrap_or((origin.clone(), 0)),
+        _ => (String::new(), 0),
+    };
+    problems.sort_by_key(line_of);
+    none_of(problems)?;
+    Ok(file_rules)
+}
+
+/// Every problem of the settings (flags) at once: schemes, ports, domain lists, patterns.
+fn check_settings(spec: &ScopeSpec, schemes: &[String]) -> Result<(), ScopeError> {
+    // Every problem of the settings (flags) at once, as of the files above.
+    let mut bad = Vec::new();
+    for s in schemes {
+        if s != "http" && s != "https" {
+            bad.push(ScopeError::Setting(format!(
+                "schemes: {s:?}: only http and https are fetched"
+            )));
+        }
+    }
+    if spec.ports.contains(&0) {
+        bad.push(ScopeError::Setting("ports: 0 is not a port".into()));
+    }
+    for (key, list, refuse) in [
+        ("allow_domains", &spec.allow_domains, true),
+        ("deny_domains", &spec.deny_domains, false),
+    ] {
+        if let Err(e) = domain_set(key, list, refuse) {
+            bad.push(e);
+        }
+    }
+    for (key, allow, pats) in [("allow", true, &spec.allow), ("deny", false, &spec.deny)] {
+        for (i, p) in pats.iter().enumerate() {
+            let rule = Rule {
+                allow,
+                pattern: p.clone(),
+                origin: format!("{key}[{i}]"),
+            };
+            if let Err(e) = Patterns::build(std::slice::from_ref(&rule), false) {
+                bad.push(e);
+            }
+        }
+    }
+    none_of(bad)
+}
+
+/// `Ok` when there is no problem; the one problem, or [`ScopeError::Many`].
+fn none_of(mut problems: Vec<ScopeError>) -> Result<(), ScopeError> {
+    match problems.len() {
+        0 => Ok(()),
+        1 => Err(problems.remove(0)),
+        _ => Err(ScopeError::Many(problems)),
     }
 }
 

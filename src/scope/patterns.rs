@@ -59,10 +59,7 @@ impl Patterns {
     /// are accepted only where `fancy` (scope files).
     pub(super) fn build(rules: &[Rule], fancy: bool) -> Result<Patterns, ScopeError> {
         let mut engines = Vec::with_capacity(rules.len());
-        let (mut lits, mut owners): (Vec<Vec<u8>>, Vec<Vec<u32>>) = (Vec::new(), Vec::new());
-        let mut lit_id: std::collections::HashMap<Vec<u8>, usize> = Default::default();
-        let mut group_of: std::collections::HashMap<Vec<Vec<u8>>, usize> = Default::default();
-        let mut members: Vec<Vec<usize>> = Vec::new();
+        let mut lit = LiteralGroups::default();
         let (mut always, mut always_index, mut always_fancy) = (Vec::new(), Vec::new(), Vec::new());
         for (i, r) in rules.iter().enumerate() {
             let engine = compile_one(r)?;
@@ -80,23 +77,7 @@ impl Patterns {
                     .ok()
                     .and_then(|h| usable(need(&h)))
                 {
-                    Some(mut set) => {
-                        set.sort();
-                        set.dedup();
-                        let g = *group_of.entry(set.clone()).or_insert_with(|| {
-                            members.push(Vec::new());
-                            for l in &set {
-                                let id = *lit_id.entry(l.clone()).or_insert_with(|| {
-                                    lits.push(l.clone());
-                                    owners.push(Vec::new());
-                                    lits.len() - 1
-                                });
-                                owners[id].push(members.len() as u32 - 1);
-                            }
-                            members.len() - 1
-                        });
-                        members[g].push(i);
-                    }
+                    Some(set) => lit.add(set, i),
                     None => {
                         always.push(r.pattern.as_str());
                         always_index.push(i);
@@ -105,37 +86,17 @@ impl Patterns {
             }
             engines.push(engine);
         }
-        let prefilter = if lits.is_empty() {
-            None
-        } else {
-            Some(
-                aho_corasick::AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    // A DFA: one table lookup per byte (a few MiB for a thousand rules).
-                    .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-                    .build(&lits)
-                    .map_err(|e| ScopeError::Setting(format!("the patterns' literals: {e}")))?,
-            )
-        };
+        let prefilter = prefilter(&lit.lits)?;
         let always_set = if always.is_empty() {
             None
         } else {
             Some(regex_set(&always, 1 << 26)?)
         };
-        let mut groups = Vec::with_capacity(members.len());
-        for m in members {
-            let set = if m.len() > 1 {
-                let pats: Vec<&str> = m.iter().map(|&i| rules[i].pattern.as_str()).collect();
-                Some(regex_set(&pats, 1 << 24)?)
-            } else {
-                None
-            };
-            groups.push(Group { members: m, set });
-        }
+        let groups = build_groups(rules, lit.members)?;
         Ok(Patterns {
             engines,
             prefilter,
-            owners,
+            owners: lit.owners,
             groups,
             always_set,
             always_index,
@@ -219,6 +180,77 @@ impl Patterns {
         }
         best
     }
+}
+
+/// The literals of [`Patterns::build`] and the groups of patterns needing the same literal set.
+#[derive(Default)]
+struct LiteralGroups {
+    lits: Vec<Vec<u8>>,
+    /// For each literal, the groups that need it.
+    owners: Vec<Vec<u32>>,
+    lit_id: std::collections::HashMap<Vec<u8>, usize>,
+    group_of: std::collections::HashMap<Vec<Vec<u8>>, usize>,
+    /// Each group's pattern indexes.
+    members: Vec<Vec<usize>>,
+}
+
+impl LiteralGroups {
+    /// Add pattern `i` to the group of its literal set `set` (a new group registers its literals).
+    fn add(&mut self, mut set: Vec<Vec<u8>>, i: usize) {
+        let LiteralGroups {
+            lits,
+            owners,
+            lit_id,
+            group_of,
+            members,
+        } = self;
+        set.sort();
+        set.dedup();
+        let g = *group_of.entry(set.clone()).or_insert_with(|| {
+            members.push(Vec::new());
+            for l in &set {
+                let id = *lit_id.entry(l.clone()).or_insert_with(|| {
+                    lits.push(l.clone());
+                    owners.push(Vec::new());
+                    lits.len() - 1
+                });
+                owners[id].push(members.len() as u32 - 1);
+            }
+            members.len() - 1
+        });
+        members[g].push(i);
+    }
+}
+
+/// The Aho-Corasick prefilter over `lits` (ASCII case-insensitive); `None` without literals.
+fn prefilter(lits: &[Vec<u8>]) -> Result<Option<aho_corasick::AhoCorasick>, ScopeError> {
+    Ok(if lits.is_empty() {
+        None
+    } else {
+        Some(
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                // A DFA: one table lookup per byte (a few MiB for a thousand rules).
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                .build(lits)
+                .map_err(|e| ScopeError::Setting(format!("the patterns' literals: {e}")))?,
+        )
+    })
+}
+
+/// The groups of `members` (pattern indexes into `rules`), each of several run as one set.
+fn build_groups(rules: &[Rule], members: Vec<Vec<usize>>) -> Result<Vec<Group>, ScopeError> {
+    let mut groups = Vec::with_capacity(members.len());
+    for m in members {
+        let set = if m.len() > 1 {
+            let pats: Vec<&str> = m.iter().map(|&i| rules[i].pattern.as_str()).collect();
+            Some(regex_set(&pats, 1 << 24)?)
+        } else {
+            None
+        };
+        groups.push(Group { members: m, set });
+    }
+    Ok(groups)
 }
 
 thread_local! {

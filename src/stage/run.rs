@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::{Report, Stage, StageMetrics, Topics, Worker};
+use super::{Report, Stage, StageMetrics, Stop, Topics, Worker};
 use crate::config::{Component, Config};
 use crate::observe::{self, FilterMetrics, Metrics, ProbeMetrics, Readiness};
 
@@ -80,14 +80,7 @@ where
     if let Some(addr) = &cfg.metrics.listen {
         observe::serve_in_background(addr, obs.metrics.clone(), ready)?;
     }
-    let topics = Topics {
-        input: cfg.kafka.input_topic.clone(),
-        output: cfg.output_topic(component).to_string(),
-        audit: cfg.kafka.audit_topic.clone(),
-        dead_letter: cfg.kafka.dead_letter_topic.clone(),
-        held: (component == Component::Gate && cfg.robots.enabled)
-            .then(|| cfg.robots.wait_topic(&cfg.kafka.input_topic)),
-    };
+    let topics = topics_of(cfg, component);
     tracing::info!(
         stage = name,
         input = %topics.input,
@@ -97,11 +90,43 @@ where
     );
     super::worker::reach_brokers(&cfg.kafka, &topics.input)?;
     let started = Instant::now();
-    let (make, topics) = (&make, &topics);
-    let results: Vec<Result<Report>> = std::thread::scope(|s| {
+    let results = run_workers(cfg, name, &obs.stage, &make, &topics, stop, idle_exit);
+    let (report, first_err) = merge_results(results);
+    summary(started.elapsed(), report);
+    first_err.map_or(Ok(()), Err)
+}
+
+/// The topics `component` reads and writes.
+fn topics_of(cfg: &Config, component: Component) -> Topics {
+    Topics {
+        input: cfg.kafka.input_topic.clone(),
+        output: cfg.output_topic(component).to_string(),
+        audit: cfg.kafka.audit_topic.clone(),
+        dead_letter: cfg.kafka.dead_letter_topic.clone(),
+        held: (component == Component::Gate && cfg.robots.enabled)
+            .then(|| cfg.robots.wait_topic(&cfg.kafka.input_topic)),
+    }
+}
+
+/// Run `kafka.workers` workers of stage `name` on threads of their own until they stop; one
+/// worker's fatal error stops the others. Each worker's result, in order.
+fn run_workers<S, F>(
+    cfg: &Config,
+    name: &str,
+    stage_metrics: &StageMetrics,
+    make: &F,
+    topics: &Topics,
+    stop: Stop,
+    idle_exit: Option<Duration>,
+) -> Vec<Result<Report>>
+where
+    S: Stage + Send + 'static,
+    F: Fn(usize) -> Result<S> + Sync,
+{
+    std::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.kafka.workers)
             .map(|id| {
-                let metrics = obs.stage.clone();
+                let metrics = stage_metrics.clone();
                 std::thread::Builder::new()
                     .name(format!("{name}-{id}"))
                     .spawn_scoped(s, move || {
@@ -130,7 +155,11 @@ where
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker panicked")))
             })
             .collect()
-    });
+    })
+}
+
+/// The workers' reports merged, and the first fatal error.
+fn merge_results(results: Vec<Result<Report>>) -> (Report, Option<anyhow::Error>) {
     let mut report = Report::default();
     let mut first_err = None;
     for r in results {
@@ -139,6 +168,5 @@ where
             Err(e) => first_err = first_err.or(Some(e)),
         }
     }
-    summary(started.elapsed(), report);
-    first_err.map_or(Ok(()), Err)
+    (report, first_err)
 }

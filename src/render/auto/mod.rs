@@ -31,17 +31,22 @@
 //! Every rendered page with a static twin is also a check ([`Seer::see_all`]), whatever it was
 //! rendered for; a cluster's canonical rendered for its picture stands for one scheduled check
 //! of its host (a credit), so `similar` does not render both.
+//!
+//! `waves.rs` holds the steps of [`Seer::see_all_first`] in `auto`: the static fetches, then the
+//! waves of renders.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::page::dynamic::Signals;
 use crate::page::similarity::{compare, Thresholds};
 use crate::page::Page;
 
 use super::http::StaticFetch;
 use super::{Rendered, Renderer};
+
+mod waves;
+use waves::Waves;
 
 /// How pages are seen (`render.mode`, `similar --render`): defined with the configuration,
 /// which the render layer builds on.
@@ -57,8 +62,9 @@ pub const CHECK_ONE_IN: u32 = crate::config::DEFAULT_CHECK_ONE_IN;
 pub enum Why {
     /// `render.mode = "always"`.
     Always,
-    /// The HTML showed a reason ([`Signals::needs_browser`], or `challenge` for a 401, 403, 429
-    /// or 503 answer).
+    /// The HTML showed a reason
+    /// ([`Signals::needs_browser`](crate::page::dynamic::Signals::needs_browser), or `challenge`
+    /// for a 401, 403, 429 or 503 answer).
     Signal(&'static str),
     /// Its URL pattern's pages differed when rendered, or its section or host is mixed.
     Differs,
@@ -605,122 +611,19 @@ impl Seer {
             return self.render_for(items, tick).await;
         }
         let t0 = Instant::now();
-        let tasks: Vec<_> = urls
-            .iter()
-            .map(|u| {
-                let (me, u) = (self.clone(), u.clone());
-                tokio::spawn(async move { me.fetch_following(&u).await })
-            })
-            .collect();
-        let mut statics = Vec::with_capacity(urls.len());
-        for (t, u) in tasks.into_iter().zip(urls) {
-            statics.push(t.await.unwrap_or_else(|e| Rendered {
-                url: u.clone(),
-                final_url: u.clone(),
-                error: format!("the fetch task failed: {e}"),
-                ..Rendered::default()
-            }));
-        }
+        let statics = self.fetch_all(urls).await;
         let fetch_took = t0.elapsed() / (urls.len().max(1) as u32);
-        let mut out: Vec<Option<Seen>> = vec![None; urls.len()];
-        let mut wave: Vec<(usize, Why)> = Vec::new();
-        let mut pending: Vec<usize> = Vec::new();
-        let mut later = vec![false; urls.len()];
-        {
-            let mut l = self.learned();
-            for (i, s) in statics.iter().enumerate() {
-                let is_html = {
-                    let ct = s.content_type.as_str();
-                    ct.is_empty() || ct.contains("html")
-                };
-                if !s.error.is_empty() || (!is_html && !challenge(s.status)) {
-                    continue;
-                }
-                let reason = if challenge(s.status) {
-                    Some("challenge")
-                } else {
-                    Signals::of(&s.html).needs_browser()
-                };
-                match reason {
-                    Some(r) => {
-                        l.note_signal(&s.url);
-                        wave.push((i, Why::Signal(r)));
-                    }
-                    None => pending.push(i),
-                }
-                later[i] = true;
-            }
-        }
-        {
-            let mut l = self.learned();
-            for i in first(&statics) {
-                if let Some(k) = pending.iter().position(|&p| p == i) {
-                    pending.swap_remove(k);
-                    l.begin(&urls[i]);
-                    wave.push((i, Why::Canonical));
-                }
-            }
-            pending.sort_unstable();
-        }
-        for (i, s) in statics.iter().enumerate() {
-            if !later[i] {
-                out[i] = Some(Seen {
-                    page: s.clone(),
-                    why: None,
-                    took: fetch_took,
-                });
-                tick();
-            }
-        }
-        let max_learning = WARMUP;
+        let mut run = Waves::new(urls, fetch_took);
+        let later = run.sort_by_signals(self, &statics);
+        run.take_first(self, &statics, first);
+        run.keep_static(&statics, &later, tick);
         loop {
-            {
-                let mut l = self.learned();
-                let mut next = Vec::new();
-                for i in pending.drain(..) {
-                    match l.plan(&urls[i], max_learning) {
-                        Plan::Static => {
-                            out[i] = Some(Seen {
-                                page: statics[i].clone(),
-                                why: None,
-                                took: fetch_took,
-                            });
-                            tick();
-                        }
-                        Plan::Render(w) => wave.push((i, w)),
-                        Plan::Wait => next.push(i),
-                    }
-                }
-                pending = next;
-            }
-            if wave.is_empty() {
-                // Nothing under way can answer the waiting pages (cannot happen: a page waits
-                // only on renders of its host in this wave); render them rather than loop.
-                wave.extend(pending.drain(..).map(|i| (i, Why::Learning)));
-                if wave.is_empty() {
-                    break;
-                }
-            }
-            let items = wave
-                .iter()
-                .map(|&(i, w)| (urls[i].clone(), w, Some(statics[i].clone())))
-                .collect();
-            let seen = self.render_for(items, tick).await;
-            for ((i, _), mut s) in wave.drain(..).zip(seen) {
-                s.took += fetch_took;
-                out[i] = Some(s);
+            run.plan(self, &statics, tick);
+            if !run.render_wave(self, &statics, tick).await {
+                break;
             }
         }
-        out.into_iter()
-            .zip(statics)
-            .map(|(o, s)| {
-                o.unwrap_or(Seen {
-                    page: s,
-                    why: None,
-                    took: fetch_took,
-                })
-            })
-            .collect()
+        run.finish(statics)
     }
 }
 

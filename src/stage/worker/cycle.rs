@@ -29,31 +29,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
         id: usize,
     ) -> Result<Self> {
         let client_id = format!("crawlsieve-{name}-{id}");
-        // An output event carries its input's URL, metadata and source plus the canonical URL
-        // and its pattern: room for 3× the largest input accepted, so an accepted event is never
-        // refused by our own producer (a broker with a lower limit still can: then the input
-        // becomes a `too_large` dead letter and its URL is released, never marked seen).
-        let max_out = k.default_producer_max_bytes().to_string();
-        let producer: ThreadedProducer<Deliveries> = client_config(
-            k,
-            &[
-                ("client.id", &client_id),
-                ("message.max.bytes", &max_out),
-                ("acks", "all"),
-                ("linger.ms", "1"),
-                ("message.timeout.ms", "30000"),
-                // The partition of a host is the one Java clients would pick (murmur2), so
-                // fetchers see each host on one partition whoever produced it.
-                ("partitioner", "murmur2_random"),
-            ],
-            &k.producer,
-        )
-        .create_with_context(Deliveries {
-            tallies: Mutex::default(),
-            reported: Condvar::new(),
-            errors: KafkaErrors::new(&k.brokers),
-        })
-        .context("creating the Kafka producer")?;
+        let producer = Self::create_producer(k, &client_id)?;
         let input = topics.input.clone();
         let pipeline = Arc::new(Mutex::new(Pipeline {
             topics,
@@ -73,29 +49,7 @@ impl<S: Stage + Send + 'static> Worker<S> {
             topic: input.clone(),
             errors: KafkaErrors::new(&k.brokers),
         };
-        let consumer: BaseConsumer<GroupContext<S>> = client_config(
-            k,
-            &[
-                ("group.id", &k.group_id),
-                ("client.id", &client_id),
-                ("enable.auto.commit", "false"),
-                ("enable.auto.offset.store", "false"),
-                ("auto.offset.reset", "earliest"),
-                // Consumer lag for the metrics (see GroupContext::stats).
-                ("statistics.interval.ms", "5000"),
-                // librdkafka stops fetching a partition whose local queue is over
-                // `queued.min.messages` and looks again only after this back-off (1 s by
-                // default): with a backlog, a consumer that drains its queue in less than that
-                // sits idle for the rest. 10 ms lifted a bare consume → produce copy from 127 k to
-                // 426 k events/s and the gate from 112 k to 211 k (scripts/bench-gate.sh, 1
-                // consumer); the queue's memory bounds (`queued.max.messages.kbytes`) are
-                // unchanged.
-                ("fetch.queue.backoff.ms", "10"),
-            ],
-            &k.consumer,
-        )
-        .create_with_context(ctx)
-        .context("creating the Kafka consumer")?;
+        let consumer = Self::create_consumer(k, &client_id, ctx)?;
         consumer
             .subscribe(&[&input])
             .context("subscribing to the input topic")?;
@@ -115,6 +69,69 @@ impl<S: Stage + Send + 'static> Worker<S> {
             report: Report::default(),
             last_error: None,
         })
+    }
+
+    /// The worker's Kafka producer (client `client_id`), its deliveries counted.
+    fn create_producer(k: &KafkaConfig, client_id: &str) -> Result<ThreadedProducer<Deliveries>> {
+        // An output event carries its input's URL, metadata and source plus the canonical URL
+        // and its pattern: room for 3× the largest input accepted, so an accepted event is never
+        // refused by our own producer (a broker with a lower limit still can: then the input
+        // becomes a `too_large` dead letter and its URL is released, never marked seen).
+        let max_out = k.default_producer_max_bytes().to_string();
+        let producer: ThreadedProducer<Deliveries> = client_config(
+            k,
+            &[
+                ("client.id", client_id),
+                ("message.max.bytes", &max_out),
+                ("acks", "all"),
+                ("linger.ms", "1"),
+                ("message.timeout.ms", "30000"),
+                // The partition of a host is the one Java clients would pick (murmur2), so
+                // fetchers see each host on one partition whoever produced it.
+                ("partitioner", "murmur2_random"),
+            ],
+            &k.producer,
+        )
+        .create_with_context(Deliveries {
+            tallies: Mutex::default(),
+            reported: Condvar::new(),
+            errors: KafkaErrors::new(&k.brokers),
+        })
+        .context("creating the Kafka producer")?;
+        Ok(producer)
+    }
+
+    /// The worker's Kafka consumer (client `client_id`) in the configured group, with `ctx`;
+    /// offsets are committed by hand.
+    fn create_consumer(
+        k: &KafkaConfig,
+        client_id: &str,
+        ctx: GroupContext<S>,
+    ) -> Result<BaseConsumer<GroupContext<S>>> {
+        let consumer: BaseConsumer<GroupContext<S>> = client_config(
+            k,
+            &[
+                ("group.id", &k.group_id),
+                ("client.id", client_id),
+                ("enable.auto.commit", "false"),
+                ("enable.auto.offset.store", "false"),
+                ("auto.offset.reset", "earliest"),
+                // Consumer lag for the metrics (see GroupContext::stats).
+                ("statistics.interval.ms", "5000"),
+                // librdkafka stops fetching a partition whose local queue is over
+                // `queued.min.messages` and looks again only after this back-off (1 s by
+                // default): with a backlog, a consumer that drains its queue in less than that
+                // sits idle for the rest. 10 ms lifted a bare consume → produce copy from 127 k to
+                // 426 k events/s and the gate from 112 k to 211 k (scripts/bench-gate.sh, 1
+                // consumer); the queue's memory bounds (`queued.max.messages.kbytes`) are
+                // unchanged.
+                ("fetch.queue.backoff.ms", "10"),
+            ],
+            &k.consumer,
+        )
+        .create_with_context(ctx)
+        .context("creating the Kafka consumer")?;
+        Ok(consumer)
     }
 
     fn pipe(&self) -> MutexGuard<'_, Pipeline<S>> {
