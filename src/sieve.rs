@@ -163,9 +163,12 @@ impl Sieve {
         // first, a quarter of `check`'s work, and rejected after).
         if self.base.is_none() && self.source.as_ref().is_none_or(|(t, _)| t.is_empty()) {
             let b = s.as_bytes();
-            if crate::url::lex::scheme_of(b).is_none()
-                && !matches!(b, [b'/' | b'\\', b'/' | b'\\', ..])
-                && !crate::url::lex::is_host_port(b)
+            // A scheme and a host:port both need a `:` (most relative candidates have none).
+            let colon = crate::url::find_byte(b':', b).is_some();
+            if !matches!(b, [b'/' | b'\\', b'/' | b'\\', ..])
+                && !(colon
+                    && (crate::url::lex::scheme_of(b).is_some()
+                        || crate::url::lex::is_host_port(b)))
             {
                 return Err(Reason::NoBase);
             }

@@ -303,9 +303,12 @@ pub(super) fn write_json_line(
     canonical: Option<&str>,
 ) {
     out.extend_from_slice(b"{\"input\":");
-    match std::str::from_utf8(input) {
-        Ok(s) => push_json_str(out, s),
-        Err(_) => push_json_str(out, &String::from_utf8_lossy(input)),
+    // Most lines are ASCII with nothing to escape: copied as they are, with no UTF-8 pass.
+    if !push_plain_json(out, input) {
+        match std::str::from_utf8(input) {
+            Ok(s) => push_json_str(out, s),
+            Err(_) => push_json_str(out, &String::from_utf8_lossy(input)),
+        }
     }
     out.extend_from_slice(b",\"verdict\":\"");
     out.extend_from_slice(verdict.as_bytes());
@@ -320,10 +323,47 @@ pub(super) fn write_json_line(
     }
     out.extend_from_slice(b",\"canonical\":");
     match canonical {
-        Some(c) => push_json_str(out, c),
+        Some(c) => {
+            if !push_plain_json(out, c.as_bytes()) {
+                push_json_str(out, c)
+            }
+        }
         None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(b"}\n");
+}
+
+/// `b` as a JSON string when it is ASCII with no byte to escape (`"`, `\\`, controls): copied
+/// whole, and `true`. Otherwise nothing is written and `false` (the caller escapes it).
+/// Eight bytes at a time: the common line is 30–100 bytes of URL.
+fn push_plain_json(out: &mut Vec<u8>, b: &[u8]) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    // Whether any byte of `x` needs a look: non-ASCII, below 0x20, `"` or `\\` (the classic
+    // "has a zero byte" / "has a byte less than n" word tricks, exact for "any").
+    let attention = |x: u64| {
+        let quote = x ^ (LO * u64::from(b'"'));
+        let slash = x ^ (LO * u64::from(b'\\'));
+        (x | (x.wrapping_sub(LO * 0x20) & !x)
+            | (quote.wrapping_sub(LO) & !quote)
+            | (slash.wrapping_sub(LO) & !slash))
+            & HI
+            != 0
+    };
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        if attention(u64::from_le_bytes(c.try_into().expect("8 bytes"))) {
+            return false;
+        }
+    }
+    if chunks.remainder().iter().any(|&c| c >= 0x80 || JSON_ESCAPE[c as usize]) {
+        return false;
+    }
+    out.reserve(b.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(b);
+    out.push(b'"');
+    true
 }
 
 /// Bytes a JSON string must escape (RFC 8259: `"`, `\\`, U+0000–U+001F).
@@ -597,5 +637,28 @@ mod tests {
         assert_eq!(v["reason"], "invalid_utf8");
         assert!(v["canonical"].is_null());
         assert_eq!(line.last(), Some(&b'\n'));
+    }
+
+    /// The eight-bytes-at-a-time copy says "plain" exactly when nothing needs escaping: every
+    /// byte value at every position of a 17-byte line (two words and a remainder), against
+    /// serde_json.
+    #[test]
+    fn the_plain_copy_is_exact_for_every_byte_at_every_position() {
+        for pos in 0..17 {
+            for v in 0..=255u8 {
+                let mut b = b"https://a.b/cdefg".to_vec();
+                b[pos] = v;
+                let mut out = Vec::new();
+                let plain = push_plain_json(&mut out, &b);
+                let needs = !(0x20..0x80).contains(&v) || v == b'"' || v == b'\\';
+                assert_eq!(plain, !needs, "byte {v:#x} at {pos}");
+                if plain {
+                    let s = std::str::from_utf8(&b).unwrap();
+                    assert_eq!(out, serde_json::to_vec(s).unwrap());
+                } else {
+                    assert!(out.is_empty());
+                }
+            }
+        }
     }
 }

@@ -6,7 +6,12 @@ use super::*;
 /// Trim what the WHATWG parser trims at the ends: ASCII whitespace (C0 controls other than
 /// whitespace are kept, so that they are reported).
 pub(super) fn trim(s: &str) -> &str {
-    s.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0c'))
+    // By bytes (the set is ASCII, which never occurs inside a multi-byte character).
+    let ws = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c');
+    let b = s.as_bytes();
+    let start = b.iter().position(|c| !ws(c)).unwrap_or(b.len());
+    let end = b.iter().rposition(|c| !ws(c)).map_or(start, |e| e + 1);
+    &s[start..end]
 }
 
 /// What the validator and the canonicalizer look at: [`trim`]med, tabs and newlines removed (as

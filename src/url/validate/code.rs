@@ -363,15 +363,15 @@ pub(super) fn js_dotted_chain(b: &[u8]) -> bool {
     if c.end < b.len() && !matches!(b[c.end], b'(' | b'[') {
         return false;
     }
-    let first = std::str::from_utf8(c.first).unwrap_or("");
-    let last = std::str::from_utf8(c.last).unwrap_or("");
-    let last_is_name = NAME_ENDINGS.iter().any(|e| e.eq_ignore_ascii_case(last));
-    if JS_RECEIVERS.contains(&first) {
-        return c.count >= 3 || c.end < b.len() || !last_is_name;
+    // (Chain parts are ASCII identifier bytes: compared as bytes. The receiver is asked first:
+    // most dotted candidates, `jquery.min.js`, have none and skip the name list.)
+    let last_is_name = || NAME_ENDINGS.iter().any(|e| e.as_bytes().eq_ignore_ascii_case(c.last));
+    if JS_RECEIVERS.iter().any(|r| r.as_bytes() == c.first) {
+        return c.count >= 3 || c.end < b.len() || !last_is_name();
     }
     // Minified receivers (`e.target.value`, `t.data.id`): one letter, three or more links, and a
     // JS-looking tail rather than a host or file name.
-    first.len() == 1 && c.count >= 3 && !last_is_name && c.min_tail_len > 1
+    c.first.len() == 1 && c.count >= 3 && c.min_tail_len > 1 && !last_is_name()
 }
 
 /// Known global functions whose call is code wherever it appears without a path before it.

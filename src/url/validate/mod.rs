@@ -289,7 +289,8 @@ impl Validator {
         if sc.has_control {
             return Err(Reason::ControlChars);
         }
-        let scheme = scheme_of(b);
+        // A scheme needs a `:` (which the scan reports).
+        let scheme = if sc.has_colon { scheme_of(b) } else { None };
         if let Some(sch) = scheme {
             if !self
                 .cfg

@@ -24,18 +24,27 @@ pub(super) fn path_rules(path: &[u8]) -> Option<Reason> {
     while p.last() == Some(&b'/') {
         p = &p[..p.len() - 1];
     }
-    let (mut ty, mut sub): (Option<&[u8]>, Option<&[u8]>) = (None, None);
-    for seg in p.split(|&c| c == b'/') {
+    // The segments, found by the word-at-a-time byte search (a byte-by-byte split cost more).
+    let (mut ty, mut sub): (Option<&[u8]>, &[u8]) = (None, &[]);
+    let mut start = 0;
+    loop {
+        let end = crate::url::find_byte(b'/', &p[start..]).map_or(p.len(), |e| start + e);
+        let seg = &p[start..end];
         if is_artifact(seg) {
             return Some(Reason::JsArtifact);
         }
-        ty = sub;
-        sub = Some(seg);
+        if start > 0 {
+            ty = Some(sub);
+        }
+        sub = seg;
+        if end == p.len() {
+            break;
+        }
+        start = end + 1;
     }
-    match (ty, sub) {
-        (Some(ty), Some(sub)) if mime_type(ty, sub) => Some(Reason::MimeType),
-        _ => None,
-    }
+    // The last two segments (a path of one segment has no type).
+    let ty = ty?;
+    mime_type(ty, sub).then_some(Reason::MimeType)
 }
 
 /// The path of a candidate, without query: after `scheme://host` for an absolute URL (empty
