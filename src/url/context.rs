@@ -141,47 +141,7 @@ fn js_unescape(s: &str) -> String {
                 }
                 None => out.push('x'),
             },
-            b'u' => {
-                if b.get(i) == Some(&b'{') {
-                    let end = s[i + 1..].find('}').map(|e| i + 1 + e);
-                    match end.and_then(|e| {
-                        (e > i + 1 && e - (i + 1) <= 6)
-                            .then(|| u32::from_str_radix(&s[i + 1..e], 16).ok())
-                            .flatten()
-                            .map(|v| (v, e))
-                    }) {
-                        Some((v, e)) => {
-                            out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
-                            i = e + 1;
-                        }
-                        None => out.push('u'),
-                    }
-                } else {
-                    match hex_at(s, i, 4) {
-                        Some(hi) if (0xD800..0xDC00).contains(&hi) => {
-                            i += 4;
-                            // A low surrogate escape right after joins it.
-                            let lo = (b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u'))
-                                .then(|| hex_at(s, i + 2, 4))
-                                .flatten()
-                                .filter(|lo| (0xDC00..0xE000).contains(lo));
-                            match lo {
-                                Some(lo) => {
-                                    let v = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-                                    out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
-                                    i += 6;
-                                }
-                                None => out.push('\u{fffd}'),
-                            }
-                        }
-                        Some(v) => {
-                            out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
-                            i += 4;
-                        }
-                        None => out.push('u'),
-                    }
-                }
-            }
+            b'u' => i = unicode_escape(s, i, &mut out),
             _ => {
                 // An identity escape: the character itself (may be multi-byte).
                 let start = i - 1;
@@ -194,6 +154,53 @@ fn js_unescape(s: &str) -> String {
     }
     out.push_str(&s[lit.min(s.len())..]);
     out
+}
+
+/// A `\u` escape whose `HHHH` or `{H…}` starts at `i` (after the `u`): its character pushed
+/// (a surrogate pair joined, a lone surrogate as U+FFFD, a malformed escape as its `u`);
+/// returns where reading goes on.
+fn unicode_escape(s: &str, mut i: usize, out: &mut String) -> usize {
+    let b = s.as_bytes();
+    if b.get(i) == Some(&b'{') {
+        let end = s[i + 1..].find('}').map(|e| i + 1 + e);
+        match end.and_then(|e| {
+            (e > i + 1 && e - (i + 1) <= 6)
+                .then(|| u32::from_str_radix(&s[i + 1..e], 16).ok())
+                .flatten()
+                .map(|v| (v, e))
+        }) {
+            Some((v, e)) => {
+                out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                i = e + 1;
+            }
+            None => out.push('u'),
+        }
+        return i;
+    }
+    match hex_at(s, i, 4) {
+        Some(hi) if (0xD800..0xDC00).contains(&hi) => {
+            i += 4;
+            // A low surrogate escape right after joins it.
+            let lo = (b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u'))
+                .then(|| hex_at(s, i + 2, 4))
+                .flatten()
+                .filter(|lo| (0xDC00..0xE000).contains(lo));
+            match lo {
+                Some(lo) => {
+                    let v = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                    out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                    i += 6;
+                }
+                None => out.push('\u{fffd}'),
+            }
+        }
+        Some(v) => {
+            out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+            i += 4;
+        }
+        None => out.push('u'),
+    }
+    i
 }
 
 /// `n` hex digits at `s[i..]`, if they are there.

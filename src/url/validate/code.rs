@@ -416,7 +416,17 @@ pub(super) fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
     if declaration(b) || new_call(b) {
         return true;
     }
-    for kw in [
+    statement_start(b)
+        || logical_operator(b)
+        || statement_punctuation(b)
+        // Method calls and receivers before the first `/` (after it, `St._Louis_(city)` is a path).
+        || head_call(&b[..first_slash.unwrap_or(b.len())])
+        || receiver_after_punctuation(b)
+}
+
+/// Starts with a statement keyword: `return `, `typeof `, `if(`, `else{`, …
+fn statement_start(b: &[u8]) -> bool {
+    [
         &b"return "[..],
         b"typeof ",
         b"void ",
@@ -431,12 +441,13 @@ pub(super) fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
         b"switch(",
         b"else{",
         b"else ",
-    ] {
-        if b.starts_with(kw) {
-            return true;
-        }
-    }
-    // `&&` / `||` next to code punctuation (`?q=a&&b` is a query, not code).
+    ]
+    .iter()
+    .any(|kw| b.starts_with(kw))
+}
+
+/// `&&` / `||` next to code punctuation (`?q=a&&b` is a query, not code).
+fn logical_operator(b: &[u8]) -> bool {
     for op in [&b"&&"[..], b"||"] {
         let mut i = 0;
         while let Some(off) = find(&b[i..], op) {
@@ -454,7 +465,11 @@ pub(super) fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
             i = p + 2;
         }
     }
-    // Statement and call punctuation that URLs do not contain.
+    false
+}
+
+/// Statement and call punctuation that URLs do not contain: `){`, `};`, `('`, `'+`, …
+fn statement_punctuation(b: &[u8]) -> bool {
     for pat in [
         &b"){"[..],
         b"}(",
@@ -483,9 +498,11 @@ pub(super) fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
             return true;
         }
     }
+    false
+}
 
-    // Method calls and receivers before the first `/` (after it, `St._Louis_(city)` is a path).
-    let head = &b[..first_slash.unwrap_or(b.len())];
+/// A method call (`.select(`) or a known global's call (`alert(1)`) in `head`.
+fn head_call(head: &[u8]) -> bool {
     let mut i = 0;
     while let Some(off) = crate::url::find_byte(b'(', &head[i..]) {
         let p = i + off;
@@ -506,20 +523,21 @@ pub(super) fn js_code(b: &[u8], first_slash: Option<usize>) -> bool {
         }
         i = p + 1;
     }
-    // A receiver after JS punctuation: `(document.head`, `;window.location` (needs a `.`).
+    false
+}
+
+/// A receiver after JS punctuation: `(document.head`, `;window.location` (needs a `.`).
+fn receiver_after_punctuation(b: &[u8]) -> bool {
     if crate::url::find_byte(b'.', b).is_none() {
         return false;
     }
-    for (p, &c) in b.iter().enumerate() {
-        if is_js_punct(c) {
-            let rest = &b[p + 1..];
-            let chain = ident_chain(rest);
-            if chain.count >= 2 && JS_RECEIVERS.iter().any(|r| r.as_bytes() == chain.first) {
-                return true;
-            }
+    b.iter().enumerate().any(|(p, &c)| {
+        if !is_js_punct(c) {
+            return false;
         }
-    }
-    false
+        let chain = ident_chain(&b[p + 1..]);
+        chain.count >= 2 && JS_RECEIVERS.iter().any(|r| r.as_bytes() == chain.first)
+    })
 }
 
 /// `function(` / `function name(` with a word boundary.
