@@ -157,7 +157,7 @@ fn scenario(
     name: &str,
     seed: u64,
     url: &str,
-    extra: &[&str],
+    (extra, last): (&[&str], Option<&[&str]>),
     processes: usize,
     fault: &mut dyn FnMut(&mut Rng, &mut Vec<Child>),
 ) -> Tally {
@@ -215,6 +215,19 @@ fn scenario(
         }
         all.extend(emitted(&std::fs::read_to_string(&out).unwrap_or_default()));
     }
+    // A last, healthy run with other arguments (a budgeted scenario's run without the budget:
+    // what the budget held back must come out then, or it was lost).
+    if let Some(last) = last {
+        let out = dir.path().join("last.txt");
+        let o = dedup(url, &ns, &path, &out, last).wait_with_output().unwrap();
+        assert!(
+            o.status.success(),
+            "{name} seed {seed}: the last run failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        t.runs += 1;
+        all.extend(emitted(&std::fs::read_to_string(&out).unwrap_or_default()));
+    }
     let got: HashSet<u128> = all.iter().copied().collect();
     t.lost = want.difference(&got).count();
     t.repeats = all.len() - got.len();
@@ -236,13 +249,24 @@ fn many(
     url: &str,
     extra: &[&str],
     processes: usize,
+    fault: impl FnMut(&mut Rng, &mut Vec<Child>),
+) {
+    many_then(name, url, (extra, None), processes, fault)
+}
+
+/// [`many`], with a last healthy run of other arguments after each seed (see [`scenario`]).
+fn many_then(
+    name: &str,
+    url: &str,
+    args: (&[&str], Option<&[&str]>),
+    processes: usize,
     mut fault: impl FnMut(&mut Rng, &mut Vec<Child>),
 ) {
     let started = Instant::now();
     let (mut lost, mut repeats, mut max_rep, mut hit, mut failed, mut runs) = (0, 0, 0, 0, 0, 0);
     let n = seeds();
     for seed in 1..=n {
-        let t = scenario(name, seed, url, extra, processes, &mut fault);
+        let t = scenario(name, seed, url, args, processes, &mut fault);
         assert_eq!(t.lost, 0, "{name} seed {seed}: {t:?}");
         lost += t.lost;
         repeats += t.repeats;
@@ -434,6 +458,47 @@ fn client_pause_and_client_kill_lose_nothing() {
     );
 }
 
+/// The per-host budget under faults (issue 44: `dedup --redis` applies it as the gate does): a
+/// small budget, so that many hosts go over it and their surplus is taken back out of the
+/// filter, while connections are killed (`CLIENT KILL`) or the process is (`SIGKILL`). After
+/// the re-runs, one run without the budget: every URL the budget held back must come out then —
+/// a surplus left marked seen, or a budget failure that dropped URLs, is a loss.
+#[test]
+fn a_budget_under_client_kill_and_sigkill_loses_nothing() {
+    let server = OwnRedis::start(&[]);
+    let url = server.url();
+    let budget: &[&str] = &[
+        "--max-new-urls-per-host",
+        "20",
+        "--budget-window",
+        "1h",
+        "--redis-timeout",
+        "500ms",
+        "--redis-retry-for",
+        "20s",
+        "--claim-ttl",
+        "1s",
+    ];
+    let last: &[&str] = &["--claim-ttl", "1s"];
+    many_then("budget-kill", &url, (budget, Some(last)), 1, |rng, children| {
+        let mut con = server.con();
+        while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
+            std::thread::sleep(Duration::from_millis(rng.range(50, 300)));
+            let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("TYPE")
+                .arg("normal")
+                .arg("SKIPME")
+                .arg("yes")
+                .query(&mut con);
+        }
+    });
+    many_then("budget-sigkill", &url, (budget, Some(last)), 1, |rng, children| {
+        std::thread::sleep(Duration::from_millis(rng.range(100, 700)));
+        let _ = children[0].kill();
+    });
+}
+
 #[test]
 fn a_black_holed_connection_loses_nothing() {
     let server = OwnRedis::start(&[]);
@@ -496,7 +561,7 @@ fn four_healthy_processes_emit_each_url_once_in_every_mode() {
                 &format!("healthy-{mode}"),
                 seed,
                 &url,
-                &["--mode", mode],
+                (&["--mode", mode], None),
                 4,
                 &mut |_, _| {},
             );
