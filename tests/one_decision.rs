@@ -427,3 +427,124 @@ fn the_api_and_dedup_fetch_robots_txt_and_hold_what_they_cannot_judge() {
     );
     assert_eq!(d, first, "dedup answers as the API did");
 }
+
+/// `POST /v1/filter` with an `Idempotency-Key`: (status, body as JSON or null).
+fn filter_with_key(port: u16, key: &str, body: &Value) -> (u16, Value) {
+    let body = body.to_string();
+    let req = format!(
+        "POST /v1/filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nIdempotency-Key: {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let raw = http_request(port, req.as_bytes());
+    let (head, json) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, serde_json::from_str(json).unwrap_or(Value::Null))
+}
+
+/// Never lose a URL: the API waits for new sites' robots.txt within the request while Redis
+/// stalls (`DEBUG SLEEP`, longer than the request timeout) in the middle of it. A client that
+/// retries an error with the same `Idempotency-Key`, and sends `held` URLs again (a new request,
+/// a new key), must get every allowed URL `new` — exactly once over the final answers — and
+/// every disallowed one `robots_disallowed`. Several seeds move the stall across the request.
+#[test]
+fn the_api_loses_nothing_when_redis_stalls_during_a_robots_wait() {
+    let redis = OwnRedis::start(&["--enable-debug-command", "yes"]);
+    let origins: Vec<Origin> = (0..4).map(|_| Origin::start(200)).collect();
+    let mut s = sets(&redis, "stall-api");
+    s.retain(|l| !l.starts_with("redis.max_new_urls_per_host"));
+    s.push("redis.timeout=300ms".into());
+    s.push("sieve.allow_private=[\"127.0.0.1\"]".into());
+    let allow: Vec<String> = origins
+        .iter()
+        .map(|o| format!("\"127.0.0.1:{}\"", o.port))
+        .collect();
+    s.push(format!("robots.allow=[{}]", allow.join(",")));
+    let api = Api::start(&s);
+    let mut hit = 0;
+    for seed in 0..4u64 {
+        // Fresh paths per seed (the sites' robots.txt records stay: later seeds stall on the
+        // filter and the records' reads rather than on the fetches).
+        let mut urls = Vec::new();
+        let (mut allowed, mut disallowed) = (Vec::new(), Vec::new());
+        for o in &origins {
+            for i in 0..5 {
+                let u = format!("http://127.0.0.1:{}/pub/{seed}/{i}", o.port);
+                allowed.push(u.clone());
+                urls.push(u);
+            }
+            let u = format!("http://127.0.0.1:{}/private/{seed}", o.port);
+            disallowed.push(u.clone());
+            urls.push(u);
+        }
+        let mut con = redis.con();
+        let stall = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20 + 60 * seed));
+            let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1.5).query(&mut con).unwrap();
+        });
+        let (mut new, mut rejected) = (Vec::<String>::new(), Vec::<(String, String)>::new());
+        let mut pending = urls.clone();
+        let started = Instant::now();
+        let mut round = 0;
+        while !pending.is_empty() {
+            round += 1;
+            assert!(round < 100, "seed {seed}: never settled: {pending:?}");
+            let key = format!("stall-{seed}-{round}");
+            let body = json!({ "urls": pending });
+            // Retried with the same key until answered (a 5xx, or a reply lost in the stall).
+            let resp = loop {
+                let (status, v) = filter_with_key(api.port, &key, &body);
+                if status == 200 {
+                    break v;
+                }
+                hit += 1;
+                assert!(
+                    status >= 500 || status == 409 || status == 429,
+                    "seed {seed}: {status} {v}"
+                );
+                assert!(started.elapsed() < Duration::from_secs(60), "seed {seed}: no answer");
+                std::thread::sleep(Duration::from_millis(100));
+            };
+            let answer = outcomes_of_api(&resp, pending.len());
+            let mut held = Vec::new();
+            for (u, (verdict, reason, canonical)) in pending.iter().zip(answer) {
+                match verdict.as_str() {
+                    "keep" => new.push(canonical.unwrap()),
+                    "reject" => rejected.push((u.clone(), reason.unwrap())),
+                    "held" => held.push(u.clone()),
+                    other => panic!("seed {seed}: {u} answered {other}: lost"),
+                }
+            }
+            if !held.is_empty() {
+                hit += 1;
+            }
+            pending = held;
+        }
+        stall.join().unwrap();
+        let mut got = new.clone();
+        got.sort();
+        got.dedup();
+        assert_eq!(got.len(), new.len(), "seed {seed}: a URL answered new twice");
+        let mut want = allowed.clone();
+        want.sort();
+        assert_eq!(got, want, "seed {seed}: every allowed URL new, once");
+        for (u, r) in &rejected {
+            assert!(disallowed.contains(u), "seed {seed}: {u} rejected {r}");
+            assert_eq!(r, "robots_disallowed");
+        }
+        assert_eq!(rejected.len(), disallowed.len(), "seed {seed}");
+        if started.elapsed() > Duration::from_millis(1000) {
+            hit += 1;
+        }
+        println!(
+            "seed {seed}: {} new, {} rejected, {round} request(s), {:.2} s, faults seen so far {hit}",
+            new.len(),
+            rejected.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    assert!(hit > 0, "the stall never reached a request");
+}
