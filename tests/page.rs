@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crawlsieve::page::cluster::{cluster, Assignment};
 use crawlsieve::page::pattern_sampler::{Sampler, Verdict};
-use crawlsieve::page::rules::Rule;
+use crawlsieve::page::rule_pages::Rule;
 use crawlsieve::page::similarity::{compare, Thresholds};
 use crawlsieve::page::Page;
 use proptest::prelude::*;

@@ -7,7 +7,7 @@ mod common;
 
 use common::site::serve;
 
-use crawlsieve::page::rules::Rule;
+use crawlsieve::page::rule_pages::Rule;
 use crawlsieve::page::similarity::{compare, Thresholds};
 use crawlsieve::page::Page;
 use crawlsieve::render::safety::Policy;
@@ -93,7 +93,7 @@ async fn renders_real_pages_safely() {
     // A login wall is classified from the rendered page.
     let login = to_page(&r.render(&url("/login")).await);
     assert_eq!(
-        crawlsieve::page::rules::page_rule(200, true, &login.features),
+        crawlsieve::page::rule_pages::page_rule(200, true, &login.features),
         Some(Rule::L1)
     );
 

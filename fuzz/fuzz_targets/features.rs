@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
             // The main text is part of the visible text.
             assert!(f.text_chars <= f.visible_chars, "{} > {}", f.text_chars, f.visible_chars);
             let p = Page::new("https://a.example/", "", 200, "text/html", &html);
-            let _ = crawlsieve::page::rules::page_rule(200, true, &p.features);
+            let _ = crawlsieve::page::rule_pages::page_rule(200, true, &p.features);
         }
         Err(_) => assert!(!accepted),
     }

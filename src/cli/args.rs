@@ -1,7 +1,7 @@
 //! The argument structs the line commands share — input, junk rules and canonicalization,
 //! crawl scope, output, the crawl policy of `dedup --redis` — and the arguments of `dedup`,
 //! `check`, `canon` and `pattern` made of them; their value parsers; and what they build: the
-//! sieve ([`RuleArgs::sieve`]), its scope ([`ScopeArgs::apply`]), the policy's configuration
+//! sieve ([`SieveArgs::sieve`]), its scope ([`ScopeArgs::apply`]), the policy's configuration
 //! ([`PolicyArgs::config`]). Their `///` comments are the `--help` text.
 
 use std::fs::File;
@@ -37,7 +37,7 @@ pub struct InputArgs {
 /// Validator and canonicalization settings.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Junk rules and canonicalization")]
-pub struct RuleArgs {
+pub struct SieveArgs {
     /// Threshold profile.
     #[arg(long, env = "CRAWLSIEVE_PROFILE", value_enum, default_value_t = Profile::Standard)]
     pub profile: Profile,
@@ -149,7 +149,7 @@ fn parse_base(s: &str) -> std::result::Result<Url, String> {
     }
 }
 
-impl RuleArgs {
+impl SieveArgs {
     /// The same settings as a gate configuration's `[sieve]` (one builder for both).
     fn section(&self) -> crate::config::SieveSection {
         crate::config::SieveSection {
@@ -386,7 +386,7 @@ pub struct DedupArgs {
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]
-    pub rules: RuleArgs,
+    pub sieve_args: SieveArgs,
     #[command(flatten)]
     pub scope: ScopeArgs,
     #[command(flatten)]
@@ -499,7 +499,7 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]
-    pub rules: RuleArgs,
+    pub sieve_args: SieveArgs,
     #[command(flatten)]
     pub scope: ScopeArgs,
     #[command(flatten)]
@@ -512,7 +512,7 @@ pub struct CanonArgs {
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]
-    pub rules: RuleArgs,
+    pub sieve_args: SieveArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -523,7 +523,7 @@ pub struct PatternArgs {
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]
-    pub rules: RuleArgs,
+    pub sieve_args: SieveArgs,
     #[command(flatten)]
     pub output: OutputArgs,
     /// Prefix each pattern with this HTTP method (`GET`, `POST`, ...).

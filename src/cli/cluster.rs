@@ -9,7 +9,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::page::cluster::{cluster, eligible};
-use crate::page::rules::Rule;
+use crate::page::rule_pages::Rule;
 use crate::page::similarity::Thresholds;
 use crate::page::{Page, Timings};
 use crate::url::Canonicalizer;

@@ -24,7 +24,7 @@
 //! * `report_html.rs` — the cluster report as one self-contained HTML file.
 //! * `similar.rs` — `similar`: URLs rendered in headless Chromium, then clustered.
 //! * `robots.rs` — `robots`: URLs judged against a robots.txt file.
-//! * `rules.rs` — `rules`: a namespace's learned parameter rules.
+//! * `learned_rules.rs` — `rules`: a namespace's learned parameter rules.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -35,12 +35,12 @@ mod dedup;
 mod docs;
 pub mod exit;
 mod gate;
+mod learned_rules;
 mod lines;
 mod redis;
 mod render;
 pub mod report_html;
 mod robots;
-mod rules;
 mod serve;
 mod similar;
 mod url_commands;
@@ -50,7 +50,7 @@ pub use similar::normalize_args;
 pub use crate::config::{Dur, DEFAULT_CAPACITY, DEFAULT_FP_RATE};
 pub use args::{
     CanonArgs, CheckArgs, DedupArgs, Format, InputArgs, OutputArgs, PatternArgs, PolicyArgs,
-    RuleArgs, ScopeArgs,
+    ScopeArgs, SieveArgs,
 };
 pub use docs::{CompletionsArgs, ManArgs};
 pub use lines::Summary;
@@ -112,7 +112,7 @@ pub enum Command {
     Robots(robots::RobotsArgs),
     /// Learned parameter rules of a namespace (the render stage learns, the gate applies):
     /// list, export, revoke.
-    Rules(rules::RulesArgs),
+    Rules(learned_rules::LearnedRulesArgs),
     /// Print a shell completion script (`crawlsieve completions bash > /etc/bash_completion.d/crawlsieve`).
     Completions(CompletionsArgs),
     /// Print the man page (roff), or write one page per command into a directory.
@@ -133,7 +133,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Gate(a) => gate::gate(a),
         Command::Cluster(a) => cluster::run(a),
         Command::Robots(a) => robots::run(a),
-        Command::Rules(a) => rules::run(a),
+        Command::Rules(a) => learned_rules::run(a),
         Command::Similar(a) => similar::run(a),
         Command::Render(a) => render::render(a),
         Command::Serve(a) => serve::serve(a),

@@ -275,7 +275,7 @@ pub enum BloomCommand {
         /// URLs to forget; none given, or `-`: one per line on stdin.
         urls: Vec<String>,
         #[command(flatten)]
-        rules: Box<super::RuleArgs>,
+        sieve_args: Box<super::SieveArgs>,
     },
 }
 
@@ -347,8 +347,8 @@ fn bloom_at(a: BloomArgs) -> Result<()> {
         BloomCommand::Forget {
             namespace,
             urls,
-            rules,
-        } => forget(cfg, &namespace, urls, &rules),
+            sieve_args,
+        } => forget(cfg, &namespace, urls, &sieve_args),
         BloomCommand::Drop { namespace } => {
             // JSON out, as every `bloom` command (README); a namespace that is not there is
             // an error all the same (a typo must not look like a success).
@@ -364,7 +364,12 @@ fn bloom_at(a: BloomArgs) -> Result<()> {
 }
 
 /// `crawlsieve bloom forget`.
-fn forget(cfg: RedisConfig, ns: &str, urls: Vec<String>, rules: &super::RuleArgs) -> Result<()> {
+fn forget(
+    cfg: RedisConfig,
+    ns: &str,
+    urls: Vec<String>,
+    sieve_args: &super::SieveArgs,
+) -> Result<()> {
     let urls = if urls.is_empty() || urls == ["-"] {
         use std::io::BufRead;
         std::io::stdin()
@@ -377,7 +382,7 @@ fn forget(cfg: RedisConfig, ns: &str, urls: Vec<String>, rules: &super::RuleArgs
     } else {
         urls
     };
-    let mut sieve = rules.sieve()?;
+    let mut sieve = sieve_args.sieve()?;
     // The namespace's learned parameter rules make its fingerprints, as in the gate and the API.
     let mut f = RedisFilter::attach(cfg.clone(), ns, &Expect::default())?;
     let verify = crate::pattern_verdicts::PatternConfig::default().learned_params_verify_one_in;

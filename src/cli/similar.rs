@@ -408,7 +408,7 @@ fn learn(pages: &[Page], errors: &[String]) -> Vec<crate::page::params::Learned>
         if e.is_empty()
             && (200..300).contains(&p.status)
             && p.final_url == p.url
-            && crate::page::rules::page_rule(p.status, is_html, &p.features).is_none()
+            && crate::page::rule_pages::page_rule(p.status, is_html, &p.features).is_none()
         {
             for c in learner.observe(&p.url, &p.features) {
                 match c {

@@ -65,7 +65,7 @@ enum DedupFilter {
 pub(super) fn dedup(a: DedupArgs) -> Result<()> {
     // The sieve and its scope from the flags; the inputs, the output and the state file checked
     // before anything is written.
-    let mut sieve = a.rules.sieve()?;
+    let mut sieve = a.sieve_args.sieve()?;
     a.scope.apply(&mut sieve)?;
     check_io(&a.input, &a.output)?;
     check_state_path(&a)?;
@@ -168,7 +168,9 @@ fn stream_redis(
     em: &mut Emitter,
     progress: Option<&Progress>,
 ) -> Result<()> {
-    let cfg = a.policy.config(&a.redis.namespace, &a.rules.robots_agent);
+    let cfg = a
+        .policy
+        .config(&a.redis.namespace, &a.sieve_args.robots_agent);
     let redis = a.redis.config().expect("--redis given");
     let metrics = crate::observe::FilterMetrics::new(&crate::observe::Metrics::new("dedup"));
     let mut policy = crate::gate::policy::Policy::with_redis(&cfg, redis, metrics);
@@ -262,7 +264,7 @@ fn finish_redis(
 }
 
 pub(super) fn check(a: CheckArgs) -> Result<()> {
-    let mut sieve = a.rules.sieve()?;
+    let mut sieve = a.sieve_args.sieve()?;
     a.scope.apply(&mut sieve)?;
     check_io(&a.input, &a.output)?;
     let mut out = open_output(&a.output)?;
@@ -311,7 +313,7 @@ fn hint_no_base(command: &str, no_base: u64) {
 }
 
 pub(super) fn canon(a: CanonArgs) -> Result<()> {
-    let mut sieve = a.rules.sieve()?;
+    let mut sieve = a.sieve_args.sieve()?;
     check_io(&a.input, &a.output)?;
     let mut out = open_output(&a.output)?;
     let mut no_base = 0;
@@ -338,7 +340,7 @@ pub(super) fn pattern_cmd(a: PatternArgs) -> Result<()> {
             )));
         }
     }
-    let mut sieve = a.rules.sieve()?;
+    let mut sieve = a.sieve_args.sieve()?;
     check_io(&a.input, &a.output)?;
     let mut out = open_output(&a.output)?;
     let mut no_base = 0;

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::rules::{page_rule, Rule, MIN_HTML_BYTES, MIN_TEXT_CHARS};
+use super::rule_pages::{page_rule, Rule, MIN_HTML_BYTES, MIN_TEXT_CHARS};
 use super::similarity::{compare, Similarity, Thresholds};
 use super::Page;
 

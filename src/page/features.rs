@@ -28,7 +28,7 @@ use scraper::{Html, Node};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::rules::{keyword_hits, KeywordHits};
+use super::rule_pages::{keyword_hits, KeywordHits};
 
 mod scan;
 

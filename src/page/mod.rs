@@ -7,7 +7,7 @@
 //! * [`similarity`] — content, structure, visual, behaviour; the seed's duplicate rule with
 //!   scales that make its thresholds mean what they say ([`similarity::Thresholds::seed`] keeps
 //!   the seed's own).
-//! * [`rules`] — E1, E3, L1, W1, M1, T1 (R1 and U1 are decided with the other pages).
+//! * [`rule_pages`] — E1, E3, L1, W1, M1, T1 (R1 and U1 are decided with the other pages).
 //! * [`cluster`] — the Hamming index and the canonical-centred batch clustering.
 //! * [`pattern_sampler`] — per URL pattern, sample N pages and decide similar/different.
 //! * [`dynamic`] — what a page's HTML says about whether a browser would show something else.
@@ -25,7 +25,7 @@ pub mod features;
 pub mod online;
 pub mod params;
 pub mod pattern_sampler;
-pub mod rules;
+pub mod rule_pages;
 pub mod similarity;
 pub mod soft404;
 pub mod warc;

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use super::cluster::{eligible, origin, short_hash, HammingIndex};
-use super::rules::{page_rule, Rule};
+use super::rule_pages::{page_rule, Rule};
 use super::similarity::{compare, Similarity, Thresholds};
 use super::{Features, Page};
 

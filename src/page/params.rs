@@ -14,10 +14,10 @@
 //! A rule is learned once a (host, `P`) has evidence from ≥ [`LearnConfig::min_values`] distinct
 //! values over ≥ [`LearnConfig::min_paths`] distinct paths (the path alone: scheme and port do
 //! not make another path), ≥ [`LearnConfig::min_samples`] comparisons, and no counter-example.
-//! Pages with little main text (under [`crate::page::rules::MIN_TEXT_CHARS`] characters: a "no
-//! results" or "not found" page looks the same whatever the URL) are no evidence either way. The
-//! thresholds err towards keeping pages apart: a rule merges URLs before anything is fetched,
-//! so one wrong rule loses pages, while a rule not learned costs only repeated fetches.
+//! Pages with little main text (under [`crate::page::rule_pages::MIN_TEXT_CHARS`] characters:
+//! a "no results" or "not found" page looks the same whatever the URL) are no evidence either
+//! way. The thresholds err towards keeping pages apart: a rule merges URLs before anything is
+//! fetched, so one wrong rule loses pages, while a rule not learned costs only repeated fetches.
 //!
 //! The learner keeps the first page of each group as its reference, so memory grows with the
 //! groups met; it forgets everything (and learns again) past [`LearnConfig::max_groups`].
@@ -224,7 +224,7 @@ impl<'a> Query<'a> {
         let q = url[..end].find('?')?;
         if host.is_empty()
             || f.minhash.is_empty()
-            || f.text_chars < crate::page::rules::MIN_TEXT_CHARS
+            || f.text_chars < crate::page::rule_pages::MIN_TEXT_CHARS
         {
             return None;
         }

@@ -328,7 +328,7 @@ pub fn agree(stat: &Page, rend: &Page) -> bool {
         return false;
     }
     let rule = |p: &Page| {
-        crate::page::rules::page_rule(p.status, p.is_html(), &p.features).map(|r| r.code())
+        crate::page::rule_pages::page_rule(p.status, p.is_html(), &p.features).map(|r| r.code())
     };
     if rule(stat) != rule(rend) {
         return false;

@@ -8,7 +8,7 @@ use crate::redis_filter::{Conn, RedisConfig};
 
 /// `crawlsieve rules` arguments.
 #[derive(Debug, Args)]
-pub struct RulesArgs {
+pub struct LearnedRulesArgs {
     /// Redis URL (comma-separated seeds for a cluster).
     #[arg(
         long,
@@ -30,12 +30,12 @@ pub struct RulesArgs {
     )]
     pub namespace: String,
     #[command(subcommand)]
-    pub command: RulesCommand,
+    pub command: LearnedRulesCommand,
 }
 
 /// `crawlsieve rules …` subcommands.
 #[derive(Debug, Subcommand)]
-pub enum RulesCommand {
+pub enum LearnedRulesCommand {
     /// The rules in force, one JSON object per line (host, param, evidence); with
     /// `--revoked`, the revocations instead.
     List {
@@ -58,7 +58,7 @@ pub enum RulesCommand {
     },
 }
 
-pub(super) fn run(a: RulesArgs) -> Result<()> {
+pub(super) fn run(a: LearnedRulesArgs) -> Result<()> {
     let Some(url) = a.redis.as_deref() else {
         return Err(super::exit::usage(
             "--redis URL (or CRAWLSIEVE_REDIS) is required, e.g. --redis redis://127.0.0.1:6379",
@@ -66,7 +66,7 @@ pub(super) fn run(a: RulesArgs) -> Result<()> {
     };
     let mut cfg = RedisConfig::new(url);
     cfg.cluster |= a.redis_cluster;
-    if let RulesCommand::Revoke { host, param, .. } = &a.command {
+    if let LearnedRulesCommand::Revoke { host, param, .. } = &a.command {
         // A rule's host is `host[:port]` as `rules list` shows it; a URL there would write a
         // revocation no rule ever matches.
         if host.contains("://") || host.contains('/') || host.is_empty() {
@@ -108,7 +108,7 @@ pub(super) fn run(a: RulesArgs) -> Result<()> {
         )));
     }
     match a.command {
-        RulesCommand::List { revoked } => {
+        LearnedRulesCommand::List { revoked } => {
             let (rules, revs) = crate::params::list(&mut conn, ns)?;
             if revoked {
                 for r in revs {
@@ -120,12 +120,12 @@ pub(super) fn run(a: RulesArgs) -> Result<()> {
                 }
             }
         }
-        RulesCommand::Export => {
+        LearnedRulesCommand::Export => {
             let (rules, revs) = crate::params::list(&mut conn, ns)?;
             let doc = serde_json::json!({"namespace": ns, "rules": rules, "revoked": revs});
             super::lines::out_line(&serde_json::to_string_pretty(&doc)?)?;
         }
-        RulesCommand::Revoke { host, param, clear } => {
+        LearnedRulesCommand::Revoke { host, param, clear } => {
             let out = if clear {
                 let had = crate::params::clear_revocation(&mut conn, ns, &host, &param)?;
                 serde_json::json!({"host": host, "param": param, "revocation_cleared": had})
