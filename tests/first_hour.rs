@@ -720,6 +720,17 @@ fn state_bom_pipes_and_relative_lines() {
         b"\xEF\xBB\xBFhttps://a.example/x\n",
     );
     assert_eq!(out(&o), "https://a.example/x\n");
+    // Files joined with `cat` carry their marks into the stream (issue 45): every line's goes,
+    // through `dedup`'s batches and `check`'s lines alike.
+    let joined = b"\xEF\xBB\xBFhttps://a.example/x\n\xEF\xBB\xBFhttps://b.example/y\n";
+    let o = run(&["dedup", "-q"], joined);
+    assert_eq!(out(&o), "https://a.example/x\nhttps://b.example/y\n");
+    let o = run(&["check", "--base", "https://docs.example.org/"], joined);
+    let canon: Vec<String> = out(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["canonical"].to_string())
+        .collect();
+    assert_eq!(canon, ["\"https://a.example/x\"", "\"https://b.example/y\""]);
     let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
         .args(["completions", "zsh"])
         .stdout(Stdio::piped())

@@ -101,7 +101,6 @@ pub(super) fn for_each_line(
     for src in sources(input) {
         let s = open_source(src)?;
         let mut r = LineReader::new(s.reader, input.max_line_bytes);
-        let mut first = true;
         loop {
             if would_wait(&r, s.fd) {
                 f(None)?;
@@ -112,9 +111,7 @@ pub(super) fn for_each_line(
             {
                 break;
             }
-            if std::mem::take(&mut first) {
-                strip_bom(&mut line);
-            }
+            strip_bom(&mut line);
             f(Some(&line))?;
             if let Some(p) = progress {
                 p.tick(line.bytes.len() as u64 + 1);
@@ -124,8 +121,9 @@ pub(super) fn for_each_line(
     Ok(())
 }
 
-/// A UTF-8 byte-order mark at the start of a file (Windows editors write one) is no part of
-/// the first candidate (it became `%EF%BB%BFhttps://…`).
+/// A UTF-8 byte-order mark at the start of a line is no part of its candidate (it became
+/// `%EF%BB%BFhttps://…`): Windows editors write one at the start of a file, and files joined
+/// with `cat` carry theirs into the middle of the stream — stripped on every line.
 fn strip_bom(line: &mut Line) {
     if line.bytes.starts_with(b"\xEF\xBB\xBF") {
         line.bytes.drain(..3);
@@ -155,7 +153,6 @@ pub(super) fn for_each_batch(
     for src in sources(input) {
         let s = open_source(src)?;
         let mut r = LineReader::new(s.reader, input.max_line_bytes).interruptible(stop.is_some());
-        let mut first = true;
         loop {
             if stop.is_some_and(|s| s.requested()) {
                 f(&batch[..filled], false)?;
@@ -186,7 +183,7 @@ pub(super) fn for_each_batch(
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 read => read.with_context(|| format!("reading {}", source_name(src)))?,
             };
-            if more && std::mem::take(&mut first) {
+            if more {
                 strip_bom(&mut batch[filled]);
             }
             if more {
