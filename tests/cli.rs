@@ -318,9 +318,31 @@ fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
         String::from_utf8_lossy(&f.stderr)
     );
     assert!(
-        String::from_utf8_lossy(&f.stderr).contains("1 of 3 URLs not forgotten"),
+        String::from_utf8_lossy(&f.stderr)
+            .contains("1 of 3 URLs not forgotten: 1 rejected by the sieve"),
         "{}",
         String::from_utf8_lossy(&f.stderr)
+    );
+    // Every URL not forgotten is counted (issue 45: one rejected and one never seen were "1 of
+    // 3 not forgotten").
+    let f2 = run(
+        &[
+            "bloom",
+            "forget",
+            "--redis",
+            R,
+            "--namespace",
+            "cli-test",
+            "https://never-seen.example/x",
+            "not a url",
+        ],
+        b"",
+    );
+    let said = String::from_utf8_lossy(&f2.stderr);
+    assert!(
+        said.contains("2 of 2 URLs not forgotten: 1 rejected by the sieve")
+            && said.contains("1 not in the filter"),
+        "{said}"
     );
     // (urls, forgotten, not_in_filter) of a forget's answer, and the answer.
     let counts = |f: &Output| {

@@ -1004,7 +1004,12 @@ fn similar_lists_say_which_line_is_no_url() {
         "{}",
         err(&o)
     );
-    assert!(err(&o).contains("1 input lines skipped"), "{}", err(&o));
+    // A line that is no URL is no page (issue 45: it was "1 of 2 pages were not done").
+    assert!(
+        err(&o).contains("1 input line skipped (not a URL)") && !err(&o).contains("pages were"),
+        "{}",
+        err(&o)
+    );
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(r["urls"].as_array().unwrap().len(), 1, "{r}");

@@ -606,7 +606,7 @@ fn summarize(report: &Report, name: &str, command: &str) -> Result<()> {
         .filter(did_not)
         .filter(|u| !private(u))
         .count();
-    let n = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+    let n = |k: usize, one: &str, many: &str| super::lines::count_of(k as u64, one, many);
     let mut summary = format!(
         "crawlsieve {command}: {}, {} eligible (2xx HTML with enough text to compare), {}",
         n(report.meta.total_urls, "page", "pages"),
@@ -623,19 +623,25 @@ fn summarize(report: &Report, name: &str, command: &str) -> Result<()> {
             "; {failed} not fetched or not rendered (see their `error`)"
         ));
     }
-    if report.meta.unreadable_lines > 0 {
-        summary.push_str(&format!(
-            "; {} input lines skipped",
-            report.meta.unreadable_lines
-        ));
+    // Lines that are no URL are no pages: counted apart (issue 45: "1 input lines skipped",
+    // then "1 of 11 pages were not done" for ten pages all done).
+    let skipped = report.meta.unreadable_lines;
+    let skipped_text = n(skipped, "input line", "input lines") + " skipped (not a URL)";
+    if skipped > 0 {
+        summary.push_str(&format!("; {skipped_text}"));
     }
     eprintln!("{summary}");
-    if refused + failed + report.meta.unreadable_lines > 0 {
+    if refused + failed > 0 {
         return Err(super::exit::partial(format!(
-            "{name} written, but {} of {} pages were not done ({refused} refused, {failed} failed, {} input lines skipped)",
-            refused + failed + report.meta.unreadable_lines,
-            report.meta.total_urls + report.meta.unreadable_lines,
-            report.meta.unreadable_lines
+            "{name} written, but {} of {} were not done ({refused} refused, {failed} failed){}",
+            refused + failed,
+            n(report.meta.total_urls, "page", "pages"),
+            if skipped > 0 { format!("; {skipped_text}") } else { String::new() }
+        )));
+    }
+    if skipped > 0 {
+        return Err(super::exit::partial(format!(
+            "{name} written, but {skipped_text}"
         )));
     }
     Ok(())

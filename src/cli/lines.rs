@@ -408,6 +408,12 @@ fn push_json_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// `k` and its noun, singular or plural: "1 page", "2 pages".
+pub(super) fn count_of(k: impl Into<u64>, one: &str, many: &str) -> String {
+    let k = k.into();
+    format!("{k} {}", if k == 1 { one } else { many })
+}
+
 /// Output buffered by the caller is written out once it holds this much.
 pub(super) const OUT_CHUNK: usize = 1 << 16;
 

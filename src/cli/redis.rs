@@ -397,23 +397,33 @@ fn forget(
         .map(|(i, r)| serde_json::json!({"url": urls[i], "reason": r}))
         .collect();
     let forgotten = f.forget_urls(&fps)?;
+    // Not in the filter (never seen, or already forgotten and not seen since): nothing to do,
+    // the next event of such a URL is new anyway.
+    let not_in_filter = (fps.len() as u64).saturating_sub(forgotten);
     print_json(&serde_json::json!({
         "namespace": ns,
         "urls": urls.len(),
         "forgotten": forgotten,
-        // Not in the filter (never seen, or already forgotten and not seen since): nothing
-        // to do, the next event of such a URL is new anyway.
-        "not_in_filter": (fps.len() as u64).saturating_sub(forgotten),
+        "not_in_filter": not_in_filter,
         "rejected": rejected,
     }))?;
     if rejected.is_empty() {
         Ok(())
     } else {
         // As `robots` does for lines that are no URL: the output was written, some items not done.
+        // Every URL not forgotten is counted, each kind named (issue 45: "1 of 3 URLs not
+        // forgotten" when two were not).
+        let count = super::lines::count_of;
         Err(super::exit::partial(format!(
-            "{} of {} URLs not forgotten: the sieve rejects them (their reasons are in the output)",
-            rejected.len(),
-            urls.len()
+            "{} of {} not forgotten: {} by the sieve (their reasons are in the output){}",
+            rejected.len() as u64 + not_in_filter,
+            count(urls.len() as u64, "URL", "URLs"),
+            count(rejected.len() as u64, "rejected", "rejected"),
+            if not_in_filter > 0 {
+                format!(", {not_in_filter} not in the filter (nothing to forget)")
+            } else {
+                String::new()
+            }
         )))
     }
 }
