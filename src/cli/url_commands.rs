@@ -219,8 +219,13 @@ fn finish_local(
         sum.print(started.elapsed().as_secs_f64(), &mut err)?;
         writeln!(
             err,
-            "  filter: {} items / capacity {}, fill {:.3}, estimated FP {:.2e} (target {:.0e}), {} bytes",
-            stats.items, stats.capacity, stats.fill_ratio, stats.estimated_fp, stats.target_fp, stats.bytes
+            "  filter: {} in a filter sized for {} (--capacity), {:.1}% of its bits set; false positives now {} (target {} at capacity); {}",
+            super::lines::count_of(stats.items, "URL", "URLs"),
+            thousands(stats.capacity),
+            stats.fill_ratio * 100.0,
+            one_in(stats.estimated_fp),
+            one_in(stats.target_fp),
+            mebibytes(stats.bytes)
         )?;
         if stats.items > stats.capacity {
             writeln!(err, "  warning: the filter is past its capacity; use a larger --capacity for a new state file")?;
@@ -261,6 +266,41 @@ fn finish_redis(
         )?;
     }
     Ok(())
+}
+
+/// `n` with thousands separators: `10,000,000`.
+fn thousands(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::with_capacity(d.len() + d.len() / 3);
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A probability as a person reads it: "about 1 in 10,000", "under 1 in a trillion", "none".
+fn one_in(p: f64) -> String {
+    if p.is_nan() || p <= 0.0 {
+        "none".into()
+    } else if p < 1e-12 {
+        "under 1 in a trillion".into()
+    } else if p >= 0.5 {
+        format!("{:.0}%", p * 100.0)
+    } else {
+        format!("about 1 in {}", thousands((1.0 / p).round() as u64))
+    }
+}
+
+/// Bytes in MiB (or KiB below one): what `ls -lh` would say.
+fn mebibytes(b: u64) -> String {
+    if b < 1 << 20 {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
+    }
 }
 
 pub(super) fn check(a: CheckArgs) -> Result<()> {
@@ -361,4 +401,25 @@ pub(super) fn pattern_cmd(a: PatternArgs) -> Result<()> {
     out.flush()?;
     hint_no_base("pattern", no_base);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The summary's figures read as a person says them (issue 45: "estimated FP 6.41e-94").
+    #[test]
+    fn filter_figures_read_as_words() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(10_000_000), "10,000,000");
+        assert_eq!(one_in(6.41e-94), "under 1 in a trillion");
+        assert_eq!(one_in(1e-4), "about 1 in 10,000");
+        assert_eq!(one_in(0.0), "none");
+        assert_eq!(one_in(f64::NAN), "none");
+        assert_eq!(one_in(0.75), "75%");
+        assert_eq!(mebibytes(23 * (1 << 20) + 1), "23.0 MiB");
+        assert_eq!(mebibytes(2048), "2.0 KiB");
+    }
 }
