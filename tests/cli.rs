@@ -738,3 +738,47 @@ fn scope_flags_reject_with_their_reasons() {
         "{err}"
     );
 }
+
+/// Issue 45: the `bloom` sub-commands take the namespace both ways (`stats NS`, `stats
+/// --namespace NS`, as `forget` and `rules` take it) and `export` takes `-o FILE` as well as
+/// the file as an argument; a namespace or file named twice, or not at all, is a usage error.
+#[test]
+fn bloom_subcommands_take_the_namespace_and_file_alike() {
+    let redis = common::OwnRedis::start(&[]);
+    let url = redis.url();
+    let dir = tempfile::tempdir().unwrap();
+    let bloom = |args: &[&str]| {
+        let mut all = vec!["bloom", "--redis", url.as_str()];
+        all.extend_from_slice(args);
+        run(&all, b"")
+    };
+    let ok = |o: &Output| assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ok(&bloom(&["create", "shapes", "--capacity", "1000"]));
+    for args in [&["stats", "shapes"][..], &["stats", "--namespace", "shapes"]] {
+        let o = bloom(args);
+        ok(&o);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["namespace"], "shapes", "{args:?}");
+    }
+    let file = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let (a, b, c) = (file("a.snap"), file("b.snap"), file("c.snap"));
+    ok(&bloom(&["export", "shapes", &a]));
+    ok(&bloom(&["export", "shapes", "-o", &b]));
+    ok(&bloom(&["export", "--namespace", "shapes", &c]));
+    let snap = std::fs::read(&a).unwrap();
+    assert!(!snap.is_empty());
+    for f in [&b, &c] {
+        assert_eq!(std::fs::read(f).unwrap().len(), snap.len(), "{f}");
+    }
+    for args in [
+        &["export", "shapes"][..],
+        &["export", "shapes", &a, "-o", &b],
+        &["stats", "--namespace", "shapes", "other"],
+        &["stats"],
+    ] {
+        assert_eq!(bloom(args).status.code(), Some(2), "{args:?}");
+    }
+    let o = bloom(&["drop", "--namespace", "shapes"]);
+    ok(&o);
+    assert_eq!(bloom(&["stats", "shapes"]).status.code(), Some(3));
+}

@@ -238,15 +238,19 @@ pub enum BloomCommand {
     },
     /// Parameters, fill, estimated FP rate and memory of every generation (JSON).
     Stats {
-        /// Namespace name.
-        namespace: String,
+        #[command(flatten)]
+        namespace: NamespaceArg,
     },
-    /// Write a namespace to a snapshot file (versioned, checksummed).
+    /// Write a namespace to a snapshot file (versioned, checksummed):
+    /// `bloom export NS FILE` or `bloom export NS -o FILE`.
     Export {
-        /// Namespace name.
-        namespace: String,
+        #[command(flatten)]
+        namespace: NamespaceArg,
+        /// Output file (or `-o FILE`).
+        file: Option<PathBuf>,
         /// Output file.
-        file: PathBuf,
+        #[arg(short = 'o', long = "output", value_name = "FILE", conflicts_with = "file")]
+        output: Option<PathBuf>,
     },
     /// Load a snapshot file into Redis (checksum and sizes are verified first).
     Import {
@@ -261,8 +265,8 @@ pub enum BloomCommand {
     },
     /// Delete a namespace and all its keys (UNLINK).
     Drop {
-        /// Namespace name.
-        namespace: String,
+        #[command(flatten)]
+        namespace: NamespaceArg,
     },
     /// Let URLs through once more (every mode; bloom through its re-admit set): each is
     /// canonicalized and fingerprinted as the gate does — pass the same rule flags as its
@@ -277,6 +281,43 @@ pub enum BloomCommand {
         #[command(flatten)]
         sieve_args: Box<super::SieveArgs>,
     },
+}
+
+/// A namespace named as an argument (`bloom stats NS`) or, as `bloom forget` and `rules` take
+/// it, with `--namespace NS` (issue 45: the sub-commands took it two ways).
+#[derive(Debug, Args)]
+pub struct NamespaceArg {
+    /// Namespace name (or `--namespace NAME`).
+    #[arg(value_name = "NAMESPACE")]
+    name: Option<String>,
+    /// Namespace name. (No environment variable here: one set for `forget` or the gate would
+    /// turn this command's positional argument into something else.)
+    #[arg(long = "namespace", value_name = "NAME")]
+    flag: Option<String>,
+}
+
+impl NamespaceArg {
+    /// The namespace, and the positional argument left over when `--namespace` named it (the
+    /// next positional slot's value, read into the namespace's by clap).
+    fn resolve(self) -> Result<(String, Option<String>)> {
+        match (self.flag, self.name) {
+            (Some(f), rest) => Ok((f, rest)),
+            (None, Some(n)) => Ok((n, None)),
+            (None, None) => Err(super::exit::usage(
+                "name the namespace: `crawlsieve bloom … NAMESPACE` or `--namespace NAMESPACE`",
+            )),
+        }
+    }
+
+    /// The namespace, with no other positional argument expected.
+    fn only(self) -> Result<String> {
+        match self.resolve()? {
+            (ns, None) => Ok(ns),
+            (ns, Some(extra)) => Err(super::exit::usage(format!(
+                "the namespace is named twice ({ns:?} with --namespace, {extra:?} as an argument): give it once"
+            ))),
+        }
+    }
 }
 
 fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
@@ -302,6 +343,14 @@ pub(super) fn bloom(a: BloomArgs) -> Result<()> {
     })
 }
 
+/// A snapshot path that is a directory: an input error naming the fix.
+fn is_a_directory(file: &std::path::Path) -> anyhow::Error {
+    super::exit::input(format!(
+        "{}: is a directory (name the snapshot file)",
+        file.display()
+    ))
+}
+
 fn bloom_at(a: BloomArgs) -> Result<()> {
     let Some(url) = a.redis.as_deref() else {
         return Err(super::exit::usage(
@@ -323,19 +372,41 @@ fn bloom_at(a: BloomArgs) -> Result<()> {
             print_json(&f.stats()?)
         }
         BloomCommand::Stats { namespace } => {
-            let mut f = RedisFilter::attach(cfg, &namespace, &Expect::default())?;
+            let mut f = RedisFilter::attach(cfg, &namespace.only()?, &Expect::default())?;
             print_json(&f.stats()?)
         }
-        BloomCommand::Export { file, .. } | BloomCommand::Import { file, .. } if file.is_dir() => {
-            Err(super::exit::input(format!(
-                "{}: is a directory (name the snapshot file)",
-                file.display()
-            )))
+        BloomCommand::Import { file, .. } if file.is_dir() => Err(is_a_directory(&file)),
+        BloomCommand::Export {
+            namespace,
+            file,
+            output,
+        } => {
+            let (namespace, extra) = namespace.resolve()?;
+            // `--namespace NS FILE`: clap read FILE into the namespace's slot.
+            let file = match (output, file, extra) {
+                (Some(o), None, None) => o,
+                (None, Some(f), None) => f,
+                (None, None, Some(f)) => f.into(),
+                (None, None, None) => {
+                    return Err(super::exit::usage(
+                        "name the snapshot file: `crawlsieve bloom export NAMESPACE FILE` or `-o FILE`",
+                    ))
+                }
+                _ => {
+                    return Err(super::exit::usage(
+                        "name the snapshot file once: as an argument or with -o FILE",
+                    ))
+                }
+            };
+            if file.is_dir() {
+                return Err(is_a_directory(&file));
+            }
+            print_json(
+                &snapshot::export(&cfg, &namespace, &file).with_context(|| {
+                    format!("exporting to the snapshot file {}", file.display())
+                })?,
+            )
         }
-        BloomCommand::Export { namespace, file } => print_json(
-            &snapshot::export(&cfg, &namespace, &file)
-                .with_context(|| format!("exporting to the snapshot file {}", file.display()))?,
-        ),
         BloomCommand::Import {
             file,
             namespace,
@@ -350,6 +421,7 @@ fn bloom_at(a: BloomArgs) -> Result<()> {
             sieve_args,
         } => forget(cfg, &namespace, urls, &sieve_args),
         BloomCommand::Drop { namespace } => {
+            let namespace = namespace.only()?;
             // JSON out, as every `bloom` command (README); a namespace that is not there is
             // an error all the same (a typo must not look like a success).
             if RedisFilter::drop_namespace(&cfg, &namespace)? {
