@@ -754,7 +754,10 @@ fn bloom_subcommands_take_the_namespace_and_file_alike() {
     };
     let ok = |o: &Output| assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     ok(&bloom(&["create", "shapes", "--capacity", "1000"]));
-    for args in [&["stats", "shapes"][..], &["stats", "--namespace", "shapes"]] {
+    for args in [
+        &["stats", "shapes"][..],
+        &["stats", "--namespace", "shapes"],
+    ] {
         let o = bloom(args);
         ok(&o);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -219,7 +219,9 @@ fn scenario(
     // what the budget held back must come out then, or it was lost).
     if let Some(last) = last {
         let out = dir.path().join("last.txt");
-        let o = dedup(url, &ns, &path, &out, last).wait_with_output().unwrap();
+        let o = dedup(url, &ns, &path, &out, last)
+            .wait_with_output()
+            .unwrap();
         assert!(
             o.status.success(),
             "{name} seed {seed}: the last run failed: {}",
@@ -480,23 +482,35 @@ fn a_budget_under_client_kill_and_sigkill_loses_nothing() {
         "1s",
     ];
     let last: &[&str] = &["--claim-ttl", "1s"];
-    many_then("budget-kill", &url, (budget, Some(last)), 1, |rng, children| {
-        let mut con = server.con();
-        while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
-            std::thread::sleep(Duration::from_millis(rng.range(50, 300)));
-            let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
-                .arg("KILL")
-                .arg("TYPE")
-                .arg("normal")
-                .arg("SKIPME")
-                .arg("yes")
-                .query(&mut con);
-        }
-    });
-    many_then("budget-sigkill", &url, (budget, Some(last)), 1, |rng, children| {
-        std::thread::sleep(Duration::from_millis(rng.range(100, 700)));
-        let _ = children[0].kill();
-    });
+    many_then(
+        "budget-kill",
+        &url,
+        (budget, Some(last)),
+        1,
+        |rng, children| {
+            let mut con = server.con();
+            while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
+                std::thread::sleep(Duration::from_millis(rng.range(50, 300)));
+                let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
+                    .arg("KILL")
+                    .arg("TYPE")
+                    .arg("normal")
+                    .arg("SKIPME")
+                    .arg("yes")
+                    .query(&mut con);
+            }
+        },
+    );
+    many_then(
+        "budget-sigkill",
+        &url,
+        (budget, Some(last)),
+        1,
+        |rng, children| {
+            std::thread::sleep(Duration::from_millis(rng.range(100, 700)));
+            let _ = children[0].kill();
+        },
+    );
 }
 
 #[test]

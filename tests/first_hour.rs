@@ -730,7 +730,10 @@ fn state_bom_pipes_and_relative_lines() {
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["canonical"].to_string())
         .collect();
-    assert_eq!(canon, ["\"https://a.example/x\"", "\"https://b.example/y\""]);
+    assert_eq!(
+        canon,
+        ["\"https://a.example/x\"", "\"https://b.example/y\""]
+    );
     let mut child = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
         .args(["completions", "zsh"])
         .stdout(Stdio::piped())

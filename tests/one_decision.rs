@@ -483,7 +483,11 @@ fn the_api_loses_nothing_when_redis_stalls_during_a_robots_wait() {
         let mut con = redis.con();
         let stall = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20 + 60 * seed));
-            let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1.5).query(&mut con).unwrap();
+            let _: () = redis::cmd("DEBUG")
+                .arg("SLEEP")
+                .arg(1.5)
+                .query(&mut con)
+                .unwrap();
         });
         let (mut new, mut rejected) = (Vec::<String>::new(), Vec::<(String, String)>::new());
         let mut pending = urls.clone();
@@ -505,7 +509,10 @@ fn the_api_loses_nothing_when_redis_stalls_during_a_robots_wait() {
                     status >= 500 || status == 409 || status == 429,
                     "seed {seed}: {status} {v}"
                 );
-                assert!(started.elapsed() < Duration::from_secs(60), "seed {seed}: no answer");
+                assert!(
+                    started.elapsed() < Duration::from_secs(60),
+                    "seed {seed}: no answer"
+                );
                 std::thread::sleep(Duration::from_millis(100));
             };
             let answer = outcomes_of_api(&resp, pending.len());
@@ -527,7 +534,11 @@ fn the_api_loses_nothing_when_redis_stalls_during_a_robots_wait() {
         let mut got = new.clone();
         got.sort();
         got.dedup();
-        assert_eq!(got.len(), new.len(), "seed {seed}: a URL answered new twice");
+        assert_eq!(
+            got.len(),
+            new.len(),
+            "seed {seed}: a URL answered new twice"
+        );
         let mut want = allowed.clone();
         want.sort();
         assert_eq!(got, want, "seed {seed}: every allowed URL new, once");

@@ -631,68 +631,27 @@ fn summarize(report: &Report, name: &str, command: &str) -> Result<()> {
         summary.push_str(&format!("; {skipped_text}"));
     }
     eprintln!("{summary}");
-    if refused + failed > 0 {
+    let pages = (refused + failed > 0).then(|| {
+        let total = n(report.meta.total_urls, "page", "pages");
+        format!(
+            "{} of {total} were not done ({refused} refused, {failed} failed)",
+            refused + failed
+        )
+    });
+    let not_done: Vec<String> = pages
+        .into_iter()
+        .chain((skipped > 0).then_some(skipped_text))
+        .collect();
+    if !not_done.is_empty() {
         return Err(super::exit::partial(format!(
-            "{name} written, but {} of {} were not done ({refused} refused, {failed} failed){}",
-            refused + failed,
-            n(report.meta.total_urls, "page", "pages"),
-            if skipped > 0 { format!("; {skipped_text}") } else { String::new() }
-        )));
-    }
-    if skipped > 0 {
-        return Err(super::exit::partial(format!(
-            "{name} written, but {skipped_text}"
+            "{name} written, but {}",
+            not_done.join("; ")
         )));
     }
     Ok(())
 }
 
-/// What `-o` writes, by its extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReportFormat {
-    /// `.json` (also what stdout gets).
-    Json,
-    /// `.csv`.
-    Csv,
-    /// `.html` / `.htm`: the self-contained report.
-    Html,
-}
-
-/// The report format `path` names (`.json`, `.csv`, `.html`/`.htm`); any other name is a
-/// usage error, before any work is done (a `report.txt` silently written as JSON surprised).
-pub fn report_format(path: &std::path::Path) -> Result<ReportFormat> {
-    if path.is_dir() {
-        return Err(super::exit::input(format!(
-            "-o {}: is a directory; name the report file in it ({}/report.html, .json or .csv)",
-            path.display(),
-            path.display()
-        )));
-    }
-    // The directory must be there before any page is rendered, not after.
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    if !dir.is_dir() {
-        return Err(super::exit::input(format!(
-            "-o {}: the directory {} does not exist",
-            path.display(),
-            dir.display()
-        )));
-    }
-    let ext = path
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase());
-    match ext.as_deref() {
-        Some("json") => Ok(ReportFormat::Json),
-        Some("csv") => Ok(ReportFormat::Csv),
-        Some("html" | "htm") => Ok(ReportFormat::Html),
-        _ => Err(super::exit::usage(format!(
-            "-o {}: name the report .json, .csv or .html (the extension says which to write)",
-            path.display()
-        ))),
-    }
-}
+pub use super::report_format::{report_format, ReportFormat};
 
 /// The report as one self-contained HTML page ([`super::report_html`]): clusters in the JSON
 /// report's order, each with its canonical page first; pages in no cluster after them.

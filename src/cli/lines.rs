@@ -353,7 +353,11 @@ fn push_plain_json(out: &mut Vec<u8>, b: &[u8]) -> bool {
             return false;
         }
     }
-    if chunks.remainder().iter().any(|&c| c >= 0x80 || JSON_ESCAPE[c as usize]) {
+    if chunks
+        .remainder()
+        .iter()
+        .any(|&c| c >= 0x80 || JSON_ESCAPE[c as usize])
+    {
         return false;
     }
     out.reserve(b.len() + 2);

@@ -22,6 +22,7 @@
 //! * `serve.rs` — `serve`: the HTTP filter API.
 //! * `cluster.rs` — `cluster`: clusters of pages already fetched, and their report.
 //! * `report_html.rs` — the cluster report as one self-contained HTML file.
+//! * `report_format.rs` — which report `-o FILE` writes, by its extension.
 //! * `similar.rs` — `similar`: URLs rendered in headless Chromium, then clustered.
 //! * `robots.rs` — `robots`: URLs judged against a robots.txt file.
 //! * `learned_rules.rs` — `rules`: a namespace's learned parameter rules.
@@ -39,6 +40,7 @@ mod learned_rules;
 mod lines;
 mod redis;
 mod render;
+mod report_format;
 pub mod report_html;
 mod robots;
 mod serve;

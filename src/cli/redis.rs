@@ -249,7 +249,12 @@ pub enum BloomCommand {
         /// Output file (or `-o FILE`).
         file: Option<PathBuf>,
         /// Output file.
-        #[arg(short = 'o', long = "output", value_name = "FILE", conflicts_with = "file")]
+        #[arg(
+            short = 'o',
+            long = "output",
+            value_name = "FILE",
+            conflicts_with = "file"
+        )]
         output: Option<PathBuf>,
     },
     /// Load a snapshot file into Redis (checksum and sizes are verified first).
@@ -343,6 +348,40 @@ pub(super) fn bloom(a: BloomArgs) -> Result<()> {
     })
 }
 
+/// `bloom export`: the namespace and the snapshot file, however they were named (`NS FILE`,
+/// `NS -o FILE`, `--namespace NS FILE`), then the export.
+fn export(
+    cfg: &RedisConfig,
+    namespace: NamespaceArg,
+    file: Option<PathBuf>,
+    output: Option<PathBuf>,
+) -> Result<()> {
+    let (namespace, extra) = namespace.resolve()?;
+    // `--namespace NS FILE`: clap read FILE into the namespace's slot.
+    let file = match (output, file, extra) {
+        (Some(o), None, None) => o,
+        (None, Some(f), None) => f,
+        (None, None, Some(f)) => f.into(),
+        (None, None, None) => {
+            return Err(super::exit::usage(
+                "name the snapshot file: `crawlsieve bloom export NAMESPACE FILE` or `-o FILE`",
+            ))
+        }
+        _ => {
+            return Err(super::exit::usage(
+                "name the snapshot file once: as an argument or with -o FILE",
+            ))
+        }
+    };
+    if file.is_dir() {
+        return Err(is_a_directory(&file));
+    }
+    print_json(
+        &snapshot::export(cfg, &namespace, &file)
+            .with_context(|| format!("exporting to the snapshot file {}", file.display()))?,
+    )
+}
+
 /// A snapshot path that is a directory: an input error naming the fix.
 fn is_a_directory(file: &std::path::Path) -> anyhow::Error {
     super::exit::input(format!(
@@ -380,33 +419,7 @@ fn bloom_at(a: BloomArgs) -> Result<()> {
             namespace,
             file,
             output,
-        } => {
-            let (namespace, extra) = namespace.resolve()?;
-            // `--namespace NS FILE`: clap read FILE into the namespace's slot.
-            let file = match (output, file, extra) {
-                (Some(o), None, None) => o,
-                (None, Some(f), None) => f,
-                (None, None, Some(f)) => f.into(),
-                (None, None, None) => {
-                    return Err(super::exit::usage(
-                        "name the snapshot file: `crawlsieve bloom export NAMESPACE FILE` or `-o FILE`",
-                    ))
-                }
-                _ => {
-                    return Err(super::exit::usage(
-                        "name the snapshot file once: as an argument or with -o FILE",
-                    ))
-                }
-            };
-            if file.is_dir() {
-                return Err(is_a_directory(&file));
-            }
-            print_json(
-                &snapshot::export(&cfg, &namespace, &file).with_context(|| {
-                    format!("exporting to the snapshot file {}", file.display())
-                })?,
-            )
-        }
+        } => export(&cfg, namespace, file, output),
         BloomCommand::Import {
             file,
             namespace,

@@ -71,7 +71,11 @@ fn swar_find(b: &[u8], marks: impl Fn(u64) -> u64, hit: impl Fn(u8) -> bool) -> 
         }
         at += 8;
     }
-    chunks.remainder().iter().position(|&x| hit(x)).map(|p| at + p)
+    chunks
+        .remainder()
+        .iter()
+        .position(|&x| hit(x))
+        .map(|p| at + p)
 }
 
 /// Trailing extraction residue removed — `\\` (JS string escapes), `'`, `>`, and whitespace
@@ -98,7 +102,7 @@ pub(crate) fn trim_residue(s: &str) -> &str {
 
 /// `.`, `..` and their escaped forms (`%2e`, `.%2E`, ...), as the WHATWG parser reads them.
 pub(crate) fn is_dot_segment(seg: &str) -> bool {
-    ["." , "..", "%2e", ".%2e", "%2e.", "%2e%2e"]
+    [".", "..", "%2e", ".%2e", "%2e.", "%2e%2e"]
         .iter()
         .any(|d| d.eq_ignore_ascii_case(seg))
 }

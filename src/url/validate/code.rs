@@ -365,7 +365,11 @@ pub(super) fn js_dotted_chain(b: &[u8]) -> bool {
     }
     // (Chain parts are ASCII identifier bytes: compared as bytes. The receiver is asked first:
     // most dotted candidates, `jquery.min.js`, have none and skip the name list.)
-    let last_is_name = || NAME_ENDINGS.iter().any(|e| e.as_bytes().eq_ignore_ascii_case(c.last));
+    let last_is_name = || {
+        NAME_ENDINGS
+            .iter()
+            .any(|e| e.as_bytes().eq_ignore_ascii_case(c.last))
+    };
     if JS_RECEIVERS.iter().any(|r| r.as_bytes() == c.first) {
         return c.count >= 3 || c.end < b.len() || !last_is_name();
     }
