@@ -115,20 +115,17 @@ impl<'a> RedisPipe<'a> {
         };
         let f = &*self.f;
         let (d, c) = res.parts();
-        let seen: Vec<bool> = (0..d.len())
-            .map(|j| d.is_candidate(j) && f.known_seen(d.fp(j)))
-            .collect();
-        p.policy.clear();
-        p.policy.robots(d, c, 0, |j| seen[j]);
-        let wait = p.robots_wait;
-        with_retry(self.budget, &report, || {
-            p.policy.resolve_deferred(d, c, Some(wait))
-        })
-        .context(UNSETTLED)?;
-        with_retry(self.budget, &report, || {
-            p.policy.patterns(d, c, 0, &p.names, |j| seen[j])
-        })
-        .context(UNSETTLED)?;
+        let budget = self.budget;
+        // Each step that talks to Redis within the run's retry budget.
+        p.policy
+            .before_filter(
+                d,
+                c,
+                (&p.names, p.robots_wait),
+                |fp| f.known_seen(fp),
+                |step| with_retry(budget, &report, step),
+            )
+            .context(UNSETTLED)?;
         Ok(())
     }
 

@@ -211,13 +211,9 @@ impl GateCore {
             let filter = &namespaces[&ns].filter;
             let (d, c) = res.parts();
             c.ns = ns_i;
-            let seen: Vec<bool> = (0..d.len())
-                .map(|j| d.is_candidate(j) && filter.known_seen(d.fp(j)))
-                .collect();
-            policy.clear();
-            policy.robots(d, c, 0, |j| seen[j]);
-            policy.resolve_deferred(d, c, Some(wait))?;
-            policy.patterns(d, c, 0, names, |j| seen[j])?;
+            // Once each: a failed step fails the request, and the client retries it.
+            let known = |fp| filter.known_seen(fp);
+            policy.before_filter(d, c, (names, wait), known, |step| step())?;
         }
         res.seal();
         let fps = res.fps().to_vec();

@@ -275,6 +275,32 @@ impl Policy {
         }
     }
 
+    /// Steps 1–3 for a driver that answers a whole batch within one call (the HTTP API,
+    /// `dedup --redis`; the Kafka gate stages its holds instead, `GateCore::judge`): robots.txt,
+    /// waiting up to `wait` for sites whose rules are unknown, then the pattern verdicts — the
+    /// known-seen flags (`known_seen` of a fingerprint) read once for both. `attempt` runs each
+    /// step that talks to Redis as the driver retries (the API once: its client retries;
+    /// `dedup` within its retry budget); a failed step is run again whole, the deferred origins
+    /// kept.
+    pub fn before_filter<C: Candidates + ?Sized>(
+        &mut self,
+        d: &mut Decision,
+        c: &mut C,
+        (names, wait): (&[String], Duration),
+        known_seen: impl Fn(u128) -> bool,
+        mut attempt: impl FnMut(
+            &mut dyn FnMut() -> Result<(), RedisFilterError>,
+        ) -> Result<(), RedisFilterError>,
+    ) -> Result<(), RedisFilterError> {
+        let seen: Vec<bool> = (0..d.len())
+            .map(|j| d.is_candidate(j) && known_seen(d.fp(j)))
+            .collect();
+        self.clear();
+        self.robots(d, c, 0, |j| seen[j]);
+        attempt(&mut || self.resolve_deferred(d, c, Some(wait)).map(drop))?;
+        attempt(&mut || self.patterns(d, c, 0, names, |j| seen[j]))
+    }
+
     /// 2. Pattern verdicts of the candidates `from..d.len()` not `seen`, for namespaces
     ///    `names` (by index): a pattern verified similar is `pattern_similar`.
     pub fn patterns<C: Candidates + ?Sized>(
