@@ -21,7 +21,8 @@
 //!
 //! Which parts apply is the configuration's, the same keys for every driver; a URL the filter's
 //! local tier already knows as seen is a duplicate whatever the policy says of it (the policy is
-//! not asked).
+//! not asked). The API and `dedup`, which answer a whole batch within one call, run steps 1–2
+//! through [`Policy::before_filter`]; the gate runs them one by one, as it stages held events.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
