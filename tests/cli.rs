@@ -781,6 +781,26 @@ fn bloom_subcommands_take_the_namespace_and_file_alike() {
     ] {
         assert_eq!(bloom(args).status.code(), Some(2), "{args:?}");
     }
+    // CRAWLSIEVE_NAMESPACE (the gate's, `forget`'s) naming the same namespace is no conflict;
+    // naming another one is an error, never a silent choice of one.
+    let with_env = |ns: &str, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+            .args(["bloom", "--redis", url.as_str()])
+            .args(args)
+            .env("CRAWLSIEVE_NAMESPACE", ns)
+            .output()
+            .unwrap()
+    };
+    ok(&with_env("shapes", &["stats", "shapes"]));
+    ok(&with_env("shapes", &["stats"]));
+    assert_eq!(
+        with_env("other", &["stats", "shapes"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        with_env("other", &["export", "shapes", &a]).status.code(),
+        Some(2)
+    );
     let o = bloom(&["drop", "--namespace", "shapes"]);
     ok(&o);
     assert_eq!(bloom(&["stats", "shapes"]).status.code(), Some(3));

@@ -253,6 +253,7 @@ pub enum BloomCommand {
             short = 'o',
             long = "output",
             value_name = "FILE",
+            env = "CRAWLSIEVE_SNAPSHOT",
             conflicts_with = "file"
         )]
         output: Option<PathBuf>,
@@ -295,9 +296,9 @@ pub struct NamespaceArg {
     /// Namespace name (or `--namespace NAME`).
     #[arg(value_name = "NAMESPACE")]
     name: Option<String>,
-    /// Namespace name. (No environment variable here: one set for `forget` or the gate would
-    /// turn this command's positional argument into something else.)
-    #[arg(long = "namespace", value_name = "NAME")]
+    /// Namespace name. (The variable `forget`, `rules` and the gate read too: a positional
+    /// namespace that differs from it is an error, never silently one or the other.)
+    #[arg(long = "namespace", value_name = "NAME", env = "CRAWLSIEVE_NAMESPACE")]
     flag: Option<String>,
 }
 
@@ -306,6 +307,7 @@ impl NamespaceArg {
     /// next positional slot's value, read into the namespace's by clap).
     fn resolve(self) -> Result<(String, Option<String>)> {
         match (self.flag, self.name) {
+            (Some(f), Some(n)) if f == n => Ok((f, None)),
             (Some(f), rest) => Ok((f, rest)),
             (None, Some(n)) => Ok((n, None)),
             (None, None) => Err(super::exit::usage(
@@ -319,7 +321,7 @@ impl NamespaceArg {
         match self.resolve()? {
             (ns, None) => Ok(ns),
             (ns, Some(extra)) => Err(super::exit::usage(format!(
-                "the namespace is named twice ({ns:?} with --namespace, {extra:?} as an argument): give it once"
+                "the namespace is named twice ({ns:?} with --namespace or CRAWLSIEVE_NAMESPACE, {extra:?} as an argument): give it once"
             ))),
         }
     }
@@ -362,6 +364,11 @@ fn export(
         (Some(o), None, None) => o,
         (None, Some(f), None) => f,
         (None, None, Some(f)) => f.into(),
+        (_, _, Some(other)) => {
+            return Err(super::exit::usage(format!(
+                "the namespace is named twice ({namespace:?} with --namespace or CRAWLSIEVE_NAMESPACE, {other:?} as an argument): give it once"
+            )))
+        }
         (None, None, None) => {
             return Err(super::exit::usage(
                 "name the snapshot file: `crawlsieve bloom export NAMESPACE FILE` or `-o FILE`",
