@@ -781,13 +781,14 @@ fn bloom_subcommands_take_the_namespace_and_file_alike() {
     ] {
         assert_eq!(bloom(args).status.code(), Some(2), "{args:?}");
     }
-    // CRAWLSIEVE_NAMESPACE (the gate's, `forget`'s) naming the same namespace is no conflict;
-    // naming another one is an error, never a silent choice of one.
+    // CRAWLSIEVE_BLOOM_NAMESPACE naming the same namespace is no conflict; naming another one
+    // is an error, never a silent choice of one; the gate's CRAWLSIEVE_NAMESPACE is not read
+    // (review: `bloom export shapes` exported it to ./shapes, a bare `bloom drop` dropped it).
     let with_env = |ns: &str, args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
             .args(["bloom", "--redis", url.as_str()])
             .args(args)
-            .env("CRAWLSIEVE_NAMESPACE", ns)
+            .env("CRAWLSIEVE_BLOOM_NAMESPACE", ns)
             .output()
             .unwrap()
     };
@@ -801,6 +802,19 @@ fn bloom_subcommands_take_the_namespace_and_file_alike() {
         with_env("other", &["export", "shapes", &a]).status.code(),
         Some(2)
     );
+    let gate_env = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+            .args(["bloom", "--redis", url.as_str()])
+            .args(args)
+            .current_dir(dir.path())
+            .env("CRAWLSIEVE_NAMESPACE", "live")
+            .output()
+            .unwrap()
+    };
+    assert_eq!(gate_env(&["export", "shapes"]).status.code(), Some(2));
+    assert!(!dir.path().join("shapes").exists(), "nothing exported");
+    assert_eq!(gate_env(&["drop"]).status.code(), Some(2));
+    ok(&gate_env(&["stats", "shapes"]));
     let o = bloom(&["drop", "--namespace", "shapes"]);
     ok(&o);
     assert_eq!(bloom(&["stats", "shapes"]).status.code(), Some(3));

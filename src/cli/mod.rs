@@ -154,7 +154,12 @@ mod env_promise {
         fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
             for a in cmd.get_arguments() {
                 let id = a.get_id().as_str();
-                if a.is_positional() || matches!(id, "help" | "version" | "print_config") {
+                // `bloom export -o FILE` is its positional FILE spelled as a flag: positionals
+                // have no variable (one set in the environment would turn the documented
+                // `bloom export NS FILE` into a conflict: review).
+                if a.is_positional()
+                    || matches!(id, "help" | "version" | "print_config" | "export_output")
+                {
                     continue;
                 }
                 if a.get_env().is_none() {

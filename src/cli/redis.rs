@@ -253,7 +253,7 @@ pub enum BloomCommand {
             short = 'o',
             long = "output",
             value_name = "FILE",
-            env = "CRAWLSIEVE_SNAPSHOT",
+            id = "export_output",
             conflicts_with = "file"
         )]
         output: Option<PathBuf>,
@@ -296,9 +296,13 @@ pub struct NamespaceArg {
     /// Namespace name (or `--namespace NAME`).
     #[arg(value_name = "NAMESPACE")]
     name: Option<String>,
-    /// Namespace name. (The variable `forget`, `rules` and the gate read too: a positional
-    /// namespace that differs from it is an error, never silently one or the other.)
-    #[arg(long = "namespace", value_name = "NAME", env = "CRAWLSIEVE_NAMESPACE")]
+    /// Namespace name. (A variable of its own, not the gate's `CRAWLSIEVE_NAMESPACE`: a bare
+    /// `bloom drop` in a gate's shell must not find the live namespace there — review.)
+    #[arg(
+        long = "namespace",
+        value_name = "NAME",
+        env = "CRAWLSIEVE_BLOOM_NAMESPACE"
+    )]
     flag: Option<String>,
 }
 
@@ -321,7 +325,7 @@ impl NamespaceArg {
         match self.resolve()? {
             (ns, None) => Ok(ns),
             (ns, Some(extra)) => Err(super::exit::usage(format!(
-                "the namespace is named twice ({ns:?} with --namespace or CRAWLSIEVE_NAMESPACE, {extra:?} as an argument): give it once"
+                "the namespace is named twice ({ns:?} with --namespace or CRAWLSIEVE_BLOOM_NAMESPACE, {extra:?} as an argument): give it once"
             ))),
         }
     }
@@ -366,7 +370,7 @@ fn export(
         (None, None, Some(f)) => f.into(),
         (_, _, Some(other)) => {
             return Err(super::exit::usage(format!(
-                "the namespace is named twice ({namespace:?} with --namespace or CRAWLSIEVE_NAMESPACE, {other:?} as an argument): give it once"
+                "the namespace is named twice ({namespace:?} with --namespace or CRAWLSIEVE_BLOOM_NAMESPACE, {other:?} as an argument): give it once"
             )))
         }
         (None, None, None) => {
