@@ -334,17 +334,14 @@ pub(super) fn write_json_line(
 /// whole, and `true`. Otherwise nothing is written and `false` (the caller escapes it).
 /// Eight bytes at a time: the common line is 30–100 bytes of URL.
 fn push_plain_json(out: &mut Vec<u8>, b: &[u8]) -> bool {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    // Whether any byte of `x` needs a look: non-ASCII, below 0x20, `"` or `\\` (the classic
-    // "has a zero byte" / "has a byte less than n" word tricks, exact for "any").
+    use crate::url::{bytes_below, splat, zero_bytes, HIGH_BITS};
+    // Whether any byte of `x` needs a look: non-ASCII, below 0x20, `"` or `\\` (the word
+    // tricks of `url::lex`'s byte search, exact for "any").
     let attention = |x: u64| {
-        let quote = x ^ (LO * u64::from(b'"'));
-        let slash = x ^ (LO * u64::from(b'\\'));
-        (x | (x.wrapping_sub(LO * 0x20) & !x)
-            | (quote.wrapping_sub(LO) & !quote)
-            | (slash.wrapping_sub(LO) & !slash))
-            & HI
+        (x & HIGH_BITS
+            | bytes_below(x, 0x20)
+            | zero_bytes(x ^ splat(b'"'))
+            | zero_bytes(x ^ splat(b'\\')))
             != 0
     };
     let mut chunks = b.chunks_exact(8);

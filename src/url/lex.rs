@@ -43,19 +43,26 @@ pub(crate) fn find_byte3(c1: u8, c2: u8, c3: u8, b: &[u8]) -> Option<usize> {
 }
 
 const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
+/// The high bit of every byte of a word.
+pub(crate) const HI: u64 = 0x8080_8080_8080_8080;
 
 /// `c` in every byte of a word.
 #[inline(always)]
-const fn splat(c: u8) -> u64 {
+pub(crate) const fn splat(c: u8) -> u64 {
     LO * c as u64
 }
 
 /// The high bit of each zero byte of `x` (exact up to and including the lowest zero byte; bytes
 /// above it may be marked too, which a search for the first match never reads).
 #[inline(always)]
-const fn zero_bytes(x: u64) -> u64 {
+pub(crate) const fn zero_bytes(x: u64) -> u64 {
     x.wrapping_sub(LO) & !x & HI
+}
+
+/// The high bit of each byte of `x` below `n` (`n` ≤ 0x80; exact for "any", as [`zero_bytes`]).
+#[inline(always)]
+pub(crate) const fn bytes_below(x: u64, n: u8) -> u64 {
+    x.wrapping_sub(splat(n)) & !x & HI
 }
 
 /// The first index whose byte `hit`s: words of eight read little-endian, `marks` giving the

@@ -26,4 +26,6 @@ pub use reason::Reason;
 pub use trap::TrapConfig;
 pub use validate::{has_web_extension, Profile, Validator, ValidatorConfig};
 
+/// The word-at-a-time byte tests behind [`find_byte`] (also the JSON writer's plain-copy test).
+pub(crate) use lex::{bytes_below, splat, zero_bytes, HI as HIGH_BITS};
 pub(crate) use lex::{find_byte, find_byte2, find_byte3, trim_residue};
