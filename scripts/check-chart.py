@@ -43,6 +43,7 @@ PROFILES = {
             "apiTokens": "t1,t2",
         },
         "kafkaTls": {"enabled": True, "secretName": "kafka-tls", "mutual": True},
+        "redisTls": {"enabled": True, "secretName": "redis-tls", "mutual": True},
         "gate": {"autoscaling": {"enabled": True}, "config": {"kafka": {"workers": 2, "client": {"sasl.mechanism": "SCRAM-SHA-512"}}}},
         "render": {"keda": {"enabled": True, "force": True}, "config": {"render": {"allow": ["intranet.example"]}}},
         "metrics": {"serviceMonitor": {"force": True}, "prometheusRule": {"force": True}},
@@ -61,6 +62,7 @@ BAD_VALUES = [
     ({"gate": {"unknownKey": 1}}, "unknownKey"),
     ({"api": {"enabled": True}}, "api.enabled needs bearer tokens"),
     ({"kafkaTls": {"enabled": True}}, "kafkaTls.secretName is required"),
+    ({"redisTls": {"enabled": True}}, "redisTls.secretName is required"),
     ({"metrics": {"port": 70000}}, "port"),
     # Issue 16, item 9: secret values the chart would not put anywhere.
     ({"secrets": {"apiTokens": "t"}}, "secrets.create"),
@@ -218,6 +220,23 @@ def main():
     cm = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-config"))
     if '"security.protocol" = "SSL"' not in cm["data"]["gate.toml"]:
         fail(f"kafkaTls alone: not SSL:\n{cm['data']['gate.toml']}")
+
+    # Issue 45: redisTls mounts the Secret and points redis.tls_* at it (not for a cluster,
+    # whose client takes the system store only and would refuse the files).
+    docs = render({"redisTls": {"enabled": True, "secretName": "redis-tls", "mutual": True}})
+    cm = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-config"))
+    for key in ("gate.toml", "render.toml"):
+        for want in ('"tls_ca" = "/etc/crawlsieve/redis-tls/ca.crt"', '"tls_key" = "/etc/crawlsieve/redis-tls/tls.key"'):
+            if want not in cm["data"][key]:
+                fail(f"redisTls: {key} lacks {want}:\n{cm['data'][key]}")
+    mounts = [m["mountPath"] for d in docs if d["kind"] == "Deployment"
+              for c in d["spec"]["template"]["spec"]["containers"] for m in c.get("volumeMounts", [])]
+    if "/etc/crawlsieve/redis-tls" not in mounts:
+        fail(f"redisTls: the Secret is not mounted: {mounts}")
+    docs = render({"redisTls": {"enabled": True, "secretName": "redis-tls"}, "config": {"redis": {"cluster": True}}})
+    cm = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-config"))
+    if "tls_ca" in cm["data"]["gate.toml"]:
+        fail(f"redisTls with a cluster: tls_ca set, which a cluster refuses:\n{cm['data']['gate.toml']}")
 
     # Item 7: each pod gets only the credentials it uses (the API has no Kafka client).
     docs = render({"api": {"enabled": True}, "secrets": {"existingSecret": "creds"}})

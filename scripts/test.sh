@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)  # the TLS tests make their certificates
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)

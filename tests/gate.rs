@@ -1112,3 +1112,29 @@ fn a_batch_judged_in_chunks_publishes_each_url_once() {
     other.stage("in", &batch, &mut st2).unwrap();
     assert_eq!((st2.emitted, st2.pending.duplicates), (0, 900));
 }
+
+/// The gate over TLS: a `redis-server` with a TLS port and a test-made CA; the gate gets
+/// `rediss://` and `redis.tls_ca` and publishes every URL once, as over plain TCP.
+#[test]
+fn the_gate_works_over_tls() {
+    let tls = common::TlsRedis::start(false);
+    let plain = tls.redis.url();
+    let st = setup("tls", 300, &plain);
+    let (b, ns, want) = (&st.b, &st.ns, &st.want);
+    let mut sets = base_sets(b, "g-tls", &ns.name, &tls.url());
+    sets.push(format!("redis.tls_ca={}", tls.certs.path("ca.crt")));
+    let mut gate = GateProc::start(&sets, &[]);
+    produce(b, "urls", 4, &st.vals);
+    let evs = assert_all_fetched(b, want, Duration::from_secs(120));
+    let distinct: HashSet<&str> = evs.iter().map(|e| e.url.as_str()).collect();
+    assert_eq!(distinct.len(), want.len());
+    // What the gate wrote is in the TLS server's namespace (read over the plain port).
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("cs:{{{}}}:meta", ns.name))
+        .query(&mut tls.redis.con())
+        .unwrap();
+    assert_eq!(keys.len(), 1, "the namespace lives on the TLS server");
+    gate.signal(libc::SIGTERM);
+    let (status, err) = gate.wait(Duration::from_secs(60));
+    assert!(status.success(), "{err}");
+}

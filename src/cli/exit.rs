@@ -85,7 +85,7 @@ pub fn code(e: &anyhow::Error) -> i32 {
         if let Some(r) = c.downcast_ref::<crate::redis_filter::RedisFilterError>() {
             use crate::redis_filter::RedisFilterError as R;
             return match r {
-                R::Unavailable { .. } => Exit::Unreachable,
+                R::Unavailable { .. } | R::Refused(_) => Exit::Unreachable,
                 // Flags that do not fit the namespace, or name a wrong one: usage.
                 R::Params(_) | R::Mismatch { .. } | R::Exists(_) => Exit::Usage,
                 // A namespace that is not there, a snapshot that cannot be read or used.

@@ -4,23 +4,13 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use crate::redis_filter::{Conn, RedisConfig};
+use crate::redis_filter::Conn;
 
 /// `crawlsieve rules` arguments.
 #[derive(Debug, Args)]
 pub struct LearnedRulesArgs {
-    /// Redis URL (comma-separated seeds for a cluster).
-    #[arg(
-        long,
-        env = "CRAWLSIEVE_REDIS",
-        value_name = "URL",
-        global = true,
-        value_parser = super::args::redis_urls
-    )]
-    pub redis: Option<String>,
-    /// Use the cluster protocol even with one seed URL.
-    #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", global = true, value_parser = clap::builder::BoolishValueParser::new())]
-    pub redis_cluster: bool,
+    #[command(flatten)]
+    pub server: super::redis::RedisServerArgs,
     /// Namespace whose rules these are.
     #[arg(
         long,
@@ -59,13 +49,7 @@ pub enum LearnedRulesCommand {
 }
 
 pub(super) fn run(a: LearnedRulesArgs) -> Result<()> {
-    let Some(url) = a.redis.as_deref() else {
-        return Err(super::exit::usage(
-            "--redis URL (or CRAWLSIEVE_REDIS) is required, e.g. --redis redis://127.0.0.1:6379",
-        ));
-    };
-    let mut cfg = RedisConfig::new(url);
-    cfg.cluster |= a.redis_cluster;
+    let cfg = a.server.config("the namespace's rules")?;
     if let LearnedRulesCommand::Revoke { host, param, .. } = &a.command {
         // A rule's host is `host[:port]` as `rules list` shows it; a URL there would write a
         // revocation no rule ever matches.

@@ -7,7 +7,78 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
 use crate::config::Dur;
-use crate::redis_filter::{snapshot, Expect, Mode, NamespaceSpec, RedisConfig, RedisFilter};
+use crate::redis_filter::{
+    snapshot, Expect, Mode, NamespaceSpec, RedisConfig, RedisFilter, RedisTls,
+};
+
+/// TLS for `rediss://` URLs: what to trust beyond the system's store, and a client certificate.
+/// Global, so that `bloom` and `rules` take them before or after their sub-command.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RedisTlsArgs {
+    /// CA certificates (PEM) to trust for rediss:// besides the system's store (which honours
+    /// SSL_CERT_FILE; a Redis Cluster's CA goes there).
+    #[arg(long, env = "CRAWLSIEVE_REDIS_CA", value_name = "FILE", global = true)]
+    pub redis_ca: Option<PathBuf>,
+    /// A client certificate (PEM) for a Redis that asks for one (mutual TLS; needs --redis-key).
+    #[arg(
+        long,
+        env = "CRAWLSIEVE_REDIS_CERT",
+        value_name = "FILE",
+        global = true
+    )]
+    pub redis_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM, PKCS#8).
+    #[arg(long, env = "CRAWLSIEVE_REDIS_KEY", value_name = "FILE", global = true)]
+    pub redis_key: Option<PathBuf>,
+}
+
+impl RedisTlsArgs {
+    /// The files, as the filter's client takes them.
+    pub fn tls(&self) -> RedisTls {
+        RedisTls {
+            ca: self.redis_ca.clone(),
+            cert: self.redis_cert.clone(),
+            key: self.redis_key.clone(),
+        }
+    }
+}
+
+/// Where a Redis is, for the commands that only administer it (`bloom`, `rules`): required.
+#[derive(Debug, Args, Clone)]
+pub struct RedisServerArgs {
+    /// Redis URL: redis://host:port[/db], rediss:// for TLS; comma-separated seeds for a
+    /// cluster.
+    #[arg(
+        long,
+        env = "CRAWLSIEVE_REDIS",
+        value_name = "URL",
+        global = true,
+        value_parser = super::args::redis_urls
+    )]
+    pub redis: Option<String>,
+    /// Use the cluster protocol even with one seed URL.
+    #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", global = true, value_parser = clap::builder::BoolishValueParser::new())]
+    pub redis_cluster: bool,
+    #[command(flatten)]
+    pub tls: RedisTlsArgs,
+}
+
+impl RedisServerArgs {
+    /// The client settings, or a usage error when no URL is given (`what` says what the Redis
+    /// holds, for the message).
+    pub fn config(&self, what: &str) -> Result<RedisConfig> {
+        let Some(url) = self.redis.as_deref() else {
+            return Err(super::exit::usage(format!(
+                "--redis URL (or CRAWLSIEVE_REDIS) is required: redis://host:port of the Redis \
+                 that holds {what}"
+            )));
+        };
+        let mut cfg = RedisConfig::new(url);
+        cfg.cluster |= self.redis_cluster;
+        cfg.tls = self.tls.tls();
+        Ok(cfg)
+    }
+}
 
 /// Where the shared filter lives. Without `--redis`, `dedup` uses an in-process filter.
 #[derive(Debug, Args, Clone)]
@@ -20,6 +91,8 @@ pub struct RedisArgs {
     /// Use the cluster protocol even with one seed URL.
     #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", value_parser = clap::builder::BoolishValueParser::new())]
     pub redis_cluster: bool,
+    #[command(flatten)]
+    pub tls: RedisTlsArgs,
     /// The namespace (an independent filter per crawl or tenant); created if missing.
     #[arg(long, env = "CRAWLSIEVE_NAMESPACE", default_value = "default")]
     pub namespace: String,
@@ -124,6 +197,7 @@ impl RedisArgs {
         let url = self.redis.as_deref()?;
         let mut cfg = RedisConfig::new(url);
         cfg.cluster |= self.redis_cluster;
+        cfg.tls = self.tls.tls();
         cfg.response_timeout = self.redis_timeout.0;
         cfg.local_tier_slots = self.local_tier;
         cfg.claim_ttl = self.claim_ttl.0;
@@ -204,18 +278,8 @@ impl RedisArgs {
 /// `crawlsieve bloom`.
 #[derive(Debug, Args)]
 pub struct BloomArgs {
-    /// Redis URL (comma-separated seeds for a cluster).
-    #[arg(
-        long,
-        env = "CRAWLSIEVE_REDIS",
-        value_name = "URL",
-        global = true,
-        value_parser = super::args::redis_urls
-    )]
-    pub redis: Option<String>,
-    /// Use the cluster protocol even with one seed URL.
-    #[arg(long, env = "CRAWLSIEVE_REDIS_CLUSTER", global = true, value_parser = clap::builder::BoolishValueParser::new())]
-    pub redis_cluster: bool,
+    #[command(flatten)]
+    pub server: RedisServerArgs,
     #[command(subcommand)]
     pub command: BloomCommand,
 }
@@ -236,6 +300,9 @@ pub enum BloomCommand {
         #[command(flatten)]
         create: CreateArgs,
     },
+    /// The namespaces this Redis holds (every master of a cluster), as JSON:
+    /// `{"namespaces": [...]}`, sorted.
+    List,
     /// Parameters, fill, estimated FP rate and memory of every generation (JSON).
     Stats {
         #[command(flatten)]
@@ -337,7 +404,7 @@ fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
 
 pub(super) fn bloom(a: BloomArgs) -> Result<()> {
     // Without its password (the error is printed).
-    let at = RedisConfig::new(a.redis.as_deref().unwrap_or_default()).address();
+    let at = RedisConfig::new(a.server.redis.as_deref().unwrap_or_default()).address();
     // Redis unreachable: say which Redis (the error alone said "connection refused").
     bloom_at(a).map_err(|e| {
         let unreachable = e.chain().any(|c| {
@@ -402,13 +469,7 @@ fn is_a_directory(file: &std::path::Path) -> anyhow::Error {
 }
 
 fn bloom_at(a: BloomArgs) -> Result<()> {
-    let Some(url) = a.redis.as_deref() else {
-        return Err(super::exit::usage(
-            "--redis URL (or CRAWLSIEVE_REDIS) is required: redis://host:port of the Redis that holds the namespace",
-        ));
-    };
-    let mut cfg = RedisConfig::new(url);
-    cfg.cluster |= a.redis_cluster;
+    let mut cfg = a.server.config("the namespace")?;
     cfg.local_tier_slots = 0;
     match a.command {
         BloomCommand::Create {
@@ -421,6 +482,9 @@ fn bloom_at(a: BloomArgs) -> Result<()> {
             let mut f = RedisFilter::create_new(cfg, &namespace, &spec)?;
             print_json(&f.stats()?)
         }
+        BloomCommand::List => print_json(&serde_json::json!({
+            "namespaces": crate::redis_filter::list_namespaces(&cfg)?
+        })),
         BloomCommand::Stats { namespace } => {
             let mut f = RedisFilter::attach(cfg, &namespace.only()?, &Expect::default())?;
             print_json(&f.stats()?)
@@ -452,7 +516,7 @@ fn bloom_at(a: BloomArgs) -> Result<()> {
                 print_json(&serde_json::json!({"namespace": namespace, "dropped": true}))
             } else {
                 Err(super::exit::input(format!(
-                    "namespace {namespace:?} does not exist (`crawlsieve bloom stats NAMESPACE` shows one that does)"
+                    "namespace {namespace:?} does not exist (`crawlsieve bloom list` shows the ones that do)"
                 )))
             }
         }

@@ -85,6 +85,12 @@ impl RedisSection {
         c.local_tier_slots = self.local_tier_slots;
         c.claim_ttl = self.claim_ttl.0;
         c.busy_wait = self.busy_wait.0;
+        let file = |f: &String| (!f.is_empty()).then(|| std::path::PathBuf::from(f));
+        c.tls = crate::redis_filter::RedisTls {
+            ca: file(&self.tls_ca),
+            cert: file(&self.tls_cert),
+            key: file(&self.tls_key),
+        };
         c
     }
 
@@ -425,6 +431,13 @@ pub struct RedisSection {
     /// The API's idempotent requests: how long to wait for a URL another request holds before
     /// answering it new too (a repeat, never a loss).
     pub busy_wait: Dur,
+    /// `rediss://` only: a CA file (PEM) to trust besides the system's store ("" = none; a
+    /// cluster's CA goes in `SSL_CERT_FILE`).
+    pub tls_ca: String,
+    /// `rediss://` only: a client certificate (PEM) for a Redis that asks for one.
+    pub tls_cert: String,
+    /// `rediss://` only: the client certificate's private key (PEM, PKCS#8).
+    pub tls_key: String,
     /// The gate's per-host budget: at most this many new URLs of one host (`host[:port]`) are
     /// published per namespace and `budget_window`, counted across every gate through Redis;
     /// the rest are rejected `host_budget` and taken back out of the filter. 0: no budget.
@@ -450,6 +463,9 @@ impl Default for RedisSection {
             local_tier_memory: 64 << 20,
             claim_ttl: Dur(Duration::from_secs(30)),
             busy_wait: Dur(Duration::from_millis(500)),
+            tls_ca: String::new(),
+            tls_cert: String::new(),
+            tls_key: String::new(),
             max_new_urls_per_host: 0,
             budget_window: Dur(Duration::from_secs(24 * 3600)),
         }

@@ -18,6 +18,8 @@ pub struct ProbeMetrics {
     pub redis_up: IntGauge,
     /// Seconds per probe round trip.
     pub redis_ping_seconds: Histogram,
+    /// Why the last probe failed (Redis' address and the error's one sentence), while it does.
+    last_error: Arc<Mutex<Option<String>>>,
 }
 
 impl ProbeMetrics {
@@ -26,12 +28,49 @@ impl ProbeMetrics {
         ProbeMetrics {
             redis_ping_seconds: m.histogram(names::REDIS_PING_SECONDS, SECONDS),
             redis_up: m.gauge(names::REDIS_UP),
+            last_error: Arc::default(),
         }
     }
 
-    /// Why Redis makes the component unready, if it does.
+    /// Why Redis makes the component unready, if it does: not ready until the first probe
+    /// answers, so a process started against a Redis it cannot use never reports ready.
     pub fn not_ready(&self) -> Option<String> {
-        (self.redis_up.get() == 0).then(|| "Redis does not answer".to_string())
+        if self.redis_up.get() != 0 {
+            return None;
+        }
+        let why = self.last_error.lock().expect("probe error lock").clone();
+        Some(why.unwrap_or_else(|| "Redis has not answered yet".to_string()))
+    }
+
+    /// Record one probe's outcome; say so in the log when it changes (the first probe always
+    /// does: a process started against a Redis it cannot reach says so at once, in one
+    /// sentence naming the fix where there is one, and again when Redis answers).
+    fn record(&self, at: &str, ok: Result<(), String>, every: Duration) {
+        let was = self.redis_up.get();
+        let first = self.last_error.lock().expect("probe error lock").is_none() && was == 0;
+        match ok {
+            Ok(()) => {
+                self.redis_up.set(1);
+                *self.last_error.lock().expect("probe error lock") = None;
+                if was == 0 {
+                    tracing::info!(redis = %at, "Redis answers: ready");
+                }
+            }
+            Err(e) => {
+                self.redis_up.set(0);
+                let why = format!("Redis at {at} does not answer: {e}");
+                let mut last = self.last_error.lock().expect("probe error lock");
+                if was == 1 || first || last.as_deref() != Some(why.as_str()) {
+                    tracing::error!(
+                        redis = %at,
+                        error = %e,
+                        "Redis does not answer: not ready (/readyz 503) and requests that need \
+                         it fail until it does; retrying every {every:?}"
+                    );
+                }
+                *last = Some(why);
+            }
+        }
     }
 }
 
@@ -129,6 +168,7 @@ pub fn spawn(cfg: &Config, probe: ProbeMetrics, filter: Option<FilterMetrics>) {
     redis.local_tier_slots = 0; // statistics only: no lookups to cache
     let every = cfg.metrics.probe_interval.0.max(Duration::from_millis(100));
     let stats_every = cfg.metrics.filter_stats_interval.0;
+    let at = redis.address();
     std::thread::Builder::new()
         .name("probes".into())
         .spawn(move || {
@@ -142,10 +182,8 @@ pub fn spawn(cfg: &Config, probe: ProbeMetrics, filter: Option<FilterMetrics>) {
                         .map_err(|e| RedisFilterError::from_redis(e, false))
                 });
                 probe.redis_ping_seconds.observe(t.elapsed().as_secs_f64());
-                probe.redis_up.set(ok.is_ok() as i64);
-                if let Err(e) = &ok {
-                    tracing::debug!(error = %e, "redis probe failed");
-                }
+                let outcome = ok.as_ref().map(|_| ()).map_err(|e| e.to_string());
+                probe.record(&at, outcome, every);
                 let due = last_stats.is_none_or(|l| l.elapsed() >= stats_every);
                 if let Some(fm) = filter.as_ref().filter(|_| ok.is_ok()) {
                     if !stats_every.is_zero() && due {

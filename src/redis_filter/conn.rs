@@ -1,6 +1,7 @@
 //! One connection to a single Redis node or a Redis Cluster, with timeouts, and pipelines that
 //! work on both.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use redis::{Cmd, IntoConnectionInfo, RedisResult, Value};
@@ -33,6 +34,66 @@ pub struct RedisConfig {
     /// undelivered claims (two gates with batches in flight): the wait must end well before
     /// the claims expire.
     pub busy_wait: Duration,
+    /// Certificates for `rediss://` URLs beyond the system's trust store.
+    pub tls: RedisTls,
+}
+
+/// What a `rediss://` connection trusts and shows, beyond the system's trust store (OpenSSL's,
+/// which honours `SSL_CERT_FILE` and `SSL_CERT_DIR`). Every file is PEM.
+///
+/// A single node takes all three; a cluster's client (the `redis` crate's, over native TLS)
+/// takes the system store only, so a cluster's CA is given with `SSL_CERT_FILE` and a cluster
+/// cannot use a client certificate — [`Conn::connect`] says so rather than ignoring the files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RedisTls {
+    /// CA certificates to trust (added to the system's).
+    pub ca: Option<PathBuf>,
+    /// A client certificate, for servers that ask for one (mutual TLS); needs `key`.
+    pub cert: Option<PathBuf>,
+    /// The client certificate's private key (PKCS#8, `BEGIN PRIVATE KEY`).
+    pub key: Option<PathBuf>,
+}
+
+impl RedisTls {
+    /// Whether any file is given.
+    pub fn is_set(&self) -> bool {
+        self.ca.is_some() || self.cert.is_some() || self.key.is_some()
+    }
+
+    /// Read the files into the redis crate's form; a missing or unreadable file, or a
+    /// certificate without its key, is a configuration error naming the setting.
+    fn certificates(&self) -> RedisResult<redis::TlsCertificates> {
+        fn read(what: &str, p: &PathBuf) -> RedisResult<Vec<u8>> {
+            std::fs::read(p).map_err(|e| {
+                redis::RedisError::from((
+                    redis::ErrorKind::InvalidClientConfig,
+                    "cannot read a TLS file",
+                    format!("{what} {}: {e}", p.display()),
+                ))
+            })
+        }
+        let client_tls =
+            match (&self.cert, &self.key) {
+                (Some(c), Some(k)) => Some(redis::ClientTlsConfig {
+                    client_cert: read("client certificate (--redis-cert)", c)?,
+                    client_key: read("client key (--redis-key)", k)?,
+                }),
+                (None, None) => None,
+                _ => return Err(redis::RedisError::from((
+                    redis::ErrorKind::InvalidClientConfig,
+                    "a client certificate needs its key: give both --redis-cert and --redis-key",
+                ))),
+            };
+        let root_cert = self
+            .ca
+            .as_ref()
+            .map(|p| read("CA file (--redis-ca)", p))
+            .transpose()?;
+        Ok(redis::TlsCertificates {
+            client_tls,
+            root_cert,
+        })
+    }
 }
 
 impl RedisConfig {
@@ -65,13 +126,15 @@ impl RedisConfig {
             refresh_interval: Duration::from_secs(1),
             claim_ttl: Duration::from_secs(30),
             busy_wait: Duration::from_millis(500),
+            tls: RedisTls::default(),
         }
     }
 }
 
 /// A live connection.
 pub enum Conn {
-    /// One node: redis-rs for administration, a raw socket for the hot path (TCP only).
+    /// One node: redis-rs for administration, a raw socket for the hot path (plain TCP only:
+    /// over TLS redis-rs carries the hot path too).
     Single(redis::Connection, Option<Box<RawConn>>),
     /// A cluster (routes every command by its key's slot; MOVED/ASK are followed, I/O errors
     /// are returned, never silently re-sent).
@@ -87,7 +150,21 @@ impl Conn {
                 "no Redis URL given",
             )));
         }
+        if cfg.tls.is_set() && !cfg.urls.iter().all(|u| u.starts_with("rediss://")) {
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "TLS files are given but the Redis URL is not TLS: write rediss://host:port",
+            )));
+        }
         if cfg.cluster {
+            if cfg.tls.is_set() {
+                return Err(redis::RedisError::from((
+                    redis::ErrorKind::InvalidClientConfig,
+                    "a Redis Cluster over TLS trusts the system's certificates only: give its CA \
+                     with SSL_CERT_FILE=FILE instead of --redis-ca (client certificates are not \
+                     supported for a cluster)",
+                )));
+            }
             let client = redis::cluster::ClusterClientBuilder::new(cfg.urls.clone())
                 .connection_timeout(cfg.connect_timeout)
                 .response_timeout(cfg.response_timeout)
@@ -96,7 +173,11 @@ impl Conn {
             Ok(Conn::Cluster(Box::new(client.get_connection()?)))
         } else {
             let info = cfg.urls[0].as_str().into_connection_info()?;
-            let client = redis::Client::open(info.clone())?;
+            let client = if cfg.tls.is_set() {
+                redis::Client::build_with_tls(info.clone(), cfg.tls.certificates()?)?
+            } else {
+                redis::Client::open(info.clone())?
+            };
             let con = client.get_connection_with_timeout(cfg.connect_timeout)?;
             con.set_read_timeout(Some(cfg.response_timeout))?;
             con.set_write_timeout(Some(cfg.response_timeout))?;

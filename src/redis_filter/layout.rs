@@ -367,6 +367,16 @@ impl Keys {
         format!("cs:{{{ns}}}:meta")
     }
 
+    /// The `SCAN` pattern of every namespace's metadata key (`bloom list`).
+    pub const META_PATTERN: &'static str = "cs:{*}:meta";
+
+    /// The namespace whose metadata key `key` is (a key [`Keys::META_PATTERN`] matched), if
+    /// it is one: the name between the braces, a valid namespace name.
+    pub fn namespace_of_meta(key: &str) -> Option<&str> {
+        let name = key.strip_prefix("cs:{")?.strip_suffix("}:meta")?;
+        check_namespace(name).is_ok().then_some(name)
+    }
+
     /// A `bloom` namespace's re-admit set: fingerprints forgotten and not yet seen again
     /// (16 bytes each, big-endian), in the metadata's slot.
     pub fn readmit(ns: &str) -> String {

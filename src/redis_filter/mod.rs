@@ -49,13 +49,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use redis::{Cmd, Value};
 use serde::{Deserialize, Serialize};
 
-pub use conn::{Conn, LazyConn, RedisConfig};
+pub use conn::{Conn, LazyConn, RedisConfig, RedisTls};
 pub use layout::{GenSpec, Keys};
 pub use outbox::{Adopted, Payload, Ticket};
 pub use stats::{ClientStats, GenStats, NamespaceStats};
 pub use tier::LocalTier;
 
 use claims::Inflight;
+pub use namespace::list_namespaces;
 use namespace::{as_int, parse_field, CREATE_LUA};
 use resp::{Batch, Replies};
 
@@ -95,6 +96,10 @@ pub enum RedisFilterError {
         /// Whether a write was sent and its outcome is unknown.
         ambiguous: bool,
     },
+    /// Redis turned this client away for a reason retrying will not fix: a TLS certificate it
+    /// does not trust, or a wrong user or password. The message names the fix.
+    #[error("{0}")]
+    Refused(String),
     /// Redis answered with an error that retrying will not fix (wrong key type, no permission…).
     #[error("Redis error: {}", describe(.0))]
     Server(redis::RedisError),
@@ -142,12 +147,55 @@ impl RedisFilterError {
         }
     }
 
+    /// A connection Redis will never accept as configured: credentials, TLS, a database that
+    /// does not exist. Each says its fix in one sentence.
+    fn refusal(e: &redis::RedisError) -> Option<RedisFilterError> {
+        let text = e.to_string();
+        let lower = text.to_ascii_lowercase();
+        if matches!(e.kind(), redis::ErrorKind::InvalidClientConfig) {
+            return Some(RedisFilterError::Params(text));
+        }
+        if matches!(e.kind(), redis::ErrorKind::AuthenticationFailed)
+            || e.code().is_some_and(|c| c == "WRONGPASS" || c == "NOAUTH")
+            || lower.contains("wrongpass")
+            || lower.contains("noauth")
+        {
+            return Some(RedisFilterError::Refused(format!(
+                "Redis refused the credentials ({text}): put the right ones in the URL, \
+                 redis://USER:PASSWORD@host:port (or redis://:PASSWORD@host:port for the default \
+                 user)"
+            )));
+        }
+        if lower.contains("handshake")
+            || lower.contains("certificate")
+            || (matches!(e.kind(), redis::ErrorKind::Client) && lower.contains("ssl"))
+        {
+            return Some(RedisFilterError::Refused(format!(
+                "the TLS handshake with Redis failed ({text}): if its certificate is not signed \
+                 by a CA this machine trusts, give the CA's PEM file with --redis-ca FILE (or \
+                 CRAWLSIEVE_REDIS_CA, redis.tls_ca, SSL_CERT_FILE); a server that speaks plain \
+                 TCP wants redis://, not rediss://"
+            )));
+        }
+        if lower.contains("switch database") || lower.contains("db index is out of range") {
+            return Some(RedisFilterError::Params(format!(
+                "Redis has no such database ({text}): the number after the port in the URL \
+                 (redis://host:port/N) must be below the server's `databases` setting (16 by \
+                 default); most deployments use /0"
+            )));
+        }
+        None
+    }
+
     pub(crate) fn from_redis(e: redis::RedisError, ambiguous: bool) -> RedisFilterError {
         use redis::{ErrorKind as K, ServerErrorKind as S};
         // A single-node client talking to a cluster node: every key of another node is MOVED.
         // (The cluster client follows MOVED itself.)
         if matches!(e.kind(), K::Server(S::Moved)) || e.to_string().contains("MOVED") {
             return RedisFilterError::Params(CLUSTER_NODE.into());
+        }
+        if let Some(turned_away) = Self::refusal(&e) {
+            return turned_away;
         }
         let transient = e.is_io_error()
             || e.is_timeout()

@@ -571,6 +571,77 @@ impl RedisFilter {
     }
 }
 
+/// Every namespace held by the Redis of `cfg` (every master of a cluster), sorted: the
+/// metadata keys (`cs:{NS}:meta`) a `SCAN` finds. `bloom list`.
+pub fn list_namespaces(cfg: &RedisConfig) -> Result<Vec<String>, RedisFilterError> {
+    let err = |e| RedisFilterError::from_redis(e, false);
+    let mut conn = Conn::connect(cfg).map_err(err)?;
+    let mut nodes = Vec::new();
+    if let Conn::Cluster(_) = conn {
+        // A SCAN reaches one node: ask each master (CLUSTER NODES: `id ip:port@bus flags …`).
+        let text: String = conn
+            .query(&redis::cmd("CLUSTER").arg("NODES"))
+            .map_err(err)?;
+        for line in text.lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            if f.len() > 2 && f[2].split(',').any(|x| x == "master") && !f[2].contains("fail") {
+                let addr = f[1].split('@').next().unwrap_or_default();
+                nodes.push(node_config(cfg, addr)?);
+            }
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    let mut scan = |c: &mut Conn| -> Result<(), RedisFilterError> {
+        let mut cursor = 0u64;
+        loop {
+            let (next, keys): (u64, Vec<String>) = c
+                .query(
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(Keys::META_PATTERN)
+                        .arg("COUNT")
+                        .arg(1000),
+                )
+                .map_err(err)?;
+            for k in keys {
+                if let Some(name) = Keys::namespace_of_meta(&k) {
+                    names.insert(name.to_string());
+                }
+            }
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    };
+    if nodes.is_empty() {
+        scan(&mut conn)?;
+    } else {
+        for node in &nodes {
+            scan(&mut Conn::connect(node).map_err(err)?)?;
+        }
+    }
+    Ok(names.into_iter().collect())
+}
+
+/// `cfg`'s first seed, pointed at the cluster node `addr` (`ip:port`) as a single node: the
+/// same scheme, credentials and TLS files.
+fn node_config(cfg: &RedisConfig, addr: &str) -> Result<RedisConfig, RedisFilterError> {
+    let bad = || RedisFilterError::Corrupt(format!("CLUSTER NODES names {addr:?}, not ip:port"));
+    let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    let mut u = url::Url::parse(&cfg.urls[0])
+        .map_err(|e| RedisFilterError::Params(format!("{:?}: {e}", cfg.address())))?;
+    u.set_host(Some(host.trim_start_matches('[').trim_end_matches(']')))
+        .map_err(|_| bad())?;
+    u.set_port(Some(port)).map_err(|_| bad())?;
+    let mut node = cfg.clone();
+    node.urls = vec![u.to_string()];
+    node.cluster = false;
+    Ok(node)
+}
+
 /// Retire from `next` the sealed generations past the window, and take out of it the retired
 /// ones past their grace: those are returned, to be unlinked.
 fn plan_retirement(spec: &NamespaceSpec, now: u64, next: &mut Generations) -> Vec<Retired> {

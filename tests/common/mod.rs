@@ -166,6 +166,138 @@ impl Drop for OwnRedis {
     }
 }
 
+/// Certificates `openssl` makes for a TLS test, in a directory of their own: a CA
+/// (`ca.crt`), a server certificate for 127.0.0.1 and localhost (`server.crt`, `server.key`) and
+/// a client certificate (`client.crt`, `client.key`), both signed by the CA; and a second CA
+/// (`other-ca.crt`) that signed nothing here.
+#[allow(dead_code)]
+pub struct TestCerts {
+    pub dir: tempfile::TempDir,
+}
+
+#[allow(dead_code)]
+impl TestCerts {
+    pub fn make() -> TestCerts {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .expect("openssl must be installed (scripts/test.sh installs it)");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        for ca in ["ca", "other-ca"] {
+            run(&[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                &format!("/CN=crawlsieve test {ca}"),
+                "-keyout",
+                &format!("{ca}.key"),
+                "-out",
+                &format!("{ca}.crt"),
+            ]);
+        }
+        std::fs::write(
+            dir.path().join("ext"),
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+        )
+        .unwrap();
+        for who in ["server", "client"] {
+            run(&[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                &format!("/CN={who}"),
+                "-keyout",
+                &format!("{who}.key"),
+                "-out",
+                &format!("{who}.csr"),
+            ]);
+            run(&[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{who}.csr"),
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                "ext",
+                "-out",
+                &format!("{who}.crt"),
+            ]);
+        }
+        TestCerts { dir }
+    }
+
+    pub fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).to_string_lossy().into_owned()
+    }
+}
+
+/// A redis-server with a TLS port beside its plain one (the plain one for the test's own
+/// commands and readiness), certificates from [`TestCerts`]; with `mutual`, TLS clients must
+/// show a certificate the CA signed.
+#[allow(dead_code)]
+pub struct TlsRedis {
+    pub redis: OwnRedis,
+    pub tls_port: u16,
+    pub certs: TestCerts,
+}
+
+#[allow(dead_code)]
+impl TlsRedis {
+    pub fn start(mutual: bool) -> TlsRedis {
+        let certs = TestCerts::make();
+        let tls_port = free_port().to_string();
+        let (cert, key, ca) = (
+            certs.path("server.crt"),
+            certs.path("server.key"),
+            certs.path("ca.crt"),
+        );
+        let auth = if mutual { "yes" } else { "no" };
+        let redis = OwnRedis::start(&[
+            "--tls-port",
+            &tls_port,
+            "--tls-cert-file",
+            &cert,
+            "--tls-key-file",
+            &key,
+            "--tls-ca-cert-file",
+            &ca,
+            "--tls-auth-clients",
+            auth,
+        ]);
+        TlsRedis {
+            redis,
+            tls_port: tls_port.parse().unwrap(),
+            certs,
+        }
+    }
+
+    /// `rediss://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("rediss://127.0.0.1:{}", self.tls_port)
+    }
+}
+
 /// A 3-master Redis Cluster on loopback, torn down on drop.
 pub struct OwnCluster {
     pub nodes: Vec<OwnRedis>,

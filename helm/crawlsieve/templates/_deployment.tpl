@@ -101,6 +101,11 @@ spec:
               mountPath: /etc/crawlsieve/kafka-tls
               readOnly: true
             {{- end }}
+            {{- if $root.Values.redisTls.enabled }}
+            - name: redis-tls
+              mountPath: /etc/crawlsieve/redis-tls
+              readOnly: true
+            {{- end }}
       volumes:
         - name: config
           configMap:
@@ -121,6 +126,11 @@ spec:
         - name: kafka-tls
           secret:
             secretName: {{ required "kafkaTls.secretName is required when kafkaTls.enabled" $root.Values.kafkaTls.secretName }}
+        {{- end }}
+        {{- if $root.Values.redisTls.enabled }}
+        - name: redis-tls
+          secret:
+            secretName: {{ required "redisTls.secretName is required when redisTls.enabled" $root.Values.redisTls.secretName }}
         {{- end }}
       {{- with $v.nodeSelector }}
       nodeSelector:

@@ -85,6 +85,17 @@ chart's own Secret carries SASL credentials, else kafkaTls.protocol. */ -}}
 {{- $_ := set $kafka "client" $client -}}
 {{- $_ := set $cfg "kafka" $kafka -}}
 {{- end -}}
+{{- if $root.Values.redisTls.enabled -}}
+{{- $redis := default dict $cfg.redis -}}
+{{- if not (default false $redis.cluster) -}}
+{{- $_ := set $redis "tls_ca" "/etc/crawlsieve/redis-tls/ca.crt" -}}
+{{- if $root.Values.redisTls.mutual -}}
+{{- $_ := set $redis "tls_cert" "/etc/crawlsieve/redis-tls/tls.crt" -}}
+{{- $_ := set $redis "tls_key" "/etc/crawlsieve/redis-tls/tls.key" -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $cfg "redis" $redis -}}
+{{- end -}}
 {{- include "crawlsieve.toml" $cfg | trim -}}
 {{- end -}}
 
