@@ -291,3 +291,105 @@ fn similar_writes_an_html_report_with_the_screenshots() {
     assert!(html.contains("<section id=\"soft404\">"), "probes listed");
     assert!(html.contains("/cs"), "the probe URL is shown");
 }
+
+/// Issue 45: a small site of ten ~600-byte pages of one template (all thin: under 1 KiB of HTML)
+/// — four product pages that differ in a word or two, six pages of their own — gives the
+/// clusters a person would: the four products together, the six apart; a legend; a distance
+/// only where one was measured (0 for a canonical, none for pages alone).
+#[test]
+fn a_small_site_of_thin_pages_of_one_template_clusters_as_a_person_would() {
+    let page = |title: &str, body: &str| {
+        format!(
+            "<!doctype html><html><head><title>{title} | Tiny Shop</title></head><body>\
+             <nav><a href=/>Home</a> <a href=/shop>Shop</a> <a href=/about>About</a></nav>\
+             <main><h1>{title}</h1><p>{body}</p></main><footer>Tiny Shop, 2026</footer></body></html>"
+        )
+    };
+    let product = |colour: &str, price: u32| {
+        page(
+            &format!("Garden hose, {colour}"),
+            &format!(
+                "This garden hose is fifteen metres long and made of reinforced rubber that \
+                 does not kink in the sun. It fits every standard tap and comes with a brass \
+                 nozzle, a wall hook and a two year warranty. Colour: {colour}. Price: {price} \
+                 euros, delivered within three working days."
+            ),
+        )
+    };
+    let mut site: Vec<(String, String)> = vec![
+        ("/shop/hose-green".into(), product("green", 24)),
+        ("/shop/hose-red".into(), product("red", 24)),
+        ("/shop/hose-blue".into(), product("blue", 26)),
+        ("/shop/hose-black".into(), product("black", 26)),
+    ];
+    for (path, title, body) in [
+        ("/", "Welcome", "Tiny Shop sells a few well made things for small gardens: hoses, trowels, seed trays and gloves. Everything is tested by the two of us before it goes on sale, and we answer every message ourselves."),
+        ("/about", "About us", "We started Tiny Shop in a shed behind our house in 2019 after our own hose burst for the third summer in a row. Today we work with four family workshops in the region and keep our range deliberately small."),
+        ("/contact", "Contact", "Write to hello at tiny shop dot example or call us on weekdays between nine and five. Parcels can be returned to the shed address printed on your invoice within thirty days, no questions asked."),
+        ("/shipping", "Shipping", "Orders placed before noon leave the same day. Delivery inside the country takes one to three working days; abroad it takes up to a week and costs a flat eight euros whatever the size of the parcel."),
+        ("/faq", "Questions", "Can a hose stay outside in winter? Drain it and it will. Are the gloves washable? At thirty degrees. Do you sell spare nozzles? Yes, write to us and we will send one with your next order."),
+        ("/blog/watering", "Watering in July", "Water early in the morning, at the roots, and less often but deeply: a lawn watered every evening grows shallow roots and suffers more in a heat wave than one soaked twice a week."),
+    ] {
+        site.push((path.into(), page(title, body)));
+    }
+    for (_, html) in &site {
+        assert!(
+            (400..1024).contains(&html.len()),
+            "a thin page of 400–1023 bytes: {}",
+            html.len()
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("site.jsonl");
+    let lines: Vec<String> = site
+        .iter()
+        .map(|(path, html)| {
+            let url = format!("https://tiny-shop.example{path}");
+            serde_json::json!({"url": url, "final_url": url, "status": 200, "content_type": "text/html", "html": html})
+                .to_string()
+        })
+        .collect();
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let json = dir.path().join("r.json");
+    cluster(&input, &json);
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let urls = r["urls"].as_array().unwrap();
+    let id_of = |path: &str| -> String {
+        let u = urls
+            .iter()
+            .find(|u| u["url"] == format!("https://tiny-shop.example{path}"))
+            .unwrap();
+        assert_eq!(u["rule"], "T1", "{u}");
+        u["cluster_id"].as_str().unwrap().to_string()
+    };
+    let products: Vec<String> = site[..4].iter().map(|(p, _)| id_of(p)).collect();
+    assert!(
+        products.iter().all(|c| c == &products[0]),
+        "the four products in one cluster: {products:?}"
+    );
+    let others: std::collections::HashSet<String> =
+        site[4..].iter().map(|(p, _)| id_of(p)).collect();
+    assert_eq!(others.len(), 6, "the six other pages apart: {others:?}");
+    assert!(!others.contains(&products[0]));
+    for u in urls {
+        if u["is_canonical"] == true {
+            assert_eq!(
+                u["similarity_to_canonical"], 1.0,
+                "a canonical against itself: {u}"
+            );
+        }
+        assert_eq!(u["similarity_measured"], true, "{u}");
+    }
+    let html_path = dir.path().join("r.html");
+    cluster(&input, &html_path);
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(
+        html.contains("id=\"legend\"") && html.contains("<th>T1</th>"),
+        "a legend"
+    );
+    assert_eq!(
+        html.matches("distance 0.000").count(),
+        7,
+        "0 for each of the 7 canonicals"
+    );
+}

@@ -107,6 +107,9 @@ struct OutUrl {
     cluster_id: String,
     is_canonical: bool,
     similarity_to_canonical: f64,
+    /// Whether the similarities were measured against the canonical (false: a page in no
+    /// cluster, or a rule-cluster member without HTML to compare; its zeros are no distance).
+    similarity_measured: bool,
     content_sim: f64,
     structure_sim: f64,
     /// `None` (null) when the page or its canonical has no screenshot (not rendered).
@@ -509,6 +512,7 @@ fn out_urls(
             cluster_id: a.cluster_id.clone(),
             is_canonical: a.is_canonical,
             similarity_to_canonical: round(a.similarity_to_canonical),
+            similarity_measured: a.measured,
             content_sim: round(a.sim.content),
             structure_sim: round(a.sim.structure),
             visual_sim: (p.features.phash.is_some() && pages[a.canonical].features.phash.is_some())
@@ -670,11 +674,11 @@ fn html_report(r: &Report, extras: &Extras, command: &str) -> String {
             status: u.status_code,
             title: &u.title,
             class: u.rule.map(Rule::code),
-            distance: if u.is_canonical {
-                0.0
-            } else {
-                1.0 - u.similarity_to_canonical
-            },
+            // Only what was measured: a page against itself is 0; a page in no cluster, or a
+            // rule-cluster member without HTML, has none.
+            distance: u
+                .similarity_measured
+                .then(|| (1.0 - u.similarity_to_canonical).max(0.0)),
             error: &u.error,
             thumb: thumbs.get(u.id - 1).and_then(|t| t.as_deref()),
             rendered: u.rendered,

@@ -122,3 +122,11 @@ pub(super) fn completions(a: CompletionsArgs) -> Result<()> {
     out.write_all(&buf)?;
     Ok(out.flush()?)
 }
+
+/// `after_help` with the report's legend after it (`cluster`, `similar`).
+pub(super) fn with_legend(examples: &str) -> String {
+    format!(
+        "{examples}\n\nClasses and terms in the report:\n{}",
+        crate::page::rule_pages::legend_text()
+    )
+}

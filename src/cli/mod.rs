@@ -100,10 +100,10 @@ pub enum Command {
     /// The Kafka stage: URL events in, new URLs to the fetch topic (at least once).
     Gate(gate::GateArgs),
     /// Near-duplicate and rule clusters of pages already fetched (JSON Lines or WARC in; a JSON, CSV or HTML report out).
-    #[command(after_help = CLUSTER_EXAMPLES)]
+    #[command(after_help = docs::with_legend(CLUSTER_EXAMPLES))]
     Cluster(cluster::ClusterArgs),
     /// Render URLs in headless Chromium and cluster them (the seed's `-l urls.txt -o out.json`).
-    #[command(after_help = SIMILAR_EXAMPLES)]
+    #[command(after_help = docs::with_legend(SIMILAR_EXAMPLES))]
     Similar(similar::SimilarArgs),
     /// The render stage: fetch events in, cluster assignments to the results topic.
     Render(render::RenderArgs),

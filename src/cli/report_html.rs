@@ -54,8 +54,9 @@ pub struct Member<'a> {
     pub title: &'a str,
     /// The rule class (`E1` …), if a rule clustered it.
     pub class: Option<&'static str>,
-    /// 1 − similarity to the cluster's canonical page (0 for the canonical).
-    pub distance: f64,
+    /// 1 − similarity to the cluster's canonical page (0 for the canonical); none where nothing
+    /// was measured (a page in no cluster, a rule-cluster member without HTML).
+    pub distance: Option<f64>,
     pub error: &'a str,
     /// A `data:` URI ([`thumbnail`]); none: a placeholder.
     pub thumb: Option<&'a str>,
@@ -99,6 +100,7 @@ pub fn render(
     clusters(&mut h, groups);
     probes_table(&mut h, probes);
     learned_table(&mut h, learned);
+    legend(&mut h);
     if !unclustered.is_empty() {
         h.push_str(
             "<details id=\"unclustered\"><summary>Pages in no cluster</summary><div class=\"row\">",
@@ -146,6 +148,15 @@ fn head(
         unclustered.len(),
         esc(generated_at)
     );
+}
+
+/// The legend: what each class, the distance and the gate's reasons mean.
+fn legend(h: &mut String) {
+    h.push_str("<details id=\"legend\" open><summary>Legend</summary><table>");
+    for (k, v) in crate::page::rule_pages::LEGEND {
+        let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+    }
+    h.push_str("</table></details>\n");
 }
 
 /// 2. Write the host, class and sort selectors, closing the header and opening the clusters.
@@ -270,11 +281,11 @@ fn member(h: &mut String, m: &Member, canonical: bool) {
     };
     let _ = write!(
         h,
-        "<figcaption>{link}{asked}<br><span class=\"meta\">{}{} · {} · distance {:.3}</span>{}{}</figcaption></figure>",
+        "<figcaption>{link}{asked}<br><span class=\"meta\">{}{} · {}{}</span>{}{}</figcaption></figure>",
         if canonical { "canonical · " } else { "" },
         if m.status == 0 { "no status".to_string() } else { format!("HTTP {}", m.status) },
         esc(m.class.unwrap_or("similar")),
-        m.distance,
+        m.distance.map_or(String::new(), |d| format!(" · distance {d:.3}")),
         if m.title.is_empty() { String::new() } else { format!("<br><span class=\"title\">{}</span>", esc(m.title)) },
         if m.error.is_empty() { String::new() } else { format!("<br><span class=\"error\">{}</span>", esc(m.error)) },
     );
@@ -301,7 +312,7 @@ mod tests {
             status: 200,
             title: "<b>t</b>",
             class: None,
-            distance: 0.0,
+            distance: Some(0.0),
             error: "",
             thumb: Some("https://evil.example/t.png"),
             rendered: None,

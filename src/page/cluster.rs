@@ -103,11 +103,15 @@ pub struct Assignment {
     pub canonical: usize,
     /// The rule class, for rule clusters.
     pub rule: Option<Rule>,
-    /// Similarities to the canonical (zeros for rule clusters and pages alone; the canonical of a
-    /// content cluster has 1s).
+    /// Similarities to the canonical (the canonical of a cluster has 1s, measured against
+    /// itself; zeros where nothing was measured: see `measured`).
     pub sim: Similarity,
     /// `similarity_to_canonical`.
     pub similarity_to_canonical: f64,
+    /// Whether `sim` was measured: true for every page of a cluster whose page and canonical both
+    /// have HTML to compare; false for a page in no cluster and for rule-cluster members without
+    /// HTML (a 5xx body, a failed fetch), whose zeros are no distance.
+    pub measured: bool,
 }
 
 /// Origin (`scheme://host[:port]`, no userinfo) of a URL: one definition for the crate.
@@ -156,14 +160,83 @@ pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
     let mut out = each_alone(pages.len());
     // 1. Rules that need one page only.
     let mut groups: HashMap<String, Vec<usize>> = HashMap::new();
-    let mut free = single_page_rules(pages, &mut out, &mut groups);
+    let (mut free, thin) = single_page_rules(pages, &mut out, &mut groups);
+    // Thin pages (T1) of one template: grouped by structure and text, not left alone.
+    thin_groups(pages, t, &thin, &mut groups);
     // 2. R1 (same final URL), then U1 (same URL variant), among the pages left.
     url_rules(pages, t, &mut free, &mut out, &mut groups);
     // Rule clusters: canonical by the same preference as content clusters.
-    assign_rule_clusters(pages, &groups, &mut out);
+    assign_rule_clusters(pages, t, &groups, &mut out);
     // 3. Content clusters among the eligible pages left, per host.
     content_clusters(pages, t, &free, &mut out);
     out
+}
+
+/// The least shingle Jaccard (MinHash estimate) of two thin pages' texts for one group: half the
+/// shingles shared ([`thin_groups`]).
+pub const THIN_TEXT: f64 = 0.5;
+
+/// Whether a page has HTML whose features mean something to compare.
+fn comparable(p: &Page) -> bool {
+    p.is_html() && p.features.html_bytes > 0
+}
+
+/// Groups the thin pages (T1) of each origin: pages of one template whose texts are near
+/// duplicates go together, the others stay apart. A thin page has too little text for the
+/// SimHash rule (a few changed words move a 64-bit SimHash of 80 words by far more than 3
+/// bits), so it is compared by what it has: its DOM structure (≥ `t.structure`) and the MinHash
+/// estimate of its 3-shingle Jaccard (≥ [`THIN_TEXT`]: each changed word breaks three shingles,
+/// so two changed words in a 40-word text leave a Jaccard of 0.73 — under the 0.75 of long
+/// pages — while an about page and a contact page of one template share almost none). The same
+/// visible text always groups. With the seed's thresholds (`t.text` = 0) only the same visible
+/// text does, as the seed's "HTML fingerprint" did. Canonical-centred, in preference order, as
+/// content clusters; the id is the canonical's visible-text fingerprint, as before.
+fn thin_groups(
+    pages: &[Page],
+    t: &Thresholds,
+    thin: &[usize],
+    groups: &mut HashMap<String, Vec<usize>>,
+) {
+    let mut by_origin: HashMap<std::borrow::Cow<str>, Vec<usize>> = HashMap::new();
+    for &i in thin {
+        by_origin
+            .entry(origin(&pages[i].final_url))
+            .or_default()
+            .push(i);
+    }
+    for (o, mut members) in by_origin {
+        members.sort_by(|&a, &b| preference(&pages[a], a).cmp(&preference(&pages[b], b)));
+        let mut taken = vec![false; members.len()];
+        for pos in 0..members.len() {
+            if taken[pos] {
+                continue;
+            }
+            taken[pos] = true;
+            let c = &pages[members[pos]].features;
+            let id = format!(
+                "{}-{o}-{}",
+                Rule::T1.prefix(),
+                short_hash(&c.visible_fp.to_le_bytes())
+            );
+            let group = groups.entry(id).or_default();
+            group.push(members[pos]);
+            for (q, &m) in members.iter().enumerate().skip(pos + 1) {
+                if taken[q] {
+                    continue;
+                }
+                let f = &pages[m].features;
+                let same = c.visible_fp == f.visible_fp
+                    || (t.text > 0.0 && {
+                        let s = compare(c, f, t);
+                        s.structure >= t.structure && s.text.is_some_and(|j| j >= THIN_TEXT)
+                    });
+                if same {
+                    taken[q] = true;
+                    group.push(m);
+                }
+            }
+        }
+    }
 }
 
 /// One assignment per page, each its own canonical with no cluster.
@@ -177,13 +250,15 @@ fn each_alone(n: usize) -> Vec<Assignment> {
         .collect()
 }
 
-/// Groups the pages a single-page rule classifies (recording the rule); returns the others.
+/// Groups the pages a single-page rule classifies (recording the rule), except the thin ones
+/// ([`thin_groups`] groups them); returns the pages no rule took, and the thin pages.
 fn single_page_rules(
     pages: &[Page],
     out: &mut [Assignment],
     groups: &mut HashMap<String, Vec<usize>>,
-) -> Vec<usize> {
+) -> (Vec<usize>, Vec<usize>) {
     let mut free = Vec::new();
+    let mut thin = Vec::new();
     for (i, p) in pages.iter().enumerate() {
         let o = origin(&p.final_url);
         match page_rule(p.status, p.is_html(), &p.features) {
@@ -193,6 +268,10 @@ fn single_page_rules(
                     .or_default()
                     .push(i);
                 out[i].rule = Some(r);
+            }
+            Some(Rule::T1) => {
+                thin.push(i);
+                out[i].rule = Some(Rule::T1);
             }
             Some(r) => {
                 let id = format!(
@@ -206,7 +285,7 @@ fn single_page_rules(
             None => free.push(i),
         }
     }
-    free
+    (free, thin)
 }
 
 /// Runs R1 (same final URL), then U1 (same URL variant) over `free`, leaving the pages neither
@@ -276,9 +355,12 @@ fn confirm_url_variants(pages: &[Page], t: &Thresholds, by: &mut HashMap<String,
     }
 }
 
-/// Writes each rule group's id and preferred canonical into its members' assignments.
+/// Writes each rule group's id and preferred canonical into its members' assignments, and
+/// each member's similarities to the canonical where both have HTML to compare (a rule groups
+/// pages for what they are, not by distance; the distance is still shown for what it is).
 fn assign_rule_clusters(
     pages: &[Page],
+    t: &Thresholds,
     groups: &HashMap<String, Vec<usize>>,
     out: &mut [Assignment],
 ) {
@@ -287,11 +369,34 @@ fn assign_rule_clusters(
             .iter()
             .min_by(|&&a, &&b| preference(&pages[a], a).cmp(&preference(&pages[b], b)))
             .expect("non-empty group");
+        let with_visual = pages[canon].features.phash.is_some();
         for &m in members {
             out[m].cluster_id = id.clone();
             out[m].canonical = canon;
             out[m].is_canonical = m == canon;
+            if m == canon {
+                out[m].sim = itself(with_visual);
+                out[m].similarity_to_canonical = 1.0;
+                out[m].measured = true;
+            } else if comparable(&pages[m]) && comparable(&pages[canon]) {
+                let s = compare(&pages[canon].features, &pages[m].features, t);
+                out[m].similarity_to_canonical =
+                    s.overall(with_visual && pages[m].features.phash.is_some());
+                out[m].sim = s;
+                out[m].measured = true;
+            }
         }
+    }
+}
+
+/// A page's similarities to itself.
+fn itself(with_visual: bool) -> Similarity {
+    Similarity {
+        content: 1.0,
+        structure: 1.0,
+        visual: if with_visual { 1.0 } else { 0.0 },
+        behavior: 1.0,
+        text: Some(1.0),
     }
 }
 
@@ -365,14 +470,9 @@ fn write_content_cluster(
     let id = format!("cluster-{}", short_hash(pages[c].final_url.as_bytes()));
     let with_visual = pages[c].features.phash.is_some();
     out[c].cluster_id = id.clone();
-    out[c].sim = Similarity {
-        content: 1.0,
-        structure: 1.0,
-        visual: if with_visual { 1.0 } else { 0.0 },
-        behavior: 1.0,
-        text: Some(1.0),
-    };
+    out[c].sim = itself(with_visual);
     out[c].similarity_to_canonical = 1.0;
+    out[c].measured = true;
     for (m, s) in cluster {
         out[m] = Assignment {
             cluster_id: id.clone(),
@@ -381,6 +481,7 @@ fn write_content_cluster(
             rule: None,
             similarity_to_canonical: s.overall(with_visual && pages[m].features.phash.is_some()),
             sim: s,
+            measured: true,
         };
     }
 }

@@ -241,6 +241,32 @@ impl Rule {
     }
 }
 
+/// What each class in a report means, in the words the HTML report's legend and `cluster`'s and
+/// `similar`'s `--help` show (one list for both).
+pub const LEGEND: &[(&str, &str)] = &[
+    ("similar", "a content cluster: near-duplicate pages of one host (same text give or take a few words, and the same layout or look); its canonical is the page to keep"),
+    ("E1", "server error: 5xx answers of one origin"),
+    ("E3", "error page: a 404/401/403, or a 2xx page with little text that says \"not found\" or \"an error occurred\""),
+    ("L1", "login wall: a page whose only content is a login form"),
+    ("W1", "WAF or challenge page (captcha, \"checking your browser\")"),
+    ("M1", "maintenance page"),
+    ("T1", "thin page: under 1 KiB of HTML or 200 characters of text (too little for the content rule); thin pages of one template with near-identical text are grouped, the others stay alone"),
+    ("R1", "redirect: several URLs that end at the same final URL"),
+    ("U1", "URL variant: URLs that differ only in case, index.html or a trailing slash and serve the same page"),
+    ("soft_404", "soft 404: the host's \"not found\" page served with a 2xx status (measured with a probe URL that cannot exist)"),
+    ("distance", "1 − the page's similarity to its cluster's canonical (0: the canonical itself); blank where nothing was measured (a page in no cluster, or a member without HTML)"),
+    ("pattern_similar", "(the gate's reason) a URL not published because the render stage verified that its URL pattern serves near-identical pages"),
+];
+
+/// [`LEGEND`] as plain text, one class a line (for `--help`).
+pub fn legend_text() -> String {
+    LEGEND
+        .iter()
+        .map(|(k, v)| format!("  {k:<16} {v}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The seed's eligibility thresholds.
 pub const MIN_HTML_BYTES: usize = 1024;
 /// Characters of main text a page needs to take part in content clustering.
