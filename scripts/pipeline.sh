@@ -135,7 +135,7 @@ import json, sys
 for l in open(sys.argv[1]):
     print(json.loads(l)["url"])
 ' "$WORK/fetch.jsonl" >"$WORK/fetched.txt"
-"$BIN" similar -l "$WORK/fetched.txt" -o "$WORK/report.html" --allow 127.0.0.1 2>"$WORK/similar.log" \
+"$BIN" similar -l "$WORK/fetched.txt" -o "$WORK/report.html" -o "$WORK/report.json" --allow 127.0.0.1 2>"$WORK/similar.log" \
   || fail "crawlsieve similar failed (see $WORK/similar.log)"
 
 python3 - "$WORK" <<'PY'
@@ -154,16 +154,23 @@ def jl(name):
     return [json.loads(l) for l in (w / name).read_text().splitlines() if l.strip()]
 g1, g2, r = summary("gate-1.log"), summary("gate-2.log"), summary("render.log")
 reasons = collections.Counter(a.get("reason", "?") for a in jl("audit.jsonl"))
-results = jl("results.jsonl")
-clusters = {x["cluster_id"] for x in results if x.get("cluster_id")}
-rules = collections.Counter(x["rule"] for x in results if x.get("rule"))
+# One source of truth for pages and clusters: the report's own JSON (the HTML is the same run),
+# counted as its header counts them.
+report = json.loads((w / "report.json").read_text())
+pages = report["urls"]
+clusters = report["clusters"]
+alone = sum(1 for u in pages if not u["cluster_id"])
+rules = collections.Counter(u["rule"] for u in pages if u.get("rule"))
+def n(k, one, many):
+    return f"{k} {one if k == 1 else many}"
 print("crawlsieve pipeline: summary")
 for name, s in (("gate, first candidates", g1), ("gate, candidates found later", g2)):
     print(f"  {name:<30} consumed {s.get('consumed', '?'):>3}, new {s.get('emitted', '?'):>3}, duplicate {s.get('duplicates', '?'):>3}, rejected {s.get('rejected', '?'):>3}")
 print("  rejected by reason:         ", ", ".join(f"{k} {v}" for k, v in reasons.most_common()) or "none")
-print(f"  rendered                      {r.get('consumed', '?')} pages, {len(clusters)} clusters; rule pages: " + (", ".join(f"{k} {v}" for k, v in rules.most_common()) or "none"))
+print(f"  render stage                  {n(r.get('consumed', 0), 'page', 'pages')} of the first wave rendered, their cluster assignments on the results topic")
+print(f"  report (every fetched URL)    {n(len(pages), 'page', 'pages')}, {n(len(clusters), 'cluster', 'clusters')}, {n(alone, 'page', 'pages')} in no cluster; rule pages: " + (", ".join(f"{k} {v}" for k, v in rules.most_common()) or "none"))
 for x in jl("rules.jsonl"):
     print(f"  learned rule                  on {x['host']} `{x['param']}` changes nothing ({x['values']} values over {x['paths']} paths): its variants are one URL to the gate")
-print(f"  report                        {w / 'report.html'}")
+print(f"  report                        {w / 'report.html'} (and report.json)")
 print(f"  everything else               {w}/ (logs, topics as JSON lines, the config)")
 PY

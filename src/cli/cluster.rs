@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::page::cluster::{cluster, eligible};
+use crate::page::cluster::eligible;
 use crate::page::rule_pages::Rule;
 use crate::page::similarity::Thresholds;
 use crate::page::{Page, Timings};
@@ -31,9 +31,10 @@ pub struct ClusterArgs {
     )]
     pub warc: Vec<PathBuf>,
     /// Output file: `.json` (default: JSON on stdout), `.csv`, or `.html` (a self-contained
-    /// page: clusters as rows of thumbnails, filterable by host and class).
-    #[arg(short = 'o', long, env = "CRAWLSIEVE_REPORT")]
-    pub output: Option<PathBuf>,
+    /// page: clusters as rows of thumbnails, filterable by host and class); repeatable
+    /// (comma-separated in the variable): one clustering, several files.
+    #[arg(short = 'o', long, env = "CRAWLSIEVE_REPORT", value_delimiter = ',')]
+    pub output: Vec<PathBuf>,
     /// Use the seed's thresholds and scales exactly (content ≥ 0.97 at scale 16, visual ≥ 0.99
     /// at scale 20; see docs/page-clustering.md).
     #[arg(long, env = "CRAWLSIEVE_SEED_THRESHOLDS", value_parser = clap::builder::BoolishValueParser::new())]
@@ -166,7 +167,7 @@ fn round(x: f64) -> f64 {
 
 /// Run `crawlsieve cluster`.
 pub fn run(a: ClusterArgs) -> Result<()> {
-    if let Some(o) = &a.output {
+    for o in &a.output {
         report_format(o)?;
     }
     let t = thresholds(&a);
@@ -204,13 +205,7 @@ pub fn run(a: ClusterArgs) -> Result<()> {
         why: &[],
     };
     report(
-        &pages,
-        errors,
-        &extras,
-        unreadable,
-        &t,
-        a.output.as_deref(),
-        "cluster",
+        &pages, errors, &extras, unreadable, &t, &a.output, "cluster",
     )
 }
 
@@ -428,10 +423,10 @@ pub(crate) fn report(
     extras: &Extras,
     unreadable: usize,
     t: &Thresholds,
-    output: Option<&std::path::Path>,
+    outputs: &[std::path::PathBuf],
     command: &str,
 ) -> Result<()> {
-    let assignments = assign(pages, &errors, t);
+    let assignments = assign(pages, &errors, t, extras.learned);
     let urls = out_urls(pages, &assignments, errors, extras);
     let clusters = out_clusters(pages, &assignments);
     let report = Report {
@@ -451,15 +446,25 @@ pub(crate) fn report(
         urls,
         clusters,
     };
-    let name = write_report(&report, extras, output, command)?;
-    summarize(&report, &name, command)
+    let names = if outputs.is_empty() {
+        vec![write_report(&report, extras, None, command)?]
+    } else {
+        outputs
+            .iter()
+            .map(|o| write_report(&report, extras, Some(o), command))
+            .collect::<Result<Vec<_>>>()?
+    };
+    summarize(&report, &names.join(", "), command)
 }
 
-/// 1. Cluster the pages without an error; a page with one is its own canonical, in none.
+/// 1. Cluster the pages without an error; a page with one is its own canonical, in none. A page
+/// whose URL carries a parameter `learned` says changes nothing is a canonical only when its
+/// cluster has no page without one.
 fn assign(
     pages: &[Page],
     errors: &[String],
     t: &Thresholds,
+    learned: &[crate::page::params::Learned],
 ) -> Vec<crate::page::cluster::Assignment> {
     // A page with an error (refused, failed, unreadable, unparsable) is in no cluster: its
     // features say nothing about the page the URL serves.
@@ -472,13 +477,35 @@ fn assign(
             ..Default::default()
         })
         .collect();
-    for (a, &i) in cluster(&ok_pages, t).into_iter().zip(&ok) {
+    let noisy: Vec<bool> = ok_pages
+        .iter()
+        .map(|p| carries_learned_param(&p.final_url, learned))
+        .collect();
+    for (a, &i) in crate::page::cluster::cluster_preferring(&ok_pages, t, &noisy)
+        .into_iter()
+        .zip(&ok)
+    {
         assignments[i] = crate::page::cluster::Assignment {
             canonical: ok[a.canonical],
             ..a
         };
     }
     assignments
+}
+
+/// Whether `url`'s query has a parameter a learned rule of its host (`host[:port]`) says
+/// changes nothing.
+fn carries_learned_param(url: &str, learned: &[crate::page::params::Learned]) -> bool {
+    if learned.is_empty() {
+        return false;
+    }
+    // The learner's own key (`crate::page::params`): the authority as written, lower-cased.
+    let host = crate::url::lex::host_port(url).to_ascii_lowercase();
+    let Ok(u) = url::Url::parse(url) else {
+        return false;
+    };
+    u.query_pairs()
+        .any(|(k, _)| learned.iter().any(|l| l.host == host && l.param == k))
 }
 
 /// 2. The report's rows: a page each, with its cluster and similarities to its canonical.

@@ -11,6 +11,7 @@
 //! a page is HTML-escaped; links to the pages are plain `<a href>`s (followed only when clicked,
 //! and only `http(s)` URLs become links).
 
+use super::lines::count_of;
 use std::fmt::Write as _;
 
 use crate::render::thumb::base64;
@@ -141,11 +142,12 @@ fn head(
     );
     let _ = writeln!(
         h,
-        "<header><h1>crawlsieve {}</h1><p id=\"summary\">{} pages, <b id=\"cluster-count\">{}</b> clusters, {} pages in no cluster; generated {}</p>",
+        "<header><h1>crawlsieve {}</h1><p id=\"summary\">{}, <b id=\"cluster-count\">{}</b> {}, {} in no cluster; generated {}</p>",
         esc(command),
-        total_pages,
+        count_of(total_pages as u64, "page", "pages"),
         groups.len(),
-        unclustered.len(),
+        if groups.len() == 1 { "cluster" } else { "clusters" },
+        count_of(unclustered.len() as u64, "page", "pages"),
         esc(generated_at)
     );
 }
@@ -197,14 +199,14 @@ fn clusters(h: &mut String, groups: &[Group]) {
         let hosts_of: Vec<&str> = g.members.iter().map(|m| host(m.final_url)).collect();
         let _ = write!(
             h,
-            "<section class=\"cluster\" data-order=\"{i}\" data-size=\"{}\" data-class=\"{}\" data-host=\"{}\" data-hosts=\"{}\"><h2>{} <span class=\"cls\">{}</span> <span class=\"n\">{} pages</span></h2><div class=\"row\">",
+            "<section class=\"cluster\" data-order=\"{i}\" data-size=\"{}\" data-class=\"{}\" data-host=\"{}\" data-hosts=\"{}\"><h2>{} <span class=\"cls\">{}</span> <span class=\"n\">{}</span></h2><div class=\"row\">",
             g.members.len(),
             esc(class),
             esc(canon_host),
             esc(&format!(" {} ", hosts_of.join(" "))),
             esc(g.id),
             esc(class),
-            g.members.len()
+            count_of(g.members.len() as u64, "page", "pages")
         );
         for (k, m) in g.members.iter().enumerate() {
             member(h, m, k == 0);

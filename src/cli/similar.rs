@@ -31,9 +31,16 @@ pub struct SimilarArgs {
         value_name = "FILE|URLS"
     )]
     pub list: String,
-    /// Output: `.json`, `.csv`, or `.html` (a self-contained report with thumbnails).
-    #[arg(short = 'o', long = "output", env = "CRAWLSIEVE_REPORT")]
-    pub output: PathBuf,
+    /// Output: `.json`, `.csv`, or `.html` (a self-contained report with thumbnails);
+    /// repeatable (comma-separated in the variable): one run, one clustering, several files.
+    #[arg(
+        short = 'o',
+        long = "output",
+        env = "CRAWLSIEVE_REPORT",
+        required = true,
+        value_delimiter = ','
+    )]
+    pub output: Vec<PathBuf>,
     /// Pages rendered at once (browser tabs).
     #[arg(
         short = 't',
@@ -225,7 +232,9 @@ fn absolute(u: &str) -> std::result::Result<(), String> {
 
 /// Run `crawlsieve similar`.
 pub fn run(a: SimilarArgs) -> Result<()> {
-    super::cluster::report_format(&a.output)?;
+    for o in &a.output {
+        super::cluster::report_format(o)?;
+    }
     check_args(&a)?;
     let (list, skipped) = urls(&a.list)?;
     check_chromium(&a.chromium)?;
@@ -271,15 +280,7 @@ pub fn run(a: SimilarArgs) -> Result<()> {
         mode: Some(a.render),
         why: &why,
     };
-    super::cluster::report(
-        &pages,
-        errors,
-        &extras,
-        skipped,
-        &t,
-        Some(&a.output),
-        "similar",
-    )
+    super::cluster::report(&pages, errors, &extras, skipped, &t, &a.output, "similar")
 }
 
 /// 1. Refuse a bad `--allow`, a zero timeout, or no threads or batch, as a usage error.

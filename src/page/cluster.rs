@@ -157,19 +157,69 @@ pub fn eligible(p: &Page) -> bool {
 
 /// Cluster a batch of pages.
 pub fn cluster(pages: &[Page], t: &Thresholds) -> Vec<Assignment> {
+    cluster_preferring(pages, t, &[])
+}
+
+/// [`cluster`], with `noisy[i]` = page `i`'s final URL carries a query parameter a learned rule
+/// says changes nothing: such a page is the canonical of its cluster only when no page of it
+/// without one is (the clean `/docs/intro`, not `/docs/intro?sid=…`).
+pub fn cluster_preferring(pages: &[Page], t: &Thresholds, noisy: &[bool]) -> Vec<Assignment> {
     let mut out = each_alone(pages.len());
     // 1. Rules that need one page only.
     let mut groups: HashMap<String, Vec<usize>> = HashMap::new();
     let (mut free, thin) = single_page_rules(pages, &mut out, &mut groups);
     // Thin pages (T1) of one template: grouped by structure and text, not left alone.
-    thin_groups(pages, t, &thin, &mut groups);
-    // 2. R1 (same final URL), then U1 (same URL variant), among the pages left.
-    url_rules(pages, t, &mut free, &mut out, &mut groups);
+    thin_groups(pages, t, noisy, &thin, &mut groups);
+    // 2. R1 (same final URL), then U1 (same URL variant), among the pages left. An R1 group's
+    // preferred page stays free, the others ride on it.
+    let riders = url_rules(pages, t, noisy, &mut free, &mut out, &mut groups);
     // Rule clusters: canonical by the same preference as content clusters.
-    assign_rule_clusters(pages, t, &groups, &mut out);
+    assign_rule_clusters(pages, t, noisy, &groups, &mut out);
     // 3. Content clusters among the eligible pages left, per host.
-    content_clusters(pages, t, &free, &mut out);
+    content_clusters(pages, t, noisy, &free, &mut out);
+    // 4. The URLs that redirect to a page go where that page went.
+    place_riders(pages, t, noisy, riders, &mut out);
     out
+}
+
+/// The R1 riders of each page ([`url_rules`]): URLs whose final URL is that page's. Where the
+/// page joined a cluster (content, or U1), they join it as members — the same page, reached
+/// another way — keeping their R1 class; where it stayed alone, it and they form the R1
+/// cluster, as the seed has it.
+fn place_riders(
+    pages: &[Page],
+    t: &Thresholds,
+    noisy: &[bool],
+    riders: Vec<(usize, Vec<usize>)>,
+    out: &mut [Assignment],
+) {
+    for (rep, others) in riders {
+        if out[rep].cluster_id.is_empty() {
+            let mut members = others;
+            members.push(rep);
+            for &m in &members {
+                out[m].rule = Some(Rule::R1);
+            }
+            let id = format!("redir-{}", short_hash(pages[rep].final_url.as_bytes()));
+            assign_rule_clusters(pages, t, noisy, &HashMap::from([(id, members)]), out);
+            continue;
+        }
+        let canon = out[rep].canonical;
+        let with_visual = pages[canon].features.phash.is_some();
+        for m in others {
+            let s = compare(&pages[canon].features, &pages[m].features, t);
+            out[m] = Assignment {
+                cluster_id: out[rep].cluster_id.clone(),
+                is_canonical: false,
+                canonical: canon,
+                rule: Some(Rule::R1),
+                similarity_to_canonical: s
+                    .overall(with_visual && pages[m].features.phash.is_some()),
+                sim: s,
+                measured: comparable(&pages[m]) && comparable(&pages[canon]),
+            };
+        }
+    }
 }
 
 /// The least shingle Jaccard (MinHash estimate) of two thin pages' texts for one group: half the
@@ -194,6 +244,7 @@ fn comparable(p: &Page) -> bool {
 fn thin_groups(
     pages: &[Page],
     t: &Thresholds,
+    noisy: &[bool],
     thin: &[usize],
     groups: &mut HashMap<String, Vec<usize>>,
 ) {
@@ -205,7 +256,7 @@ fn thin_groups(
             .push(i);
     }
     for (o, mut members) in by_origin {
-        members.sort_by(|&a, &b| preference(&pages[a], a).cmp(&preference(&pages[b], b)));
+        members.sort_by(|&a, &b| preference(pages, noisy, a).cmp(&preference(pages, noisy, b)));
         let mut taken = vec![false; members.len()];
         for pos in 0..members.len() {
             if taken[pos] {
@@ -288,53 +339,68 @@ fn single_page_rules(
     (free, thin)
 }
 
-/// Runs R1 (same final URL), then U1 (same URL variant) over `free`, leaving the pages neither
-/// groups in `free`.
+/// Runs R1 (same final URL), then U1 (same URL variant) over `free`. An R1 group's preferred
+/// page stays in `free` (content clustering may still place it) and the group's other pages
+/// are returned as its riders ([`place_riders`]); U1 groups are recorded in `groups`, and the
+/// pages neither takes stay in `free`.
 fn url_rules(
     pages: &[Page],
     t: &Thresholds,
+    noisy: &[bool],
     free: &mut Vec<usize>,
     out: &mut [Assignment],
     groups: &mut HashMap<String, Vec<usize>>,
-) {
-    let mut rest = Vec::new();
-    for (rule, key) in [
-        (
-            Rule::R1,
-            Box::new(|p: &Page| p.final_url.clone()) as Box<dyn Fn(&Page) -> String>,
-        ),
-        (Rule::U1, Box::new(|p: &Page| url_variant_key(&p.final_url))),
-    ] {
-        let mut by: HashMap<String, Vec<usize>> = HashMap::new();
-        for &i in free.iter() {
-            by.entry(key(&pages[i])).or_default().push(i);
-        }
-        if rule == Rule::U1 {
-            confirm_url_variants(pages, t, &mut by);
-        }
-        rest.clear();
-        for &i in free.iter() {
-            let k = key(&pages[i]);
-            let same = &by[&k];
-            // A group of pages that differ only in their requested URL is R1; U1 needs
-            // different final URLs that normalize alike and serve the same page.
-            if same.len() > 1 && same.contains(&i) {
-                let id = match rule {
-                    Rule::R1 => format!("redir-{}", short_hash(k.as_bytes())),
-                    _ => format!("urlcanon-{k}"),
-                };
-                groups.entry(id).or_default().push(i);
-                out[i].rule = Some(rule);
-            } else {
-                rest.push(i);
-            }
-        }
-        std::mem::swap(free, &mut rest);
+) -> Vec<(usize, Vec<usize>)> {
+    // R1: the same final URL, reached from several URLs.
+    let mut by: HashMap<&str, Vec<usize>> = HashMap::new();
+    for &i in free.iter() {
+        by.entry(pages[i].final_url.as_str()).or_default().push(i);
     }
+    let mut riders = Vec::new();
+    let mut ride = vec![false; pages.len()];
+    for same in by.into_values().filter(|v| v.len() > 1) {
+        let rep = *same
+            .iter()
+            .min_by(|&&a, &&b| preference(pages, noisy, a).cmp(&preference(pages, noisy, b)))
+            .expect("non-empty group");
+        let others: Vec<usize> = same.into_iter().filter(|&i| i != rep).collect();
+        for &i in &others {
+            ride[i] = true;
+        }
+        riders.push((rep, others));
+    }
+    riders.sort_unstable();
+    free.retain(|&i| !ride[i]);
+    // U1: different final URLs that normalize alike and serve the same page.
+    let mut by: HashMap<String, Vec<usize>> = HashMap::new();
+    for &i in free.iter() {
+        by.entry(url_variant_key(&pages[i].final_url))
+            .or_default()
+            .push(i);
+    }
+    confirm_url_variants(pages, t, noisy, &mut by);
+    let mut rest = Vec::new();
+    for &i in free.iter() {
+        let k = url_variant_key(&pages[i].final_url);
+        let same = &by[&k];
+        if same.len() > 1 && same.contains(&i) {
+            groups.entry(format!("urlcanon-{k}")).or_default().push(i);
+            out[i].rule = Some(Rule::U1);
+        } else {
+            rest.push(i);
+        }
+    }
+    *free = rest;
+    riders
 }
 
 /// Keeps in each U1 group only the pages whose content matches the group's preferred page.
-fn confirm_url_variants(pages: &[Page], t: &Thresholds, by: &mut HashMap<String, Vec<usize>>) {
+fn confirm_url_variants(
+    pages: &[Page],
+    t: &Thresholds,
+    noisy: &[bool],
+    by: &mut HashMap<String, Vec<usize>>,
+) {
     // U1 is confirmed by content: a URL variant (`/shop/Item`, `/shop/item/`) joins only
     // when its page is the same as the group's preferred page (same visible text, or a
     // near-duplicate by the content rule); a case-sensitive server's different page stays
@@ -345,7 +411,7 @@ fn confirm_url_variants(pages: &[Page], t: &Thresholds, by: &mut HashMap<String,
         }
         let anchor = *same
             .iter()
-            .min_by(|&&a, &&b| preference(&pages[a], a).cmp(&preference(&pages[b], b)))
+            .min_by(|&&a, &&b| preference(pages, noisy, a).cmp(&preference(pages, noisy, b)))
             .expect("non-empty group");
         let a = &pages[anchor].features;
         same.retain(|&i| {
@@ -361,13 +427,14 @@ fn confirm_url_variants(pages: &[Page], t: &Thresholds, by: &mut HashMap<String,
 fn assign_rule_clusters(
     pages: &[Page],
     t: &Thresholds,
+    noisy: &[bool],
     groups: &HashMap<String, Vec<usize>>,
     out: &mut [Assignment],
 ) {
     for (id, members) in groups {
         let canon = *members
             .iter()
-            .min_by(|&&a, &&b| preference(&pages[a], a).cmp(&preference(&pages[b], b)))
+            .min_by(|&&a, &&b| preference(pages, noisy, a).cmp(&preference(pages, noisy, b)))
             .expect("non-empty group");
         let with_visual = pages[canon].features.phash.is_some();
         for &m in members {
@@ -401,7 +468,13 @@ fn itself(with_visual: bool) -> Similarity {
 }
 
 /// Clusters the eligible pages of `free` by content, one host at a time.
-fn content_clusters(pages: &[Page], t: &Thresholds, free: &[usize], out: &mut [Assignment]) {
+fn content_clusters(
+    pages: &[Page],
+    t: &Thresholds,
+    noisy: &[bool],
+    free: &[usize],
+    out: &mut [Assignment],
+) {
     let mut by_host: HashMap<std::borrow::Cow<str>, Vec<usize>> = HashMap::new();
     for &i in free {
         if eligible(&pages[i]) {
@@ -414,7 +487,7 @@ fn content_clusters(pages: &[Page], t: &Thresholds, free: &[usize], out: &mut [A
     let k = t.max_content_distance().max(3);
     let mut cand = Vec::new();
     for members in by_host.values() {
-        host_content_clusters(pages, t, members, k, &mut cand, out);
+        host_content_clusters(pages, t, noisy, members, k, &mut cand, out);
     }
 }
 
@@ -422,13 +495,14 @@ fn content_clusters(pages: &[Page], t: &Thresholds, free: &[usize], out: &mut [A
 fn host_content_clusters(
     pages: &[Page],
     t: &Thresholds,
+    noisy: &[bool],
     members: &[usize],
     k: u32,
     cand: &mut Vec<u32>,
     out: &mut [Assignment],
 ) {
     let mut order = members.to_vec();
-    order.sort_by(|&a, &b| preference(&pages[a], a).cmp(&preference(&pages[b], b)));
+    order.sort_by(|&a, &b| preference(pages, noisy, a).cmp(&preference(pages, noisy, b)));
     let mut index = HammingIndex::new(k);
     for &i in &order {
         index.insert(pages[i].features.simhash);
@@ -486,11 +560,26 @@ fn write_content_cluster(
     }
 }
 
-/// Canonical preference: status 200 first, then the longest text, then the smallest final URL,
-/// then the smallest requested URL (then the input index, for the same URL given twice).
-fn preference(p: &Page, i: usize) -> (bool, std::cmp::Reverse<usize>, &str, &str, usize) {
+/// Canonical preference: status 200 first, then a URL without a query parameter known to change
+/// nothing (`noisy`: a learned parameter rule, [`crate::page::params`]), then the longest text,
+/// then the smallest final URL, then the smallest requested URL (then the input index, for the
+/// same URL given twice).
+fn preference<'a>(
+    pages: &'a [Page],
+    noisy: &[bool],
+    i: usize,
+) -> (
+    bool,
+    bool,
+    std::cmp::Reverse<usize>,
+    &'a str,
+    &'a str,
+    usize,
+) {
+    let p = &pages[i];
     (
         p.status != 200,
+        noisy.get(i).copied().unwrap_or(false),
         std::cmp::Reverse(p.features.text_chars),
         p.final_url.as_str(),
         p.url.as_str(),
