@@ -30,6 +30,14 @@ pub trait Candidates {
     fn pattern(&self, j: usize) -> &str;
     /// The `Crawl-delay` of the robots.txt group that allowed it.
     fn set_crawl_delay(&mut self, _j: usize, _delay: Option<f64>) {}
+    /// The page or script it was found in, when known (the fetch outcomes' source key).
+    fn source(&self, _j: usize) -> Option<&str> {
+        None
+    }
+    /// Where in its source it was found, when known.
+    fn context(&self, _j: usize) -> Option<crate::url::Context> {
+        None
+    }
 }
 
 /// One candidate's verdict.

@@ -395,6 +395,10 @@ pub struct FetchEvent {
     /// Passed through from the input event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// Where the candidate was found, passed through from the input event (issue 46): a
+    /// fetcher echoes it, with `source`, in its fetch outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<crate::url::Context>,
     /// Passed through.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depth: Option<u32>,
@@ -419,6 +423,48 @@ pub struct FetchEvent {
     pub gated_at: String,
 }
 
+/// What fetching a fetch event's URL returned (`schemas/fetch-outcome.v1.json`): read by the
+/// gate from `kafka.outcomes_topic`, and by `dedup --outcomes FILE`; published by the render
+/// stage for every page it fetches ([`crate::outcomes`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FetchOutcome {
+    /// The fetch event's `url`.
+    pub url: String,
+    /// The HTTP status; 0 when nothing answered.
+    pub status: u16,
+    /// Where redirects ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_url: Option<String>,
+    /// The fetcher judged the 2xx page a soft 404.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_404: Option<bool>,
+    /// The fetch event's `source`, echoed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The fetch event's `context`, echoed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<crate::url::Context>,
+    /// The fetch event's namespace (none: the gate's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// When it was fetched (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetched_at: Option<String>,
+}
+
+impl FetchOutcome {
+    /// The keys it counts under and its kind, or none when it says nothing either way (a
+    /// 3xx, 401, 5xx, no answer; [`crate::outcomes::kind`]).
+    pub fn counted(&self) -> Option<(crate::outcomes::GuessKeys, crate::outcomes::Kind)> {
+        let kind = crate::outcomes::kind(self.status, self.soft_404.unwrap_or(false))?;
+        Some((
+            crate::outcomes::keys(&self.url, self.source.as_deref(), self.context),
+            kind,
+        ))
+    }
+}
+
 /// A [`FetchEvent`] as the gate writes it: the same fields, borrowed from the URL event and
 /// the gate's state, so writing one copies nothing twice (the gate writes one per new URL).
 /// `fetch_event_ref_writes_a_fetch_event` pins the two forms to the same JSON.
@@ -431,6 +477,8 @@ pub struct FetchEventRef<'a> {
     pub namespace: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<crate::url::Context>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub depth: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -463,6 +511,7 @@ impl<'a> FetchEventRef<'a> {
             host,
             namespace,
             source: ev.source.as_deref(),
+            context: ev.context,
             depth: ev.depth,
             discovered_at: ev.discovered_at.as_deref(),
             crawl_id: ev.crawl_id.as_deref(),
@@ -589,6 +638,7 @@ mod tests {
                 host: r.host.into(),
                 namespace: r.namespace.into(),
                 source: ev.source.clone(),
+                context: ev.context,
                 depth: ev.depth,
                 discovered_at: ev.discovered_at.clone(),
                 crawl_id: ev.crawl_id.clone(),

@@ -28,6 +28,8 @@
 //!      driver reads (`gate::policy`).
 //!    * [`params`] — learned parameter rules: the Redis format render publishes and every
 //!      driver reads.
+//!    * [`outcomes`] — fetch outcomes: hits and misses counted under where a URL was guessed,
+//!      and the rule that holds guesses from where they miss (`fetch_misses`).
 //! 3. [`config`] — the layered configuration of every component (defaults → file →
 //!    `CRAWLSIEVE__*` → `--set`), typed at load, every problem reported at once.
 //! 4. [`observe`] — metric names (`observe::names`), registries, the one `/metrics` `/healthz`
@@ -59,6 +61,7 @@ pub mod gate;
 pub mod input;
 pub mod net;
 pub mod observe;
+pub mod outcomes;
 pub mod page;
 pub mod params;
 pub mod pattern_verdicts;

@@ -308,6 +308,17 @@ impl Sieve {
         I: IntoIterator<Item = (&'a [u8], bool)>,
     {
         out.clear();
+        // Where these candidates were found, for the fetch outcomes' keys: the source being
+        // judged (the API's request), else the base (`dedup --base`).
+        let source = match &self.source {
+            Some((text, _)) if !text.is_empty() => Some(text.as_str()),
+            Some(_) => None,
+            None => self.base.as_ref().map(|u| u.as_str()),
+        };
+        if out.cands.source.as_deref() != source {
+            out.cands.source = source.map(str::to_string);
+        }
+        out.cands.context = Some(self.context);
         for (line, truncated) in lines {
             match self.classify(line, truncated) {
                 Ok(c) => {
@@ -330,6 +341,11 @@ impl Sieve {
 pub struct BatchUrls {
     /// The namespace index the crawl policy knows the batch's namespace by.
     pub ns: usize,
+    /// Where the batch's candidates were found (the API request's `source`, `dedup --base`):
+    /// the fetch outcomes' source key.
+    pub source: Option<String>,
+    /// Their context (the request's, `dedup --context`).
+    pub context: Option<crate::url::Context>,
     spans: Vec<(usize, usize)>,
     arena: String,
     /// URL patterns, computed on first use (empty: not yet).
@@ -358,6 +374,14 @@ impl crate::decision::Candidates for BatchUrls {
 
     fn pattern(&self, j: usize) -> &str {
         &self.patterns[j]
+    }
+
+    fn source(&self, _j: usize) -> Option<&str> {
+        self.source.as_deref()
+    }
+
+    fn context(&self, _j: usize) -> Option<crate::url::Context> {
+        self.context
     }
 }
 

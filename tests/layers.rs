@@ -55,6 +55,7 @@ const LAYERS: &[&[&str]] = &[
         "events",
         "pattern_verdicts",
         "params",
+        "outcomes",
     ],
     &["config"],
     &["observe"],

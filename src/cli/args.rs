@@ -474,6 +474,19 @@ pub struct PolicyArgs {
     /// false`; applied by default with --redis).
     #[arg(long, help_heading = "Crawl policy (--redis)", env = "CRAWLSIEVE_NO_LEARNED_PARAMS", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_learned_params: bool,
+    /// Fetch outcomes (JSON Lines of `schemas/fetch-outcome.v1.json`: url, status, source,
+    /// context…) to count in the namespace before the input, as the gate counts those of
+    /// `kafka.outcomes_topic`; then hold, `fetch_misses`, candidates guessed where guesses miss
+    /// ([outcomes] in docs/crawl-policy.md). Counts already in the namespace (from the gate, or
+    /// an earlier run) apply too.
+    #[arg(
+        long,
+        help_heading = "Crawl policy (--redis)",
+        env = "CRAWLSIEVE_OUTCOMES",
+        value_name = "FILE",
+        requires = "redis"
+    )]
+    pub outcomes: Option<std::path::PathBuf>,
 }
 
 impl PolicyArgs {

@@ -158,6 +158,67 @@ fn stream_local(
     })
 }
 
+/// `dedup --outcomes FILE`: count the file's fetch outcomes in the namespace (index 0) and turn
+/// the holds on. A line that is no fetch outcome is skipped and named (the others count).
+fn count_outcomes(
+    policy: &mut crate::gate::policy::Policy,
+    file: &std::path::Path,
+    quiet: bool,
+    budget: std::time::Duration,
+) -> Result<()> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("--outcomes {}: cannot read it", file.display()))?;
+    let mut counted = Vec::new();
+    let mut bad = 0usize;
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim_start_matches('\u{feff}').trim();
+        if line.is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<crate::events::FetchOutcome>(line) {
+            Ok(o) => counted.extend(o.counted()),
+            Err(e) => {
+                bad += 1;
+                if !quiet && bad <= 5 {
+                    eprintln!(
+                        "crawlsieve: --outcomes {} line {}: not a fetch outcome ({e}); skipped",
+                        file.display(),
+                        n + 1
+                    );
+                }
+            }
+        }
+    }
+    for chunk in counted.chunks(1000) {
+        crate::redis_filter::with_retry(
+            budget,
+            &|e: &crate::redis_filter::RedisFilterError, wait| {
+                if !quiet {
+                    eprintln!("crawlsieve: counting fetch outcomes: {e}; retrying in {wait:.1?}");
+                }
+            },
+            || policy.record_outcomes(0, chunk),
+        )?;
+    }
+    policy.use_outcomes();
+    if !quiet {
+        eprintln!(
+            "crawlsieve dedup: {} counted from {}{}",
+            super::lines::count_of(counted.len() as u64, "fetch outcome", "fetch outcomes"),
+            file.display(),
+            if bad > 0 {
+                format!(
+                    ", {} skipped (not a fetch outcome)",
+                    super::lines::count_of(bad as u64, "line", "lines")
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(())
+}
+
 /// The input through the Redis namespace `f` and the crawl policy of the flags, batches in
 /// flight ([`RedisPipe`]); an ended run's outbox adopted first.
 fn stream_redis(
@@ -175,6 +236,9 @@ fn stream_redis(
     let metrics = crate::observe::FilterMetrics::new(&crate::observe::Metrics::new("dedup"));
     let mut policy = crate::gate::policy::Policy::with_redis(&cfg, redis, metrics);
     policy.attach(&a.redis.namespace);
+    if let Some(file) = &a.policy.outcomes {
+        count_outcomes(&mut policy, file, a.quiet, budget)?;
+    }
     let policy = DedupPolicy {
         policy,
         names: [a.redis.namespace.clone()],

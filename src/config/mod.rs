@@ -134,6 +134,8 @@ pub struct Config {
     pub scopes: std::collections::BTreeMap<String, crate::scope::ScopeSpec>,
     /// robots.txt in the gate (off by default).
     pub robots: RobotsSection,
+    /// Fetch outcomes: where guesses miss, hold the next ones (issue 46).
+    pub outcomes: crate::outcomes::OutcomeConfig,
 }
 
 impl Config {

@@ -297,6 +297,10 @@ pub struct KafkaConfig {
     pub dead_letter_topic: String,
     /// Topic of rejected-URL events; none = not published.
     pub audit_topic: Option<String>,
+    /// Topic of fetch outcomes (`schemas/fetch-outcome.v1.json`) the gate reads beside its
+    /// input and counts ([`crate::outcomes`]); the render stage publishes one per page it
+    /// fetches there. None: no outcomes read or written.
+    pub outcomes_topic: Option<String>,
     /// Messages per batch.
     pub batch_size: usize,
     /// How long to wait for a batch to fill before processing what arrived (milliseconds).
@@ -354,6 +358,7 @@ impl Default for KafkaConfig {
             results_topic: "results".into(),
             dead_letter_topic: "urls.dead-letter".into(),
             audit_topic: None,
+            outcomes_topic: None,
             batch_size: 1000,
             batch_linger_ms: 20,
             max_message_bytes: crate::events::DEFAULT_MAX_MESSAGE_BYTES,

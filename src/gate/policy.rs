@@ -60,6 +60,10 @@ pub struct Parts {
     pub learned: bool,
     /// `[redis] max_new_urls_per_host` > 0.
     pub budget: bool,
+    /// `[outcomes] enabled`, where outcomes are in use: `kafka.outcomes_topic` set (the gate
+    /// reads them, and the API of the same configuration applies what it learned), or `dedup
+    /// --outcomes FILE`.
+    pub outcomes: bool,
 }
 
 impl Parts {
@@ -70,6 +74,7 @@ impl Parts {
             patterns: cfg.patterns.enable_url_pattern_dom_dedup,
             learned: cfg.patterns.learned_params,
             budget: cfg.redis.max_new_urls_per_host > 0,
+            outcomes: cfg.outcomes.enabled && cfg.kafka.outcomes_topic.is_some(),
         }
     }
 }
@@ -85,6 +90,8 @@ pub struct Policy {
     /// Per namespace index (attached in order).
     verdicts: Vec<PatternVerdicts>,
     learned: Vec<crate::params::RulesCache>,
+    /// Per namespace index: fetch-outcome counts.
+    outcomes: Vec<crate::outcomes::OutcomeStore>,
     cfg: Config,
     /// Candidates waiting for their origin's robots.txt record.
     deferred: Vec<usize>,
@@ -129,6 +136,7 @@ impl Policy {
             conn: LazyConn::new(redis),
             verdicts: Vec::new(),
             learned: Vec::new(),
+            outcomes: Vec::new(),
             cfg: cfg.clone(),
             deferred: Vec::new(),
             holds: Vec::new(),
@@ -156,6 +164,30 @@ impl Policy {
             }
         }
         self.learned.push(rules);
+        self.outcomes.push(crate::outcomes::OutcomeStore::new(
+            self.cfg.outcomes.clone(),
+            ns,
+        ));
+    }
+
+    /// Count fetch outcomes of namespace index `ns` (keys and kinds; [`crate::outcomes`]).
+    pub fn record_outcomes(
+        &mut self,
+        ns: usize,
+        outcomes: &[(crate::outcomes::GuessKeys, crate::outcomes::Kind)],
+    ) -> Result<(), RedisFilterError> {
+        let Policy {
+            outcomes: stores,
+            conn,
+            ..
+        } = self;
+        let store = &mut stores[ns];
+        conn.with(|c| store.record(c, outcomes))
+    }
+
+    /// Turn the fetch-outcome step on whatever the configuration says (`dedup --outcomes`).
+    pub fn use_outcomes(&mut self) {
+        self.parts.outcomes = self.cfg.outcomes.enabled;
     }
 
     /// Namespace `ns`'s learned parameter rules as last read (empty when the part is off).
@@ -299,7 +331,58 @@ impl Policy {
         self.clear();
         self.robots(d, c, 0, |j| seen[j]);
         attempt(&mut || self.resolve_deferred(d, c, Some(wait)).map(drop))?;
-        attempt(&mut || self.patterns(d, c, 0, names, |j| seen[j]))
+        attempt(&mut || self.patterns(d, c, 0, names, |j| seen[j]))?;
+        attempt(&mut || self.outcomes(d, c, 0, |j| seen[j]))
+    }
+
+    /// 2b. Fetch outcomes of the candidates `from..d.len()` not `seen` ([`crate::outcomes`]):
+    ///    where the keys say guesses miss, `fetch_misses` (a probe passes, counted).
+    pub fn outcomes<C: Candidates + ?Sized>(
+        &mut self,
+        d: &mut Decision,
+        c: &mut C,
+        from: usize,
+        seen: impl Fn(usize) -> bool,
+    ) -> Result<(), RedisFilterError> {
+        if !self.parts.outcomes {
+            return Ok(());
+        }
+        for ns in 0..self.outcomes.len() {
+            let idx: Vec<usize> = (from..d.len())
+                .filter(|&j| c.ns(j) == ns && d.is_candidate(j) && !seen(j))
+                .collect();
+            if idx.is_empty() {
+                continue;
+            }
+            let keys: Vec<crate::outcomes::GuessKeys> = idx
+                .iter()
+                .map(|&j| crate::outcomes::keys(c.url(j), c.source(j), c.context(j)))
+                .collect();
+            let mut flat: Vec<&str> = Vec::with_capacity(2 * keys.len());
+            for k in &keys {
+                flat.extend(k.source.as_deref());
+                flat.push(&k.dir);
+            }
+            let store = &mut self.outcomes[ns];
+            let counts = self.conn.with(|conn| store.lookup(conn, &flat))?;
+            let mut at = 0;
+            for (&j, k) in idx.iter().zip(&keys) {
+                let src = if k.source.is_some() {
+                    at += 1;
+                    counts[at - 1]
+                } else {
+                    Default::default()
+                };
+                let dir = counts[at];
+                at += 1;
+                match crate::outcomes::judge(store.config(), src, dir, d.fp(j)) {
+                    crate::outcomes::Judgement::Pass => {}
+                    crate::outcomes::Judgement::Probe => self.metrics.outcome_probes.inc(),
+                    crate::outcomes::Judgement::Hold => d.reject_at(j, Reason::FetchMisses),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// 2. Pattern verdicts of the candidates `from..d.len()` not `seen`, for namespaces

@@ -111,6 +111,16 @@ pub const BUDGET_UNCHECKED: Name = n(
     "budget_unchecked_total",
     "New URLs published without their per-host budget checked, because the budget's Redis exchange (or taking the surplus back out of the filter) failed: over budget, never lost.",
 );
+/// Fetch-outcome probes.
+pub const OUTCOME_PROBES: Name = n(
+    "outcome_probes_total",
+    "Candidates the fetch outcomes would hold (fetch_misses) published anyway as probes, one in [outcomes] probe_one_in, so that a site that changes is noticed.",
+);
+/// Fetch outcomes counted.
+pub const OUTCOMES: Name = n(
+    "fetch_outcomes_total",
+    "Fetch outcomes the gate read from kafka.outcomes_topic, by kind (hit: a 2xx page; miss: 404, 410 or a soft 404; none: anything else).",
+);
 /// Duplicates.
 pub const DUPLICATES: Name = n(
     "urls_duplicate_total",

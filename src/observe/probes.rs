@@ -89,6 +89,10 @@ pub struct FilterMetrics {
     pub budget_hosts_reached: IntCounter,
     /// New URLs published without their budget checked (its exchange failed).
     pub budget_unchecked: IntCounter,
+    /// Candidates the fetch outcomes would hold, published as probes.
+    pub outcome_probes: IntCounter,
+    /// Fetch outcomes read, by kind.
+    pub outcomes: IntCounterVec,
     /// Seconds spent in Redis filter calls (check + insert) per batch or request.
     pub filter_seconds: Histogram,
     /// Fraction of the filter's bits set (fingerprint-store load in exact mode).
@@ -118,6 +122,8 @@ impl FilterMetrics {
             robots_held: m.counter_vec(names::ROBOTS_HELD, "why"),
             budget_hosts_reached: m.counter(names::BUDGET_HOSTS_REACHED),
             budget_unchecked: m.counter(names::BUDGET_UNCHECKED),
+            outcome_probes: m.counter(names::OUTCOME_PROBES),
+            outcomes: m.counter_vec(names::OUTCOMES, "kind"),
             filter_seconds: m.histogram(names::FILTER_SECONDS, SECONDS),
             fill: m.float_gauge_vec(names::FILTER_FILL, ns),
             estimated_fp: m.float_gauge_vec(names::FILTER_ESTIMATED_FP, ns),

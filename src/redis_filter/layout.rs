@@ -445,6 +445,15 @@ impl Keys {
         format!("cs:pv:{{{ns}:{pattern_hash:016x}}}")
     }
 
+    /// The fetch-outcome counts of one key of namespace `ns` (`cs:fo:{NS:HASH}`, a hash `h`,
+    /// `m`; [`crate::outcomes`]).
+    pub fn fetch_outcomes(ns: &str, key: &str) -> String {
+        format!(
+            "cs:fo:{{{ns}:{:016x}}}",
+            xxhash_rust::xxh3::xxh3_64(key.as_bytes())
+        )
+    }
+
     /// The index of namespace `ns`'s pattern verdicts (`cs:pv:{NS}:idx`, a sorted set: the
     /// hex hash of every pattern with a verdict, scored by when it was first indexed) and its
     /// counter (`cs:pv:{NS}:seq`, a hash: `epoch`, `n`); [`crate::pattern_verdicts`].

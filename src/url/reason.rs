@@ -143,11 +143,16 @@ pub enum Reason {
     /// (Text) a URL written with a top-level name the public DNS does not delegate (not in the
     /// Public Suffix List: `http://www.another.url`): no crawl of the public web resolves it.
     UnknownTld,
+    /// Fetch outcomes say guesses from where it was found miss (issue 46, [`crate::outcomes`]):
+    /// its source's guesses so far all 404ed, or its directory's, and nothing in its directory
+    /// answered. Held, not put in the filter: once a guess from there lands (a 2xx outcome), a
+    /// later event of the URL is judged again; a fraction of such URLs is published as probes.
+    FetchMisses,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 59] = [
+    pub const ALL: [Reason; 60] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -207,6 +212,7 @@ impl Reason {
         Reason::ReservedHost,
         Reason::SingleLabelHost,
         Reason::UnknownTld,
+        Reason::FetchMisses,
     ];
 
     /// The stable machine-readable code.
@@ -271,6 +277,7 @@ impl Reason {
             Reason::ReservedHost => "reserved_host",
             Reason::SingleLabelHost => "single_label_host",
             Reason::UnknownTld => "unknown_tld",
+            Reason::FetchMisses => "fetch_misses",
         }
     }
 

@@ -44,6 +44,14 @@ impl crate::decision::Candidates for [Pending] {
     fn set_crawl_delay(&mut self, j: usize, delay: Option<f64>) {
         self[j].crawl_delay = delay;
     }
+
+    fn source(&self, j: usize) -> Option<&str> {
+        self[j].event.source.as_deref()
+    }
+
+    fn context(&self, j: usize) -> Option<crate::url::Context> {
+        self[j].event.context
+    }
 }
 
 /// Append `p`'s fetch event (JSON) to `enc` and note where it is.
@@ -249,11 +257,13 @@ impl GateCore {
             names,
             ..
         } = self;
-        if !policy.parts().patterns {
+        let parts = policy.parts();
+        if !parts.patterns && !parts.outcomes {
             return Ok(());
         }
         let seen = known_seen(namespaces, names, &pending[from..]);
-        policy.patterns(decision, pending, from, names, |j| seen[j - from])
+        policy.patterns(decision, pending, from, names, |j| seen[j - from])?;
+        policy.outcomes(decision, pending, from, |j| seen[j - from])
     }
 
     /// 3. The publisher of each URL in `pending[from..]`: its first event of the batch whose
@@ -512,6 +522,7 @@ impl GateCore {
                             host: host.clone(),
                             namespace: self.names[ns].clone(),
                             source: None,
+                            context: None,
                             depth: None,
                             discovered_at: None,
                             crawl_id: None,

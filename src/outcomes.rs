@@ -1,0 +1,335 @@
+//! Fetch outcomes teach the gate (issue 46): what fetching the URLs guessed from one place
+//! returned says whether to keep guessing from there.
+//!
+//! A URL candidate found in a script (`ui/dark/skin.css`, `en.json`) is junk only because
+//! nothing answers where it resolves; no rule over the string tells it from a real one. What
+//! does is the fetches of its siblings. Every fetch outcome (`schemas/fetch-outcome.v1.json`: a
+//! 2xx that is not a soft 404 is a **hit**; a 404, a 410 or a soft 404 a **miss**; anything
+//! else neither) is counted under two **keys** of where its URL was guessed:
+//!
+//! * the **source key** — the context and the page or script it was found in
+//!   (`s|js|https://a.example/app.js`): a script whose guesses so far all missed;
+//! * the **directory key** — the context and the directory it resolved to
+//!   (`d|js|https://a.example/static/`): a place where guesses miss, or where one landed.
+//!
+//! **The rule** ([`OutcomeConfig`], chosen on data in docs/crawl-policy.md, "Fetch outcomes"): a
+//! candidate is **held** (`fetch_misses`) when nothing guessed into its directory ever hit, and
+//! either its source's guesses all missed (at least `min_source_misses` of them) or its
+//! directory had at least `min_dir_misses` misses. A hit in the directory lifts the hold for
+//! every candidate there; a hit from the source lifts the source's. One held candidate in
+//! `probe_one_in` (by its fingerprint: the same URL is always a probe or never) is published
+//! anyway, so a site that changes is noticed.
+//!
+//! Held candidates are not put in the filter: a later event of the same URL is judged again,
+//! and passes once the keys say so. The gate audits each with its reason.
+//!
+//! # Redis format (version 1)
+//! One hash per key and namespace, `cs:fo:{NS:H}` (`H` the 16-hex-digit xxh3-64 of the key;
+//! [`crate::redis_filter::Keys::fetch_outcomes`]), fields `h` and `m` (hits, misses), expiring
+//! `ttl` after its last outcome. Writers `HINCRBY` and `EXPIRE` in one pipeline; readers `HMGET`
+//! the keys of a batch in one pipeline and keep the answers for `cache_ms`.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::redis_filter::{Conn, Keys, RedisFilterError};
+use crate::url::Context;
+
+/// `[outcomes]`: what fetch outcomes do to the gate, the API and `dedup --redis`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutcomeConfig {
+    /// Apply the holds (outcomes are counted whenever they arrive).
+    pub enabled: bool,
+    /// A source whose guesses all missed holds its next ones after this many misses.
+    pub min_source_misses: u64,
+    /// A directory with no hit holds what resolves into it after this many misses.
+    pub min_dir_misses: u64,
+    /// One held candidate in this many is published anyway (a probe); 0: none.
+    pub probe_one_in: u64,
+    /// How long counts live after a key's last outcome (seconds).
+    pub ttl: u64,
+    /// How long a reader trusts counts it read (milliseconds).
+    pub cache_ms: u64,
+}
+
+impl Default for OutcomeConfig {
+    fn default() -> Self {
+        OutcomeConfig {
+            enabled: true,
+            min_source_misses: 1,
+            min_dir_misses: 3,
+            probe_one_in: 20,
+            ttl: 7 * 24 * 3600,
+            cache_ms: 1000,
+        }
+    }
+}
+
+/// What an outcome says of a guess.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A 2xx that is not a soft 404: a real page.
+    Hit,
+    /// A 404, a 410, or a soft 404.
+    Miss,
+}
+
+/// The kind of an outcome of `status` (0: nothing answered), or none (a redirect that was not
+/// followed, a 401, a 5xx, nothing answering: no evidence either way).
+pub fn kind(status: u16, soft_404: bool) -> Option<Kind> {
+    match status {
+        200..=299 if soft_404 => Some(Kind::Miss),
+        200..=299 => Some(Kind::Hit),
+        404 | 410 => Some(Kind::Miss),
+        _ => None,
+    }
+}
+
+/// A guess's two keys ([module docs](self)).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GuessKeys {
+    /// `s|CONTEXT|SOURCE` (none without a source).
+    pub source: Option<String>,
+    /// `d|CONTEXT|ORIGIN/DIR/`.
+    pub dir: String,
+}
+
+/// The keys of `url` (absolute) found in `source` with `context` (`unknown` when none). The
+/// source is taken without its fragment; the directory is the URL up to its last `/` before any
+/// query.
+pub fn keys(url: &str, source: Option<&str>, context: Option<Context>) -> GuessKeys {
+    let ctx = context.unwrap_or(Context::Unknown).as_str();
+    let path_end = url.find(['?', '#']).unwrap_or(url.len());
+    let dir_end = url[..path_end].rfind('/').map_or(path_end, |i| i + 1);
+    GuessKeys {
+        source: source
+            .filter(|s| !s.is_empty())
+            .map(|s| format!("s|{ctx}|{}", s.split('#').next().unwrap_or(s))),
+        dir: format!("d|{ctx}|{}", &url[..dir_end]),
+    }
+}
+
+/// Hits and misses under one key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub hits: u64,
+    pub misses: u64,
+}
+
+impl Counts {
+    fn add(&mut self, k: Kind) {
+        match k {
+            Kind::Hit => self.hits += 1,
+            Kind::Miss => self.misses += 1,
+        }
+    }
+}
+
+/// What the counts say of one candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judgement {
+    /// Publish it.
+    Pass,
+    /// Hold it (`fetch_misses`).
+    Hold,
+    /// The keys say hold, but it is one of the probes: publish it.
+    Probe,
+}
+
+/// The rule of the [module docs](self), for a candidate with fingerprint `fp`.
+pub fn judge(cfg: &OutcomeConfig, source: Counts, dir: Counts, fp: u128) -> Judgement {
+    if dir.hits > 0 {
+        return Judgement::Pass;
+    }
+    let source_misses =
+        source.hits == 0 && cfg.min_source_misses > 0 && source.misses >= cfg.min_source_misses;
+    let dir_misses = cfg.min_dir_misses > 0 && dir.misses >= cfg.min_dir_misses;
+    if !(source_misses || dir_misses) {
+        return Judgement::Pass;
+    }
+    let mixed = (fp as u64) ^ ((fp >> 64) as u64);
+    if cfg.probe_one_in > 0 && mixed.wrapping_mul(0x9e37_79b9_7f4a_7c15) % cfg.probe_one_in == 0 {
+        Judgement::Probe
+    } else {
+        Judgement::Hold
+    }
+}
+
+/// One namespace's counts as this process knows them: read from Redis in batches, cached for
+/// `cache_ms`, and bumped at once by the outcomes this process records.
+pub struct OutcomeStore {
+    cfg: OutcomeConfig,
+    ns: String,
+    cache: HashMap<String, (Counts, Instant)>,
+}
+
+impl OutcomeStore {
+    /// The store of namespace `ns`.
+    pub fn new(cfg: OutcomeConfig, ns: &str) -> OutcomeStore {
+        OutcomeStore {
+            cfg,
+            ns: ns.to_string(),
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OutcomeConfig {
+        &self.cfg
+    }
+
+    /// Count `outcomes` (keys and kind) in Redis: `HINCRBY` and `EXPIRE` per key, one pipeline.
+    /// Counted at least once: a retry after a lost reply counts again (an extra miss or hit
+    /// moves a threshold by one; losing one would not be noticed either).
+    pub fn record(
+        &mut self,
+        conn: &mut Conn,
+        outcomes: &[(GuessKeys, Kind)],
+    ) -> Result<(), RedisFilterError> {
+        let mut cmds = Vec::with_capacity(outcomes.len() * 4);
+        for (k, kind) in outcomes {
+            let field = if *kind == Kind::Hit { "h" } else { "m" };
+            for key in k.source.iter().chain(std::iter::once(&k.dir)) {
+                let rk = Keys::fetch_outcomes(&self.ns, key);
+                cmds.push(redis::cmd("HINCRBY").arg(&rk).arg(field).arg(1).clone());
+                cmds.push(
+                    redis::cmd("EXPIRE")
+                        .arg(&rk)
+                        .arg(self.cfg.ttl.max(1))
+                        .clone(),
+                );
+            }
+        }
+        if cmds.is_empty() {
+            return Ok(());
+        }
+        conn.pipeline(cmds)
+            .map_err(|e| RedisFilterError::from_redis(e, true))?;
+        for (k, kind) in outcomes {
+            for key in k.source.iter().chain(std::iter::once(&k.dir)) {
+                if let Some((c, _)) = self.cache.get_mut(key) {
+                    c.add(*kind);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The counts of `keys`, from the cache where fresh, the rest in one pipeline.
+    pub fn lookup(
+        &mut self,
+        conn: &mut Conn,
+        keys: &[&str],
+    ) -> Result<Vec<Counts>, RedisFilterError> {
+        let fresh = Duration::from_millis(self.cfg.cache_ms);
+        let now = Instant::now();
+        let mut ask: Vec<&str> = keys
+            .iter()
+            .copied()
+            .filter(|k| !self.cache.get(*k).is_some_and(|(_, at)| now - *at < fresh))
+            .collect();
+        ask.sort_unstable();
+        ask.dedup();
+        if !ask.is_empty() {
+            let cmds = ask
+                .iter()
+                .map(|k| {
+                    redis::cmd("HMGET")
+                        .arg(Keys::fetch_outcomes(&self.ns, k))
+                        .arg("h")
+                        .arg("m")
+                        .clone()
+                })
+                .collect();
+            let replies = conn
+                .pipeline(cmds)
+                .map_err(|e| RedisFilterError::from_redis(e, false))?;
+            if self.cache.len() > 100_000 {
+                self.cache.retain(|_, (_, at)| now - *at < fresh);
+            }
+            for (k, v) in ask.iter().zip(replies) {
+                let (h, m): (Option<u64>, Option<u64>) =
+                    redis::from_redis_value(v).unwrap_or((None, None));
+                let c = Counts {
+                    hits: h.unwrap_or(0),
+                    misses: m.unwrap_or(0),
+                };
+                self.cache.insert(k.to_string(), (c, now));
+            }
+        }
+        Ok(keys
+            .iter()
+            .map(|k| self.cache.get(*k).map(|(c, _)| *c).unwrap_or_default())
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_follow_the_status_and_the_soft_404_flag() {
+        assert_eq!(kind(200, false), Some(Kind::Hit));
+        assert_eq!(kind(204, true), Some(Kind::Miss));
+        assert_eq!(kind(404, false), Some(Kind::Miss));
+        assert_eq!(kind(410, false), Some(Kind::Miss));
+        for s in [0, 301, 401, 403, 500, 503] {
+            assert_eq!(kind(s, false), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn keys_are_the_source_and_the_resolved_directory() {
+        let k = keys(
+            "https://a.example/static/ui/skin.css?v=2",
+            Some("https://a.example/app.js#x"),
+            Some(Context::Js),
+        );
+        assert_eq!(k.source.as_deref(), Some("s|js|https://a.example/app.js"));
+        assert_eq!(k.dir, "d|js|https://a.example/static/ui/");
+        let k = keys("https://a.example/a/b?x=/y/z", None, None);
+        assert_eq!(k.source, None);
+        assert_eq!(k.dir, "d|unknown|https://a.example/a/");
+    }
+
+    #[test]
+    fn the_rule_holds_where_guesses_miss_and_a_hit_lifts_it() {
+        let cfg = OutcomeConfig {
+            probe_one_in: 0,
+            ..OutcomeConfig::default()
+        };
+        let c = |hits, misses| Counts { hits, misses };
+        // Nothing known: pass.
+        assert_eq!(judge(&cfg, c(0, 0), c(0, 0), 1), Judgement::Pass);
+        // The source's one guess missed: hold.
+        assert_eq!(judge(&cfg, c(0, 1), c(0, 0), 1), Judgement::Hold);
+        // ... unless the source also hit once.
+        assert_eq!(judge(&cfg, c(1, 5), c(0, 0), 1), Judgement::Pass);
+        // The directory missed three times (from any source): hold.
+        assert_eq!(judge(&cfg, c(1, 0), c(0, 3), 1), Judgement::Hold);
+        assert_eq!(judge(&cfg, c(1, 0), c(0, 2), 1), Judgement::Pass);
+        // A hit in the directory lifts every hold there.
+        assert_eq!(judge(&cfg, c(0, 9), c(1, 9), 1), Judgement::Pass);
+    }
+
+    #[test]
+    fn one_in_probe_one_in_held_candidates_is_a_probe_always_the_same() {
+        let cfg = OutcomeConfig::default();
+        let miss = Counts { hits: 0, misses: 4 };
+        let probes = (0..20_000u128)
+            .map(|i| i.wrapping_mul(0x2545_f491_4f6c_dd1d_9e37_79b9_7f4a_7c15))
+            .filter(|&fp| judge(&cfg, miss, Counts::default(), fp) == Judgement::Probe)
+            .count();
+        assert!(
+            (800..1200).contains(&probes),
+            "{probes} of 20000 at 1 in 20"
+        );
+        let fp = 0xdead_beef_u128 << 70;
+        let first = judge(&cfg, miss, Counts::default(), fp);
+        assert!((0..10).all(|_| judge(&cfg, miss, Counts::default(), fp) == first));
+    }
+}
