@@ -1138,3 +1138,155 @@ fn the_gate_works_over_tls() {
     let (status, err) = gate.wait(Duration::from_secs(60));
     assert!(status.success(), "{err}");
 }
+
+/// Issue 46: fetch outcomes on `kafka.outcomes_topic` teach the gate. Guesses from a script
+/// whose guesses 404 are held (`fetch_misses`, on the audit topic, not published), others flow;
+/// a hit in the directory lifts the hold (the same URL sent again is then published); the counts
+/// live in Redis (a second gate process holds as the first did); a bad outcome is a dead letter.
+#[test]
+fn fetch_outcomes_hold_guesses_where_they_miss_and_a_hit_lifts_them() {
+    let redis = OwnRedis::start(&[]);
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(
+        &b,
+        &[
+            ("urls", 1),
+            ("fetch", 1),
+            ("audit", 1),
+            ("outcomes", 1),
+            ("urls.dead-letter", 1),
+        ],
+    );
+    let ns = Ns::new("outcomes", &redis.url());
+    let mut sets = base_sets(&b, "g-outcomes", &ns.name, &redis.url());
+    sets.extend([
+        "kafka.outcomes_topic=outcomes".to_string(),
+        "kafka.audit_topic=audit".to_string(),
+        "outcomes.probe_one_in=0".to_string(),
+        "outcomes.cache_ms=0".to_string(),
+    ]);
+    let site = "https://shop.example";
+    let ev = |url: &str, src: &str| {
+        serde_json::json!({"url": url, "source": format!("{site}/{src}"), "context": "js"})
+            .to_string()
+            .into_bytes()
+    };
+    let fetched = |n: usize| {
+        fetch_events(&read_until(&b, "fetch", 1, Duration::from_secs(60), |g| {
+            g.len() >= n
+        }))
+    };
+    let mut gate = GateProc::start(&sets, &[]);
+    // Wave 1: two guesses of app.js, one of lib.js.
+    produce(
+        &b,
+        "urls",
+        1,
+        &[
+            ev("ui/a.css", "app.js"),
+            ev("ui/b.css", "app.js"),
+            ev("js/real.js", "lib.js"),
+        ],
+    );
+    let evs = fetched(3);
+    assert_eq!(evs.len(), 3);
+    assert!(
+        evs.iter()
+            .all(|e| e.context == Some(crawlsieve::url::Context::Js)),
+        "context passed through"
+    );
+    // Their outcomes: app.js's guesses 404, lib.js's lands; one message is no outcome.
+    let outcome = |url: &str, src: &str, status: u16| {
+        serde_json::json!({"url": format!("{site}/{url}"), "status": status, "source": format!("{site}/{src}"), "context": "js"})
+            .to_string()
+            .into_bytes()
+    };
+    produce(
+        &b,
+        "outcomes",
+        1,
+        &[
+            outcome("ui/a.css", "app.js", 404),
+            outcome("ui/b.css", "app.js", 404),
+            outcome("js/real.js", "lib.js", 200),
+            b"{\"url\": 5}".to_vec(),
+        ],
+    );
+    let dead = read_until(&b, "urls.dead-letter", 1, Duration::from_secs(30), |g| {
+        !g.is_empty()
+    });
+    assert_eq!(dead.len(), 1, "the bad outcome is a dead letter");
+    assert_schema("dead-letter", &dead);
+    // Wait until the counts are in Redis.
+    let t = Instant::now();
+    loop {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("cs:fo:*")
+            .query(&mut redis.con())
+            .unwrap();
+        if keys.len() >= 4 {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "outcomes not counted: {keys:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Wave 2, by a new gate process (the counts are Redis'): app.js's next guess is held;
+    // lib.js's, and a guess into js/ where one landed, pass.
+    gate.signal(libc::SIGTERM);
+    let (st, err) = gate.wait(Duration::from_secs(60));
+    assert!(st.success(), "{err}");
+    let mut gate = GateProc::start(&sets, &[]);
+    produce(
+        &b,
+        "urls",
+        1,
+        &[
+            ev("ui/c.css", "app.js"),
+            ev("js/more.js", "lib.js"),
+            ev("js/x.js", "app.js"),
+        ],
+    );
+    let evs = fetched(5);
+    let urls: Vec<&str> = evs.iter().map(|e| e.url.as_str()).collect();
+    assert!(!urls.contains(&"https://shop.example/ui/c.css"), "{urls:?}");
+    assert!(
+        urls.contains(&"https://shop.example/js/more.js"),
+        "{urls:?}"
+    );
+    assert!(
+        urls.contains(&"https://shop.example/js/x.js"),
+        "a hit in js/ lifts app.js's hold there: {urls:?}"
+    );
+    let audit: Vec<RejectedEvent> = read_checked(&b, "audit", "rejected-event");
+    let held: Vec<&RejectedEvent> = audit
+        .iter()
+        .filter(|r| r.reason == Reason::FetchMisses)
+        .collect();
+    assert_eq!(held.len(), 1, "{audit:?}");
+    // A hit in ui/ lifts the hold: the held URL sent again is published.
+    produce(
+        &b,
+        "outcomes",
+        1,
+        &[outcome("ui/logo.png", "index.html", 200)],
+    );
+    let t = Instant::now();
+    loop {
+        produce(&b, "urls", 1, &[ev("ui/c.css", "app.js")]);
+        let got = fetch_events(&read_all(&b, "fetch", 1, Duration::from_millis(500)));
+        if got.iter().any(|e| e.url == "https://shop.example/ui/c.css") {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the hold was not lifted"
+        );
+    }
+    gate.signal(libc::SIGTERM);
+    let (st, err) = gate.wait(Duration::from_secs(60));
+    assert!(st.success(), "{err}");
+}

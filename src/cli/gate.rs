@@ -100,10 +100,19 @@ pub fn gate(a: GateArgs) -> Result<()> {
         } else {
             None
         };
+        // With `kafka.outcomes_topic` set, fetch outcomes are counted beside the input.
+        let outcomes = match cfg.kafka.outcomes_topic {
+            Some(_) => Some(crate::gate::outcomes_reader::OutcomeReader::start(
+                &cfg,
+                filter.clone(),
+            )?),
+            None => None,
+        };
         let make = |_| Ok(GateCore::new(cfg.clone(), filter.clone()));
         let r = run::run(spec, &obs, make, done);
         let m = mover.map_or(Ok(()), |m| m.stop());
-        r.and(m)
+        let o = outcomes.map_or(Ok(()), |o| o.stop());
+        r.and(m).and(o)
     }
 }
 

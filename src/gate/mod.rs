@@ -8,8 +8,9 @@
 //! [`policy`] is the crawl policy every driver applies between the sieve and the filter:
 //! robots.txt ([`robots`]: records shared in Redis, the fetcher), pattern verdicts, learned
 //! parameter rules, the per-host budget ([`budget`]). With `[robots]` on, [`mover`] puts the
-//! URLs the gate held back on the input topic when due. `direct.rs` is the HTTP API's path
-//! through [`core::GateCore`].
+//! URLs the gate held back on the input topic when due. With `kafka.outcomes_topic` set,
+//! [`outcomes_reader`] counts the fetch outcomes there in Redis, which the policy reads
+//! (`fetch_misses`). `direct.rs` is the HTTP API's path through [`core::GateCore`].
 //!
 //! Owns: what the gate emits and why. May import `config`, `stage`, `observe`, `sieve`, `url`,
 //! `events`, `pattern_verdicts`, `redis_filter`; never `render`, `serve` or `cli`.
@@ -17,6 +18,7 @@
 pub mod budget;
 pub mod core;
 pub mod mover;
+pub mod outcomes_reader;
 pub mod policy;
 pub mod robots;
 

@@ -51,6 +51,11 @@ use serde::{Deserialize, Serialize};
 
 pub use conn::{Conn, LazyConn, RedisConfig, RedisTls};
 pub use layout::{GenSpec, Keys};
+
+/// Whether `ns` is a namespace name (`[A-Za-z0-9._-]{1,64}`).
+pub fn valid_namespace(ns: &str) -> bool {
+    layout::check_namespace(ns).is_ok()
+}
 pub use outbox::{Adopted, Payload, Ticket};
 pub use stats::{ClientStats, GenStats, NamespaceStats};
 pub use tier::LocalTier;

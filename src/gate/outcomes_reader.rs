@@ -1,0 +1,281 @@
+//! The fetch-outcome reader (issue 46): a consumer (group `<kafka.group_id>.outcomes`) of
+//! `kafka.outcomes_topic` that counts each outcome in Redis under the keys of where its URL
+//! was guessed ([`crate::outcomes`]), where every gate, the API and `dedup --redis` read them.
+//!
+//! At least once: a batch's offsets are committed only after its counts were written (with
+//! retries while Redis is away). A reader killed in between counts the batch again — one more
+//! hit or miss under a key, which moves a threshold by one and loses nothing: outcomes only
+//! decide whether candidates are held, and a held candidate is audited and judged again when it
+//! comes back. An outcome that is not one (not JSON, not the schema, a bad namespace) is a
+//! dead letter on `kafka.dead_letter_topic`, as a bad URL event is.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::Message;
+
+use crate::config::Config;
+use crate::events::{DeadLetter, DeadLetterCode, DecodeError, FetchOutcome};
+use crate::observe::FilterMetrics;
+use crate::outcomes::{GuessKeys, Kind, OutcomeStore};
+use crate::redis_filter::{LazyConn, RedisFilterError};
+
+/// A running reader; [`OutcomeReader::stop`] ends it after a commit.
+pub struct OutcomeReader {
+    quit: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+}
+
+impl OutcomeReader {
+    /// Start the reader of `cfg`'s gate (`kafka.outcomes_topic` set).
+    pub fn start(cfg: &Config, metrics: FilterMetrics) -> Result<OutcomeReader> {
+        let k = &cfg.kafka;
+        let topic = k
+            .outcomes_topic
+            .clone()
+            .context("kafka.outcomes_topic is not set")?;
+        let mut cc = crate::stage::client_config(
+            k,
+            &[
+                ("group.id", &format!("{}.outcomes", k.group_id)),
+                ("client.id", "crawlsieve-gate-outcomes"),
+                ("auto.offset.reset", "earliest"),
+            ],
+            &k.consumer,
+        );
+        // Offsets stored only after the counts were written, whatever `[kafka.consumer]` says.
+        cc.set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .remove("group.protocol")
+            .remove("group.remote.assignor");
+        let consumer: BaseConsumer = cc
+            .create()
+            .context("creating the fetch outcomes' consumer")?;
+        consumer
+            .subscribe(&[&topic])
+            .with_context(|| format!("subscribing to the fetch outcomes topic {topic}"))?;
+        let producer: FutureProducer = crate::stage::client_config(
+            k,
+            &[
+                ("client.id", "crawlsieve-gate-outcomes"),
+                ("enable.idempotence", "true"),
+            ],
+            &k.producer,
+        )
+        .create()
+        .context("creating the fetch outcomes' dead-letter producer")?;
+        let quit = Arc::new(AtomicBool::new(false));
+        let q = quit.clone();
+        let cfg = cfg.clone();
+        let thread = std::thread::Builder::new()
+            .name("gate-outcomes".into())
+            .spawn(move || {
+                Reader {
+                    consumer,
+                    producer,
+                    topic,
+                    stores: HashMap::new(),
+                    conn: LazyConn::new(cfg.redis.client()),
+                    metrics,
+                    cfg,
+                    quit: q,
+                }
+                .run()
+            })
+            .context("starting the fetch outcomes' reader")?;
+        Ok(OutcomeReader {
+            quit,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stop after committing what was counted; its error, if it failed.
+    pub fn stop(mut self) -> Result<()> {
+        self.quit.store(true, Ordering::SeqCst);
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(anyhow::anyhow!("the fetch outcomes' reader panicked")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for OutcomeReader {
+    fn drop(&mut self) {
+        self.quit.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Messages counted per Redis exchange.
+const BATCH: usize = 500;
+
+struct Reader {
+    consumer: BaseConsumer,
+    producer: FutureProducer,
+    topic: String,
+    stores: HashMap<String, OutcomeStore>,
+    conn: LazyConn,
+    metrics: FilterMetrics,
+    cfg: Config,
+    quit: Arc<AtomicBool>,
+}
+
+impl Reader {
+    fn stopping(&self) -> bool {
+        self.quit.load(Ordering::SeqCst) || crate::stage::signals::Stop.requested()
+    }
+
+    fn run(mut self) -> Result<()> {
+        let mut counted: HashMap<String, Vec<(GuessKeys, Kind)>> = HashMap::new();
+        loop {
+            if self.stopping() {
+                let _ = self.consumer.commit_consumer_state(CommitMode::Sync);
+                return Ok(());
+            }
+            // 1. A batch: up to BATCH messages, or what arrived within 200 ms.
+            let until = Instant::now() + Duration::from_millis(200);
+            let mut n = 0;
+            while n < BATCH && Instant::now() < until {
+                let Some(m) = self.consumer.poll(Duration::from_millis(50)) else {
+                    continue;
+                };
+                let m = match m {
+                    Ok(m) => m,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reading fetch outcomes");
+                        continue;
+                    }
+                };
+                n += 1;
+                let (partition, offset) = (m.partition(), m.offset());
+                match self.decode(m.payload().unwrap_or_default()) {
+                    Ok(Some((ns, c))) => counted.entry(ns).or_default().push(c),
+                    Ok(None) => {}
+                    Err(e) => {
+                        let dl = DeadLetter::new(
+                            &e,
+                            &self.topic,
+                            partition,
+                            offset,
+                            m.key(),
+                            m.payload().unwrap_or_default(),
+                        );
+                        if !self.dead_letter(&dl) {
+                            return Ok(()); // stopping: not committed, read again
+                        }
+                    }
+                }
+                let mut tpl = rdkafka::TopicPartitionList::new();
+                let _ = tpl
+                    .add_partition_offset(
+                        &self.topic,
+                        partition,
+                        rdkafka::Offset::Offset(offset + 1),
+                    )
+                    .and_then(|()| self.consumer.store_offsets(&tpl));
+            }
+            if n == 0 {
+                continue;
+            }
+            // 2. Count them (retrying while Redis is away), then commit.
+            if !self.count(&mut counted) {
+                return Ok(()); // stopping before the counts were written: not committed
+            }
+            let _ = self.consumer.commit_consumer_state(CommitMode::Async);
+        }
+    }
+
+    /// An outcome's namespace and what it counts (none: it says nothing either way), or why
+    /// it is a dead letter.
+    fn decode(&self, value: &[u8]) -> Result<Option<(String, (GuessKeys, Kind))>, DecodeError> {
+        let bad = |code, detail: String| DecodeError { code, detail };
+        if value.iter().all(u8::is_ascii_whitespace) {
+            return Err(bad(DeadLetterCode::Empty, "an empty message".into()));
+        }
+        let text =
+            std::str::from_utf8(value).map_err(|e| bad(DeadLetterCode::NotUtf8, e.to_string()))?;
+        let o: FetchOutcome = serde_json::from_str(text).map_err(|e| {
+            let code = if e.is_syntax() || e.is_eof() {
+                DeadLetterCode::NotJson
+            } else {
+                DeadLetterCode::SchemaInvalid
+            };
+            bad(
+                code,
+                format!("not a fetch outcome (schemas/fetch-outcome.v1.json): {e}"),
+            )
+        })?;
+        let ns = o
+            .namespace
+            .clone()
+            .unwrap_or_else(|| self.cfg.redis.namespace.clone());
+        if !crate::redis_filter::valid_namespace(&ns) {
+            return Err(bad(
+                DeadLetterCode::SchemaInvalid,
+                format!("namespace {ns:?}: 1–64 of A–Z a–z 0–9 . _ -"),
+            ));
+        }
+        let c = o.counted();
+        let kind = match c.as_ref().map(|(_, k)| *k) {
+            Some(Kind::Hit) => "hit",
+            Some(Kind::Miss) => "miss",
+            None => "none",
+        };
+        self.metrics.outcomes.with_label_values(&[kind]).inc();
+        Ok(c.map(|c| (ns, c)))
+    }
+
+    /// Write `counted` (then cleared); false when stopping before it could be.
+    fn count(&mut self, counted: &mut HashMap<String, Vec<(GuessKeys, Kind)>>) -> bool {
+        let mut wait = Duration::from_millis(50);
+        loop {
+            let r: Result<(), RedisFilterError> = counted.iter().try_for_each(|(ns, list)| {
+                let store = self
+                    .stores
+                    .entry(ns.clone())
+                    .or_insert_with(|| OutcomeStore::new(self.cfg.outcomes.clone(), ns));
+                self.conn.with(|c| store.record(c, list))
+            });
+            match r {
+                Ok(()) => {
+                    counted.clear();
+                    return true;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "counting fetch outcomes failed; retrying");
+                    if self.stopping() {
+                        return false;
+                    }
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    }
+
+    /// Deliver a dead letter (retried); false when stopping before it was.
+    fn dead_letter(&self, dl: &DeadLetter) -> bool {
+        let value = serde_json::to_vec(dl).expect("dead letters serialize");
+        let topic = &self.cfg.kafka.dead_letter_topic;
+        let mut wait = Duration::from_millis(100);
+        loop {
+            let rec = FutureRecord::<[u8], [u8]>::to(topic).payload(&value);
+            match futures::executor::block_on(self.producer.send(rec, Duration::from_secs(30))) {
+                Ok(_) => return true,
+                Err((e, _)) => {
+                    tracing::warn!(topic, error = %e, "a fetch outcome's dead letter failed; retrying");
+                    if self.stopping() {
+                        return false;
+                    }
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    }
+}
