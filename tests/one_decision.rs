@@ -1,5 +1,6 @@
 //! Issue 44: one decision for every driver. The same candidates, with robots.txt records,
-//! a per-host budget, a pattern verdict and a learned parameter rule present in Redis, through
+//! a per-host budget, a pattern verdict, a learned parameter rule and fetch outcomes (issue
+//! 46) present in Redis, through
 //! the gate's core (the Kafka stage's decision, in process), the HTTP API (`crawlsieve serve`,
 //! a real process) and `dedup --redis` (a real process) give the same verdicts, reasons and
 //! canonical URLs — and a driver that skips one part of the policy is caught by the comparison.
@@ -52,6 +53,9 @@ fn candidates() -> Vec<String> {
         c.push(format!("https://blog.example/post/{i}"));
     }
     c.push("https://shop.example/item/1".into()); // a repeat at the end
+                                                  // Fetch outcomes (issue 46): guesses into docs.example/guess/ all 404ed.
+    c.push("https://docs.example/guess/x.css".into());
+    c.push("https://docs.example/real/y.css".into()); // a directory with no outcomes
     c
 }
 
@@ -82,6 +86,7 @@ fn prepare(redis: &OwnRedis, ns: &str) {
         ),
         ("https://walled.example", rec(Kind::Refused, "")),
         ("https://open.example", rec(Kind::None, "")),
+        ("https://docs.example", rec(Kind::None, "")),
     ];
     for (origin, r) in records {
         let _: () = redis::cmd("SET")
@@ -105,6 +110,18 @@ fn prepare(redis: &OwnRedis, ns: &str) {
         example: "https://shop.example/list?page=2&sid=a1".into(),
     };
     crawlsieve::params::publish(&mut c, ns, &rule).unwrap();
+    let mut store =
+        crawlsieve::outcomes::OutcomeStore::new(crawlsieve::outcomes::OutcomeConfig::default(), ns);
+    let misses: Vec<_> = (0..3)
+        .map(|i| {
+            let url = format!("https://docs.example/guess/{i}.css");
+            (
+                crawlsieve::outcomes::keys(&url, None, None),
+                crawlsieve::outcomes::Kind::Miss,
+            )
+        })
+        .collect();
+    store.record(&mut c, &misses).unwrap();
 }
 
 /// The configuration every driver gets (as `--set` lines for the processes).
@@ -116,6 +133,7 @@ fn sets(redis: &OwnRedis, ns: &str) -> Vec<String> {
         format!("redis.max_new_urls_per_host={BUDGET}"),
         "robots.enabled=true".into(),
         "robots.fetch_timeout=2s".into(),
+        "kafka.outcomes_topic=outcomes".into(),
     ]
 }
 
@@ -286,12 +304,15 @@ fn through_dedup(redis: &OwnRedis, ns: &str, urls: &[String], extra: &[&str]) ->
 fn the_gate_the_api_and_dedup_give_the_same_verdicts() {
     let redis = OwnRedis::start(&[]);
     let urls = candidates();
-    for ns in ["eq-gate", "eq-api", "eq-dedup", "eq-skip"] {
+    for ns in ["eq-gate", "eq-api", "eq-dedup", "eq-skip", "eq-skip2"] {
         prepare(&redis, ns);
     }
     let gate = through_gate(&redis, "eq-gate", &urls);
     let api = through_api(&redis, "eq-api", &urls);
-    let dedup = through_dedup(&redis, "eq-dedup", &urls, &[]);
+    // `dedup` applies the fetch outcomes with --outcomes (an empty file: the namespace's counts).
+    let none = tempfile::NamedTempFile::new().unwrap();
+    let outcomes = ["--outcomes", none.path().to_str().unwrap()];
+    let dedup = through_dedup(&redis, "eq-dedup", &urls, &outcomes);
     let table: String = urls
         .iter()
         .zip(gate.iter().zip(api.iter().zip(&dedup)))
@@ -327,11 +348,18 @@ fn the_gate_the_api_and_dedup_give_the_same_verdicts() {
         .iter()
         .all(|o| o.1.as_deref() == Some("host_budget")));
     assert_eq!(gate[17].0, "duplicate");
+    assert_eq!(reason(18), Some("fetch_misses"));
+    assert_eq!(gate[19].0, "keep");
 
     // A driver that skips a part is caught: `dedup` without the pattern verdicts differs.
-    let skipping = through_dedup(&redis, "eq-skip", &urls, &["--no-patterns"]);
+    let mut skip = vec!["--no-patterns"];
+    skip.extend(outcomes);
+    let skipping = through_dedup(&redis, "eq-skip", &urls, &skip);
     assert_ne!(gate, skipping, "the comparison must see a skipped part");
     assert_eq!(skipping[7].0, "keep");
+    // … and so does `dedup` without the fetch outcomes.
+    let unaware = through_dedup(&redis, "eq-skip2", &urls, &[]);
+    assert_eq!(unaware[18].0, "keep", "without --outcomes");
 }
 
 /// An origin on 127.0.0.1 whose `/robots.txt` answers `status` (every other path 200), counting
