@@ -234,6 +234,7 @@ fn gate_then_render_end_to_end() {
             ("urls.dead-letter", 1),
             ("fetch.dead-letter", 1),
             ("audit", 1),
+            ("outcomes", 1),
         ],
     );
     let ns = format!("render-e2e-{}-{}", std::process::id(), common::free_port());
@@ -242,7 +243,7 @@ fn gate_then_render_end_to_end() {
     std::fs::write(
         &config,
         format!(
-            "[kafka]\nbrokers = \"{b}\"\naudit_topic = \"audit\"\n[kafka.consumer]\n\"session.timeout.ms\" = 6000\n\
+            "[kafka]\nbrokers = \"{b}\"\naudit_topic = \"audit\"\noutcomes_topic = \"outcomes\"\n[kafka.consumer]\n\"session.timeout.ms\" = 6000\n\
              [redis]\nnamespace = \"{ns}\"\nfp_rate = 1e-9\n[render]\nallow = [\"127.0.0.1\"]\npage_timeout = \"15s\"\n\
              [sieve]\nallow_private = [\"127.0.0.1\"]\n"
         ),
@@ -301,6 +302,33 @@ fn gate_then_render_end_to_end() {
         "near-duplicates share a cluster"
     );
     assert_ne!(by[&format!("{base}/p/1")]["cluster_id"], a1["cluster_id"]);
+
+    // Issue 46: a fetch outcome for every page it fetched, on the outcomes topic.
+    let outcomes = read_all(&b, "outcomes", 1, Duration::from_secs(2));
+    let v = common::schema_validator("fetch-outcome");
+    let mut seen: Vec<String> = outcomes
+        .iter()
+        .map(|g| {
+            let doc: serde_json::Value = serde_json::from_slice(&g.value).unwrap();
+            if let Err(e) = v.validate(&doc) {
+                panic!("{e}: {doc}");
+            }
+            assert_eq!(doc["status"], 200, "{doc}");
+            // Soft 404s marked as the render stage judged them (its result's rule).
+            let result = &by[doc["url"].as_str().unwrap()];
+            assert_eq!(
+                doc["soft_404"],
+                result["rule"] == "soft_404",
+                "{doc} {result}"
+            );
+            assert_eq!(doc["namespace"], ns.as_str(), "{doc}");
+            doc["url"].as_str().unwrap().to_string()
+        })
+        .collect();
+    seen.sort();
+    let mut want: Vec<String> = by.keys().cloned().collect();
+    want.sort();
+    assert_eq!(seen, want, "one outcome per page");
 
     // The three catalogue pages decided their pattern: the gate now skips a fourth.
     produce(&b, "urls", 2, &[format!("{base}/p/4").into_bytes()]);

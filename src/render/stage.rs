@@ -117,6 +117,8 @@ pub struct RenderStage {
     learners: Option<std::collections::HashMap<String, Learner>>,
     /// Soft-404 probes (`render.soft_404_probe`; `None`: off).
     probes: Option<super::soft404::Probes>,
+    /// `kafka.outcomes_topic` is set: a fetch outcome per page fetched goes there.
+    outcomes: bool,
 }
 
 fn state_key(host: &str) -> String {
@@ -164,6 +166,7 @@ impl RenderStage {
             (r.tabs * 4).max(8),
         ));
         Ok(RenderStage {
+            outcomes: cfg.kafka.outcomes_topic.is_some(),
             rt,
             renderer,
             seer,
@@ -552,6 +555,20 @@ impl Stage for RenderStage {
                 .insert(origin(&p.final_url).into_owned());
             self.sample_pattern(ev, &r, &p, out);
             self.learn_params(ev, &r, &p, &a, out);
+            if self.outcomes {
+                // What fetching it returned, for the gate's fetch outcomes (issue 46).
+                let o = crate::events::FetchOutcome {
+                    url: ev.url.clone(),
+                    status: if r.error.is_empty() { r.status } else { 0 },
+                    final_url: Some(r.final_url.clone()).filter(|f| !f.is_empty() && *f != ev.url),
+                    soft_404: Some(soft),
+                    source: ev.source.clone(),
+                    context: ev.context,
+                    namespace: Some(ev.namespace.clone()),
+                    fetched_at: Some(now.clone()),
+                };
+                out.json_from(*idx, Dest::Outcome, Some(ev.host.as_bytes()), &o);
+            }
             let event = assignment_event(ev, r, &p, a, &now);
             out.emitted += 1;
             out.json_from(*idx, Dest::Output, Some(ev.host.as_bytes()), &event);

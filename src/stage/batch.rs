@@ -101,6 +101,8 @@ pub enum Dest {
     DeadLetter,
     /// The gate's robots wait topic (URLs held until their origin's robots.txt is known).
     Held,
+    /// `kafka.outcomes_topic`: the render stage's fetch outcomes (one per page it fetched).
+    Outcome,
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -105,6 +105,7 @@ fn topics_of(cfg: &Config, component: Component) -> Topics {
         dead_letter: cfg.kafka.dead_letter_topic.clone(),
         held: (component == Component::Gate && cfg.robots.enabled)
             .then(|| cfg.robots.wait_topic(&cfg.kafka.input_topic)),
+        outcomes: cfg.kafka.outcomes_topic.clone(),
     }
 }
 

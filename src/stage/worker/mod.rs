@@ -212,6 +212,9 @@ pub struct Topics {
     /// [`Dest::Held`]: the gate's robots wait topic (`[robots]` on); the dead-letter topic
     /// when none (a stage that holds nothing never uses it).
     pub held: Option<String>,
+    /// [`Dest::Outcome`]: `kafka.outcomes_topic` (the render stage); the dead-letter topic when
+    /// none (a stage then writes no outcomes).
+    pub outcomes: Option<String>,
 }
 
 /// What the worker and the rebalance callback share: everything needed to finish a batch.
@@ -234,6 +237,7 @@ impl<S: Stage> Pipeline<S> {
             Dest::Audit => t.audit.as_deref().unwrap_or(&t.dead_letter),
             Dest::DeadLetter => &t.dead_letter,
             Dest::Held => t.held.as_deref().unwrap_or(&t.dead_letter),
+            Dest::Outcome => t.outcomes.as_deref().unwrap_or(&t.dead_letter),
         }
     }
 
