@@ -27,7 +27,7 @@ import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BIN = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "target/debug/crawlsieve")
-DATA = ROOT / "target/bench-data/outcomes"
+DATA = ROOT / "target/bench-data/outcomes" / os.environ.get("SET", "design")
 SITE = DATA / "site"
 MAX_SCRIPTS = int(os.environ.get("MAX_SCRIPTS", "120"))  # per package, sampled by a fixed seed
 
@@ -131,4 +131,5 @@ def main():
           f"({100 * n404 / max(1, len(urls)):.0f}%)", file=sys.stderr)
 
 
-main()
+if __name__ == "__main__":
+    main()
