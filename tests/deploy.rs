@@ -260,7 +260,7 @@ fn the_chart_schema_lists_the_stages_configuration_keys() {
         );
         assert_eq!(spec["additionalProperties"], false, "[{section}]");
     }
-    assert_eq!(sections.len(), 10);
+    assert_eq!(sections.len(), 11);
 }
 
 /// Issue 16, item 10: `--print-config` shows no secret, whichever way it arrived (a Kubernetes

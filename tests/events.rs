@@ -73,6 +73,7 @@ fn events_the_gate_builds_validate() {
         host: "example.com".into(),
         namespace: "default".into(),
         source: None,
+        context: Some(crawlsieve::url::Context::Js),
         depth: Some(0),
         discovered_at: None,
         crawl_id: None,
