@@ -398,3 +398,44 @@ fn serve_works_over_tls_and_names_an_untrusted_certificate() {
     let (ready, why) = s.ready();
     assert!(!ready && why.contains("--redis-ca"), "{why}");
 }
+
+/// A TLS server that closes the connection mid-handshake (restarting, at `maxclients`) is an
+/// outage to wait out, not a refusal: `dedup` retries it for `--redis-retry-for` (found by
+/// review: every handshake error read as a certificate problem, and ended the run at once).
+#[test]
+fn a_connection_closed_mid_handshake_is_retried_not_refused() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let a2 = accepted.clone();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            a2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(c); // closed before any TLS is spoken
+        }
+    });
+    let file = input();
+    let url = format!("rediss://127.0.0.1:{port}");
+    let out = crawlsieve(
+        &[
+            "dedup",
+            "--redis",
+            &url,
+            "--redis-retry-for",
+            "2s",
+            file.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("retrying"), "not retried: {err}");
+    assert!(
+        !err.contains("--redis-ca"),
+        "read as a certificate problem: {err}"
+    );
+    assert!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst) > 1,
+        "{err}"
+    );
+}

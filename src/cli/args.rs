@@ -478,7 +478,8 @@ pub struct PolicyArgs {
     /// context…) to count in the namespace before the input, as the gate counts those of
     /// `kafka.outcomes_topic`; then hold, `fetch_misses`, candidates guessed where guesses miss
     /// ([outcomes] in docs/crawl-policy.md). Counts already in the namespace (from the gate, or
-    /// an earlier run) apply too.
+    /// an earlier run) apply too; each run counts its file again (`--outcomes /dev/null`
+    /// applies the namespace's counts and adds none).
     #[arg(
         long,
         help_heading = "Crawl policy (--redis)",

@@ -499,13 +499,19 @@ fn carries_learned_param(url: &str, learned: &[crate::page::params::Learned]) ->
     if learned.is_empty() {
         return false;
     }
-    // The learner's own key (`crate::page::params`): the authority as written, lower-cased.
+    // The learner's own keys (`crate::page::params`): the authority as written, lower-cased,
+    // and parameter names as written (not percent-decoded).
     let host = crate::url::lex::host_port(url).to_ascii_lowercase();
-    let Ok(u) = url::Url::parse(url) else {
-        return false;
-    };
-    u.query_pairs()
-        .any(|(k, _)| learned.iter().any(|l| l.host == host && l.param == k))
+    let query = url
+        .split('#')
+        .next()
+        .unwrap_or("")
+        .split_once('?')
+        .map_or("", |(_, q)| q);
+    query
+        .split('&')
+        .map(|kv| kv.split('=').next().unwrap_or(""))
+        .any(|k| !k.is_empty() && learned.iter().any(|l| l.host == host && l.param == k))
 }
 
 /// 2. The report's rows: a page each, with its cluster and similarities to its canonical.

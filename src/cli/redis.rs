@@ -11,11 +11,12 @@ use crate::redis_filter::{
     snapshot, Expect, Mode, NamespaceSpec, RedisConfig, RedisFilter, RedisTls,
 };
 
-/// TLS for `rediss://` URLs: what to trust beyond the system's store, and a client certificate.
+/// TLS for `rediss://` URLs: what to trust instead of the system's store, and a client
+/// certificate.
 /// Global, so that `bloom` and `rules` take them before or after their sub-command.
 #[derive(Debug, Args, Clone, Default)]
 pub struct RedisTlsArgs {
-    /// CA certificates (PEM) to trust for rediss:// besides the system's store (which honours
+    /// CA certificates (PEM) to trust for rediss:// instead of the system's store (which honours
     /// SSL_CERT_FILE; a Redis Cluster's CA goes there).
     #[arg(long, env = "CRAWLSIEVE_REDIS_CA", value_name = "FILE", global = true)]
     pub redis_ca: Option<PathBuf>,

@@ -436,7 +436,7 @@ pub struct RedisSection {
     /// The API's idempotent requests: how long to wait for a URL another request holds before
     /// answering it new too (a repeat, never a loss).
     pub busy_wait: Dur,
-    /// `rediss://` only: a CA file (PEM) to trust besides the system's store ("" = none; a
+    /// `rediss://` only: a CA file (PEM) to trust instead of the system's store ("" = none; a
     /// cluster's CA goes in `SSL_CERT_FILE`).
     pub tls_ca: String,
     /// `rediss://` only: a client certificate (PEM) for a Redis that asks for one.

@@ -234,16 +234,29 @@ impl Reader {
     fn count(&mut self, counted: &mut HashMap<String, Vec<(GuessKeys, Kind)>>) -> bool {
         let mut wait = Duration::from_millis(50);
         loop {
-            let r: Result<(), RedisFilterError> = counted.iter().try_for_each(|(ns, list)| {
+            // A namespace whose counts were written leaves the map at once: a retry writes only
+            // the ones that failed (a cluster pipeline that failed on one node may still have
+            // applied the others' increments: those count twice, never lost).
+            let mut failed: Option<RedisFilterError> = None;
+            counted.retain(|ns, list| {
+                if failed.is_some() {
+                    return true;
+                }
                 let store = self
                     .stores
                     .entry(ns.clone())
                     .or_insert_with(|| OutcomeStore::new(self.cfg.outcomes.clone(), ns));
-                self.conn.with(|c| store.record(c, list))
+                match self.conn.with(|c| store.record(c, list)) {
+                    Ok(()) => false,
+                    Err(e) => {
+                        failed = Some(e);
+                        true
+                    }
+                }
             });
+            let r: Result<(), RedisFilterError> = failed.map_or(Ok(()), Err);
             match r {
                 Ok(()) => {
-                    counted.clear();
                     return true;
                 }
                 Err(e) => {

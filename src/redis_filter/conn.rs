@@ -34,11 +34,11 @@ pub struct RedisConfig {
     /// undelivered claims (two gates with batches in flight): the wait must end well before
     /// the claims expire.
     pub busy_wait: Duration,
-    /// Certificates for `rediss://` URLs beyond the system's trust store.
+    /// Certificates for `rediss://` URLs instead of the system's trust store.
     pub tls: RedisTls,
 }
 
-/// What a `rediss://` connection trusts and shows, beyond the system's trust store (OpenSSL's,
+/// What a `rediss://` connection trusts and shows instead of the system's trust store (OpenSSL's,
 /// which honours `SSL_CERT_FILE` and `SSL_CERT_DIR`). Every file is PEM.
 ///
 /// A single node takes all three; a cluster's client (the `redis` crate's, over native TLS)
@@ -46,7 +46,8 @@ pub struct RedisConfig {
 /// cannot use a client certificate — [`Conn::connect`] says so rather than ignoring the files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RedisTls {
-    /// CA certificates to trust (added to the system's).
+    /// CA certificates to trust: only these, when given (the `redis` crate then turns the
+    /// system's store off).
     pub ca: Option<PathBuf>,
     /// A client certificate, for servers that ask for one (mutual TLS); needs `key`.
     pub cert: Option<PathBuf>,

@@ -160,10 +160,19 @@ impl RedisFilterError {
         if matches!(e.kind(), redis::ErrorKind::InvalidClientConfig) {
             return Some(RedisFilterError::Params(text));
         }
+        if lower.contains("unable to parse client identity") {
+            return Some(RedisFilterError::Params(format!(
+                "the client certificate or its key cannot be read ({text}): the key must be \
+                 PKCS#8 (`BEGIN PRIVATE KEY`; convert one with `openssl pkcs8 -topk8 -nocrypt -in \
+                 key.pem -out key.pk8.pem`)"
+            )));
+        }
+        // (A cluster client reports a node's wrong password inside an I/O error: its text.)
         if matches!(e.kind(), redis::ErrorKind::AuthenticationFailed)
             || e.code().is_some_and(|c| c == "WRONGPASS" || c == "NOAUTH")
             || lower.contains("wrongpass")
             || lower.contains("noauth")
+            || lower.contains("authentication failed")
         {
             return Some(RedisFilterError::Refused(format!(
                 "Redis refused the credentials ({text}): put the right ones in the URL, \
@@ -171,10 +180,22 @@ impl RedisFilterError {
                  user)"
             )));
         }
-        if lower.contains("handshake")
-            || lower.contains("certificate")
-            || (matches!(e.kind(), redis::ErrorKind::Client) && lower.contains("ssl"))
-        {
+        // Only what a certificate or a protocol mismatch says: every handshake error is an
+        // "SSL Handshake error", a server closing the connection mid-handshake (restarting,
+        // at maxclients) included, and that one must be retried.
+        const TLS_REFUSALS: &[&str] = &[
+            "certificate verify failed",
+            "certificate required",
+            "unknown ca",
+            "bad certificate",
+            "certificate unknown",
+            "self-signed certificate",
+            "self signed certificate",
+            "hostname mismatch",
+            "wrong version number",
+            "packet length too long",
+        ];
+        if TLS_REFUSALS.iter().any(|r| lower.contains(r)) {
             return Some(RedisFilterError::Refused(format!(
                 "the TLS handshake with Redis failed ({text}): if its certificate is not signed \
                  by a CA this machine trusts, give the CA's PEM file with --redis-ca FILE (or \

@@ -584,7 +584,10 @@ pub fn list_namespaces(cfg: &RedisConfig) -> Result<Vec<String>, RedisFilterErro
             .map_err(err)?;
         for line in text.lines() {
             let f: Vec<&str> = line.split(' ').collect();
-            if f.len() > 2 && f[2].split(',').any(|x| x == "master") && !f[2].contains("fail") {
+            let flags = f
+                .get(2)
+                .map_or(Vec::new(), |x| x.split(',').collect::<Vec<_>>());
+            if flags.contains(&"master") && !flags.contains(&"fail") {
                 let addr = f[1].split('@').next().unwrap_or_default();
                 nodes.push(node_config(cfg, addr)?);
             }
@@ -633,8 +636,17 @@ fn node_config(cfg: &RedisConfig, addr: &str) -> Result<RedisConfig, RedisFilter
     let port: u16 = port.parse().map_err(|_| bad())?;
     let mut u = url::Url::parse(&cfg.urls[0])
         .map_err(|e| RedisFilterError::Params(format!("{:?}: {e}", cfg.address())))?;
-    u.set_host(Some(host.trim_start_matches('[').trim_end_matches(']')))
-        .map_err(|_| bad())?;
+    // A node that announces no address (`:7000@17000`) is reached at the seed's host, as the
+    // cluster client does; an IPv6 address goes in brackets.
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if !host.is_empty() {
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.to_string()
+        };
+        u.set_host(Some(&host)).map_err(|_| bad())?;
+    }
     u.set_port(Some(port)).map_err(|_| bad())?;
     let mut node = cfg.clone();
     node.urls = vec![u.to_string()];

@@ -559,7 +559,9 @@ impl Stage for RenderStage {
                 // What fetching it returned, for the gate's fetch outcomes (issue 46).
                 let o = crate::events::FetchOutcome {
                     url: ev.url.clone(),
-                    status: if r.error.is_empty() { r.status } else { 0 },
+                    // The status received, even for a page it then could not use (too large,
+                    // unparsable); 0 only when nothing answered.
+                    status: r.status,
                     final_url: Some(r.final_url.clone()).filter(|f| !f.is_empty() && *f != ev.url),
                     soft_404: Some(soft),
                     source: ev.source.clone(),
