@@ -58,8 +58,8 @@ def packages():
     data = ROOT / "target/bench-data/outcomes" / SET
     data.mkdir(parents=True, exist_ok=True)
     for p in PACKAGES:
-        name = p.replace("@", "-", 1) if not p.startswith("@") else p
-        if not any(data.glob(name.split("@")[0].split("/")[-1] + "-*.tgz")):
+        # `npm pack NAME@VERSION` writes NAME-VERSION.tgz (a scope's `@s/n` as `s-n`).
+        if not (data / (p.lstrip("@").replace("/", "-").replace("@", "-") + ".tgz")).exists():
             subprocess.run(["npm", "pack", "--silent", p], cwd=data, check=True, stdout=subprocess.DEVNULL)
     od.DATA = data
     od.SITE = data / "site"

@@ -53,6 +53,8 @@ pub struct OutcomeConfig {
     pub ttl: u64,
     /// How long a reader trusts counts it read (milliseconds).
     pub cache_ms: u64,
+    /// The contexts whose candidates may be held (outcomes of every context are counted).
+    pub contexts: Vec<Context>,
 }
 
 impl Default for OutcomeConfig {
@@ -64,6 +66,12 @@ impl Default for OutcomeConfig {
             probe_one_in: 20,
             ttl: 7 * 24 * 3600,
             cache_ms: 1000,
+            contexts: vec![
+                Context::Js,
+                Context::Text,
+                Context::HtmlText,
+                Context::Unknown,
+            ],
         }
     }
 }
@@ -91,7 +99,7 @@ pub fn kind(status: u16, soft_404: bool) -> Option<Kind> {
 /// A guess's two keys ([module docs](self)).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GuessKeys {
-    /// `s|CONTEXT|SOURCE` (none without a source).
+    /// `s|CONTEXT|SOURCE|ORIGIN` (none without a source).
     pub source: Option<String>,
     /// `d|CONTEXT|ORIGIN/DIR/`.
     pub dir: String,
@@ -105,9 +113,13 @@ pub fn keys(url: &str, source: Option<&str>, context: Option<Context>) -> GuessK
     let path_end = url.find(['?', '#']).unwrap_or(url.len());
     let dir_end = url[..path_end].rfind('/').map_or(path_end, |i| i + 1);
     GuessKeys {
-        source: source
-            .filter(|s| !s.is_empty())
-            .map(|s| format!("s|{ctx}|{}", s.split('#').next().unwrap_or(s))),
+        source: source.filter(|s| !s.is_empty()).map(|s| {
+            format!(
+                "s|{ctx}|{}|{}",
+                s.split('#').next().unwrap_or(s),
+                crate::url::lex::origin(url)
+            )
+        }),
         dir: format!("d|{ctx}|{}", &url[..dir_end]),
     }
 }
@@ -137,6 +149,11 @@ pub enum Judgement {
     Hold,
     /// The keys say hold, but it is one of the probes: publish it.
     Probe,
+}
+
+/// Whether candidates found in `context` (none: unknown) may be held.
+pub fn holds_in(cfg: &OutcomeConfig, context: Option<Context>) -> bool {
+    cfg.contexts.contains(&context.unwrap_or(Context::Unknown))
 }
 
 /// The rule of the [module docs](self), for a candidate with fingerprint `fp`.
@@ -289,7 +306,17 @@ mod tests {
             Some("https://a.example/app.js#x"),
             Some(Context::Js),
         );
-        assert_eq!(k.source.as_deref(), Some("s|js|https://a.example/app.js"));
+        assert_eq!(
+            k.source.as_deref(),
+            Some("s|js|https://a.example/app.js|https://a.example")
+        );
+        // A link to another site from the same script counts apart.
+        let other = keys(
+            "https://cdn.example/x.js",
+            Some("https://a.example/app.js"),
+            Some(Context::Js),
+        );
+        assert_ne!(other.source, k.source);
         assert_eq!(k.dir, "d|js|https://a.example/static/ui/");
         let k = keys("https://a.example/a/b?x=/y/z", None, None);
         assert_eq!(k.source, None);
@@ -314,6 +341,22 @@ mod tests {
         assert_eq!(judge(&cfg, c(1, 0), c(0, 2), 1), Judgement::Pass);
         // A hit in the directory lifts every hold there.
         assert_eq!(judge(&cfg, c(0, 9), c(1, 9), 1), Judgement::Pass);
+    }
+
+    #[test]
+    fn only_guessing_contexts_are_held() {
+        let cfg = OutcomeConfig::default();
+        for c in [
+            Context::Js,
+            Context::Text,
+            Context::HtmlText,
+            Context::Unknown,
+        ] {
+            assert!(holds_in(&cfg, Some(c)), "{c:?}");
+        }
+        assert!(holds_in(&cfg, None));
+        assert!(!holds_in(&cfg, Some(Context::HtmlAttr)));
+        assert!(!holds_in(&cfg, Some(Context::Css)));
     }
 
     #[test]

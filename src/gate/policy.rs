@@ -348,8 +348,10 @@ impl Policy {
             return Ok(());
         }
         for ns in 0..self.outcomes.len() {
+            let cfg = self.outcomes[ns].config();
             let idx: Vec<usize> = (from..d.len())
                 .filter(|&j| c.ns(j) == ns && d.is_candidate(j) && !seen(j))
+                .filter(|&j| crate::outcomes::holds_in(cfg, c.context(j)))
                 .collect();
             if idx.is_empty() {
                 continue;
