@@ -1290,3 +1290,92 @@ fn fetch_outcomes_hold_guesses_where_they_miss_and_a_hit_lifts_them() {
     let (st, err) = gate.wait(Duration::from_secs(60));
     assert!(st.success(), "{err}");
 }
+
+/// Issue 46, faults: outcomes are counted at least once when the gate is SIGKILLed while it
+/// counts and when Redis stalls (`DEBUG SLEEP`) under it; every outcome's directory ends with at
+/// least its misses (repeats allowed, none lost).
+#[test]
+fn fetch_outcomes_are_counted_at_least_once_under_kill_and_stall() {
+    let redis = OwnRedis::start(&["--enable-debug-command", "yes"]);
+    let k = Tansu::start();
+    let b = k.brokers();
+    create_topics(
+        &b,
+        &[
+            ("urls", 1),
+            ("fetch", 1),
+            ("outcomes", 1),
+            ("urls.dead-letter", 1),
+        ],
+    );
+    let ns = Ns::new("outcome-faults", &redis.url());
+    let mut sets = base_sets(&b, "g-outcome-faults", &ns.name, &redis.url());
+    sets.push("kafka.outcomes_topic=outcomes".into());
+    let dirs = 100;
+    let per = 40;
+    let outcomes: Vec<Vec<u8>> = (0..dirs * per)
+        .map(|i| {
+            serde_json::json!({"url": format!("https://s.example/d{}/f{i}.css", i % dirs), "status": 404})
+                .to_string()
+                .into_bytes()
+        })
+        .collect();
+    let counted = |con: &mut redis::Connection| -> Vec<u64> {
+        (0..dirs)
+            .map(|d| {
+                let key = crawlsieve::redis_filter::Keys::fetch_outcomes(
+                    &ns.name,
+                    &format!("d|unknown|https://s.example/d{d}/"),
+                );
+                let m: Option<u64> = redis::cmd("HGET").arg(key).arg("m").query(con).unwrap();
+                m.unwrap_or(0)
+            })
+            .collect()
+    };
+    // 1. Gates SIGKILLed just after they started counting (between a batch's counts and its
+    //    commit, or in the middle of a pipeline), then one left to finish.
+    let mut con = redis.con();
+    produce(&b, "outcomes", 1, &outcomes);
+    let mut last = 0;
+    for _ in 0..3 {
+        let mut g = GateProc::start(&sets, &[]);
+        let t = Instant::now();
+        loop {
+            let total: u64 = counted(&mut con).iter().sum();
+            if total > last || t.elapsed() > Duration::from_secs(30) {
+                last = total;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        g.kill();
+    }
+    // 2. Redis stalls under the last gate.
+    let mut g = GateProc::start(&sets, &[]);
+    std::thread::sleep(Duration::from_millis(500));
+    let _: Result<(), _> = redis::cmd("DEBUG")
+        .arg("SLEEP")
+        .arg("3")
+        .query::<()>(&mut redis.con());
+    let t = Instant::now();
+    loop {
+        let c = counted(&mut con);
+        if c.iter().all(|&m| m >= per as u64) {
+            let total: u64 = c.iter().sum();
+            println!(
+                "outcomes: {} sent, {total} counted ({} repeats), none lost",
+                dirs * per,
+                total - (dirs * per) as u64
+            );
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(90),
+            "outcomes lost: per directory {c:?}, want {per} each"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    g.signal(libc::SIGTERM);
+    let (st, err) = g.wait(Duration::from_secs(60));
+    assert!(st.success(), "{err}");
+}
