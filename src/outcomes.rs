@@ -212,6 +212,8 @@ impl OutcomeStore {
             for key in k.source.iter().chain(std::iter::once(&k.dir)) {
                 let rk = Keys::fetch_outcomes(&self.ns, key);
                 cmds.push(redis::cmd("HINCRBY").arg(&rk).arg(field).arg(1).clone());
+                // The key itself, for `rules holds` and `rules release`.
+                cmds.push(redis::cmd("HSETNX").arg(&rk).arg("k").arg(key).clone());
                 cmds.push(
                     redis::cmd("EXPIRE")
                         .arg(&rk)
@@ -282,6 +284,58 @@ impl OutcomeStore {
             .map(|k| self.cache.get(*k).map(|(c, _)| *c).unwrap_or_default())
             .collect())
     }
+}
+
+/// One key's counts as stored (`rules holds`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Stored {
+    /// `s|CONTEXT|SOURCE|ORIGIN` or `d|CONTEXT|ORIGIN/DIR/`.
+    pub key: String,
+    pub hits: u64,
+    pub misses: u64,
+    /// Whether this key alone holds candidates under it (a source whose guesses all missed, a
+    /// directory with enough misses and no hit); a hit under the candidate's other key may
+    /// still let one through.
+    pub holds: bool,
+}
+
+/// Every key of namespace `ns` with its counts, sorted by key (`rules holds`).
+pub fn stored(
+    cfg: &OutcomeConfig,
+    redis: &crate::redis_filter::RedisConfig,
+    conn: &mut Conn,
+    ns: &str,
+) -> Result<Vec<Stored>, RedisFilterError> {
+    let mut out = Vec::new();
+    for rk in crate::redis_filter::scan_keys(redis, &Keys::fetch_outcomes_pattern(ns))? {
+        let (k, h, m): (Option<String>, Option<u64>, Option<u64>) = conn
+            .query(redis::cmd("HMGET").arg(&rk).arg("k").arg("h").arg("m"))
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
+        let Some(key) = k else { continue }; // written by a build without key names
+        let (hits, misses) = (h.unwrap_or(0), m.unwrap_or(0));
+        let need = if key.starts_with("s|") {
+            cfg.min_source_misses
+        } else {
+            cfg.min_dir_misses
+        };
+        out.push(Stored {
+            holds: hits == 0 && need > 0 && misses >= need,
+            key,
+            hits,
+            misses,
+        });
+    }
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(out)
+}
+
+/// Forget key `key`'s counts in namespace `ns`: what it held is judged afresh (`rules
+/// release`). Whether there were any.
+pub fn release(conn: &mut Conn, ns: &str, key: &str) -> Result<bool, RedisFilterError> {
+    let n: u64 = conn
+        .query(redis::cmd("DEL").arg(Keys::fetch_outcomes(ns, key)))
+        .map_err(|e| RedisFilterError::from_redis(e, true))?;
+    Ok(n > 0)
 }
 
 #[cfg(test)]

@@ -819,3 +819,84 @@ fn bloom_subcommands_take_the_namespace_and_file_alike() {
     ok(&o);
     assert_eq!(bloom(&["stats", "shapes"]).status.code(), Some(3));
 }
+
+/// Issue 46: `dedup --outcomes` holds guesses where they miss (`fetch_misses`); `rules holds`
+/// lists the keys that hold, `rules release KEY` lifts one, and the held URL then comes in.
+#[test]
+fn outcomes_hold_and_rules_list_and_release_the_holds() {
+    let redis = common::OwnRedis::start(&[]);
+    let url = redis.url();
+    let dir = tempfile::tempdir().unwrap();
+    let outcomes = dir.path().join("outcomes.jsonl");
+    std::fs::write(
+        &outcomes,
+        "{\"url\":\"https://a.example/ui/x.css\",\"status\":404,\"source\":\"https://a.example/app.js\",\"context\":\"js\"}\n",
+    )
+    .unwrap();
+    let dedup = |extra: &[&str], input: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+            .args([
+                "dedup",
+                "-q",
+                "--format",
+                "jsonl",
+                "--redis",
+                &url,
+                "--namespace",
+                "oc",
+            ])
+            .args(["--base", "https://a.example/app.js", "--context", "js"])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let first = dedup(&["--outcomes", outcomes.to_str().unwrap()], "ui/y.css\n");
+    assert!(first.contains("\"fetch_misses\""), "{first}");
+    let rules = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
+            .args(["rules", "--redis", &url, "--namespace", "oc"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let holds = rules(&["holds"]);
+    assert!(
+        holds.status.success(),
+        "{}",
+        String::from_utf8_lossy(&holds.stderr)
+    );
+    let text = String::from_utf8(holds.stdout).unwrap();
+    let key = "s|js|https://a.example/app.js|https://a.example";
+    let line: serde_json::Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["key"] == key)
+        .unwrap_or_else(|| panic!("{key} not listed: {text}"));
+    assert_eq!(
+        (line["misses"].as_u64(), line["holds"].as_bool()),
+        (Some(1), Some(true)),
+        "{line}"
+    );
+    let released = rules(&["release", key]);
+    assert!(
+        released.status.success(),
+        "{}",
+        String::from_utf8_lossy(&released.stderr)
+    );
+    assert_eq!(
+        rules(&["release", key]).status.code(),
+        Some(3),
+        "nothing left to release"
+    );
+    let null = dir.path().join("none.jsonl");
+    std::fs::write(&null, "").unwrap();
+    let again = dedup(&["--outcomes", null.to_str().unwrap()], "ui/y.css\n");
+    assert!(again.contains("\"keep\""), "released: {again}");
+}

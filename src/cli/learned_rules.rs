@@ -1,5 +1,6 @@
 //! `crawlsieve rules …`: the learned parameter rules of a namespace ([`crate::params`]) —
-//! list them, export them, revoke one.
+//! list them, export them, revoke one — and its fetch-outcome holds ([`crate::outcomes`]):
+//! list them, release one.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -45,6 +46,19 @@ pub enum LearnedRulesCommand {
         /// Remove an earlier revocation instead, so the rule may be learned again.
         #[arg(long, env = "CRAWLSIEVE_RULES_CLEAR", value_parser = clap::builder::BoolishValueParser::new())]
         clear: bool,
+    },
+    /// The fetch-outcome keys that hold candidates (`fetch_misses`, docs/crawl-policy.md), one
+    /// JSON object per line: key, hits, misses, holds; with `--all`, every key counted.
+    Holds {
+        /// Every key counted, not only those that hold.
+        #[arg(long, env = "CRAWLSIEVE_HOLDS_ALL", value_parser = clap::builder::BoolishValueParser::new())]
+        all: bool,
+    },
+    /// Lift a hold: forget the counts of KEY (as `rules holds` shows it); candidates under it
+    /// are judged afresh (a URL held before comes in when it is seen again).
+    Release {
+        /// The key, e.g. `s|js|https://a.example/app.js|https://a.example`.
+        key: String,
     },
 }
 
@@ -92,6 +106,24 @@ pub(super) fn run(a: LearnedRulesArgs) -> Result<()> {
         )));
     }
     match a.command {
+        LearnedRulesCommand::Holds { all } => {
+            let oc = crate::outcomes::OutcomeConfig::default();
+            for h in crate::outcomes::stored(&oc, &cfg, &mut conn, ns)? {
+                if all || h.holds {
+                    super::lines::out_line(&serde_json::to_string(&h)?)?;
+                }
+            }
+        }
+        LearnedRulesCommand::Release { key } => {
+            let had = crate::outcomes::release(&mut conn, ns, &key)?;
+            let out = serde_json::json!({"key": key, "released": had});
+            super::lines::out_line(&serde_json::to_string(&out)?)?;
+            if !had {
+                return Err(super::exit::input(format!(
+                    "no fetch-outcome counts under {key:?} in namespace {ns:?} (`crawlsieve rules holds --all` lists them)"
+                )));
+            }
+        }
         LearnedRulesCommand::List { revoked } => {
             let (rules, revs) = crate::params::list(&mut conn, ns)?;
             if revoked {

@@ -454,6 +454,11 @@ impl Keys {
         )
     }
 
+    /// The `SCAN` pattern of namespace `ns`'s fetch-outcome counts.
+    pub fn fetch_outcomes_pattern(ns: &str) -> String {
+        format!("cs:fo:{{{ns}:*}}")
+    }
+
     /// The index of namespace `ns`'s pattern verdicts (`cs:pv:{NS}:idx`, a sorted set: the
     /// hex hash of every pattern with a verdict, scored by when it was first indexed) and its
     /// counter (`cs:pv:{NS}:seq`, a hash: `epoch`, `n`); [`crate::pattern_verdicts`].

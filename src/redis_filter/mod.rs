@@ -61,8 +61,8 @@ pub use stats::{ClientStats, GenStats, NamespaceStats};
 pub use tier::LocalTier;
 
 use claims::Inflight;
-pub use namespace::list_namespaces;
 use namespace::{as_int, parse_field, CREATE_LUA};
+pub use namespace::{list_namespaces, scan_keys};
 use resp::{Batch, Replies};
 
 use crate::bloom::CheckAndSet;

@@ -574,11 +574,22 @@ impl RedisFilter {
 /// Every namespace held by the Redis of `cfg` (every master of a cluster), sorted: the
 /// metadata keys (`cs:{NS}:meta`) a `SCAN` finds. `bloom list`.
 pub fn list_namespaces(cfg: &RedisConfig) -> Result<Vec<String>, RedisFilterError> {
+    let keys = scan_keys(cfg, Keys::META_PATTERN)?;
+    let names: std::collections::BTreeSet<&str> = keys
+        .iter()
+        .filter_map(|k| Keys::namespace_of_meta(k))
+        .collect();
+    Ok(names.into_iter().map(String::from).collect())
+}
+
+/// Every key matching `pattern` on the Redis of `cfg` (every master of a cluster: a `SCAN`
+/// reaches one node), sorted and without repeats.
+pub fn scan_keys(cfg: &RedisConfig, pattern: &str) -> Result<Vec<String>, RedisFilterError> {
     let err = |e| RedisFilterError::from_redis(e, false);
     let mut conn = Conn::connect(cfg).map_err(err)?;
     let mut nodes = Vec::new();
     if let Conn::Cluster(_) = conn {
-        // A SCAN reaches one node: ask each master (CLUSTER NODES: `id ip:port@bus flags …`).
+        // CLUSTER NODES: `id ip:port@bus flags …`, one line a node.
         let text: String = conn
             .query(&redis::cmd("CLUSTER").arg("NODES"))
             .map_err(err)?;
@@ -593,7 +604,7 @@ pub fn list_namespaces(cfg: &RedisConfig) -> Result<Vec<String>, RedisFilterErro
             }
         }
     }
-    let mut names = std::collections::BTreeSet::new();
+    let mut found = std::collections::BTreeSet::new();
     let mut scan = |c: &mut Conn| -> Result<(), RedisFilterError> {
         let mut cursor = 0u64;
         loop {
@@ -602,16 +613,12 @@ pub fn list_namespaces(cfg: &RedisConfig) -> Result<Vec<String>, RedisFilterErro
                     redis::cmd("SCAN")
                         .arg(cursor)
                         .arg("MATCH")
-                        .arg(Keys::META_PATTERN)
+                        .arg(pattern)
                         .arg("COUNT")
                         .arg(1000),
                 )
                 .map_err(err)?;
-            for k in keys {
-                if let Some(name) = Keys::namespace_of_meta(&k) {
-                    names.insert(name.to_string());
-                }
-            }
+            found.extend(keys);
             if next == 0 {
                 return Ok(());
             }
@@ -625,7 +632,7 @@ pub fn list_namespaces(cfg: &RedisConfig) -> Result<Vec<String>, RedisFilterErro
             scan(&mut Conn::connect(node).map_err(err)?)?;
         }
     }
-    Ok(names.into_iter().collect())
+    Ok(found.into_iter().collect())
 }
 
 /// `cfg`'s first seed, pointed at the cluster node `addr` (`ip:port`) as a single node: the
