@@ -139,8 +139,9 @@ fn stopping(quit: &AtomicBool) -> bool {
     quit.load(Ordering::SeqCst) || crate::stage::signals::Stop.requested()
 }
 
-/// Deliver `value` to `topic`, retrying until delivered or stopping; whether delivered.
-fn deliver(
+/// Deliver `value` to `topic`, retrying until delivered or stopping; whether delivered (also
+/// the fetch outcomes' reader's dead letters, [`super::outcomes_reader`]).
+pub(super) fn deliver(
     producer: &FutureProducer,
     topic: &str,
     key: Option<&[u8]>,
@@ -156,7 +157,7 @@ fn deliver(
         match futures::executor::block_on(producer.send(rec, Duration::from_secs(30))) {
             Ok(_) => return true,
             Err((e, _)) => {
-                tracing::warn!(topic, error = %e, "putting a held URL back failed; retrying");
+                tracing::warn!(topic, error = %e, "delivering a record failed (a held URL put back, or a dead letter); retrying");
                 if stopping(quit) {
                     return false;
                 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::FutureProducer;
 use rdkafka::Message;
 
 use crate::config::Config;
@@ -271,24 +271,16 @@ impl Reader {
         }
     }
 
-    /// Deliver a dead letter (retried); false when stopping before it was.
+    /// Deliver a dead letter (retried, as the robots mover delivers); false when stopping
+    /// before it was.
     fn dead_letter(&self, dl: &DeadLetter) -> bool {
         let value = serde_json::to_vec(dl).expect("dead letters serialize");
-        let topic = &self.cfg.kafka.dead_letter_topic;
-        let mut wait = Duration::from_millis(100);
-        loop {
-            let rec = FutureRecord::<[u8], [u8]>::to(topic).payload(&value);
-            match futures::executor::block_on(self.producer.send(rec, Duration::from_secs(30))) {
-                Ok(_) => return true,
-                Err((e, _)) => {
-                    tracing::warn!(topic, error = %e, "a fetch outcome's dead letter failed; retrying");
-                    if self.stopping() {
-                        return false;
-                    }
-                    std::thread::sleep(wait);
-                    wait = (wait * 2).min(Duration::from_secs(5));
-                }
-            }
-        }
+        super::mover::deliver(
+            &self.producer,
+            &self.cfg.kafka.dead_letter_topic,
+            None,
+            &value,
+            &self.quit,
+        )
     }
 }
