@@ -168,7 +168,11 @@ pub fn judge(cfg: &OutcomeConfig, source: Counts, dir: Counts, fp: u128) -> Judg
         return Judgement::Pass;
     }
     let mixed = (fp as u64) ^ ((fp >> 64) as u64);
-    if cfg.probe_one_in > 0 && mixed.wrapping_mul(0x9e37_79b9_7f4a_7c15) % cfg.probe_one_in == 0 {
+    if cfg.probe_one_in > 0
+        && mixed
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .is_multiple_of(cfg.probe_one_in)
+    {
         Judgement::Probe
     } else {
         Judgement::Hold
@@ -248,7 +252,7 @@ impl OutcomeStore {
         let mut ask: Vec<&str> = keys
             .iter()
             .copied()
-            .filter(|k| !self.cache.get(*k).is_some_and(|(_, at)| now - *at < fresh))
+            .filter(|k| self.cache.get(*k).is_none_or(|(_, at)| now - *at >= fresh))
             .collect();
         ask.sort_unstable();
         ask.dedup();

@@ -457,9 +457,9 @@ pub(crate) fn report(
     summarize(&report, &names.join(", "), command)
 }
 
-/// 1. Cluster the pages without an error; a page with one is its own canonical, in none. A page
-/// whose URL carries a parameter `learned` says changes nothing is a canonical only when its
-/// cluster has no page without one.
+/// Step 1: cluster the pages without an error; a page with one is its own canonical, in none. A
+/// page whose URL carries a parameter `learned` says changes nothing is a canonical only when
+/// its cluster has no page without one.
 fn assign(
     pages: &[Page],
     errors: &[String],

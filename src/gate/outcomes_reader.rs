@@ -111,6 +111,9 @@ impl Drop for OutcomeReader {
     }
 }
 
+/// A decoded outcome: its namespace, and the keys and kind it counts.
+type Counted = (String, (GuessKeys, Kind));
+
 /// Messages counted per Redis exchange.
 const BATCH: usize = 500;
 
@@ -192,7 +195,7 @@ impl Reader {
 
     /// An outcome's namespace and what it counts (none: it says nothing either way), or why
     /// it is a dead letter.
-    fn decode(&self, value: &[u8]) -> Result<Option<(String, (GuessKeys, Kind))>, DecodeError> {
+    fn decode(&self, value: &[u8]) -> Result<Option<Counted>, DecodeError> {
         let bad = |code, detail: String| DecodeError { code, detail };
         if value.iter().all(u8::is_ascii_whitespace) {
             return Err(bad(DeadLetterCode::Empty, "an empty message".into()));

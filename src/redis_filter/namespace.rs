@@ -591,7 +591,7 @@ pub fn scan_keys(cfg: &RedisConfig, pattern: &str) -> Result<Vec<String>, RedisF
     if let Conn::Cluster(_) = conn {
         // CLUSTER NODES: `id ip:port@bus flags …`, one line a node.
         let text: String = conn
-            .query(&redis::cmd("CLUSTER").arg("NODES"))
+            .query(redis::cmd("CLUSTER").arg("NODES"))
             .map_err(err)?;
         for line in text.lines() {
             let f: Vec<&str> = line.split(' ').collect();

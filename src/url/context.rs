@@ -57,13 +57,13 @@ impl Context {
     pub fn decode(self, raw: &str) -> Cow<'_, str> {
         match self {
             Context::Unknown => Cow::Borrowed(raw),
-            Context::Text => Cow::Borrowed(before_cjk_punctuation(raw)),
+            Context::Text => Cow::Borrowed(text_end(raw)),
             Context::HtmlAttr if raw.contains('&') => htmlize::unescape_attribute(raw),
             Context::HtmlText if raw.contains('&') => match htmlize::unescape(raw) {
-                Cow::Borrowed(b) => Cow::Borrowed(before_cjk_punctuation(b)),
-                Cow::Owned(o) => Cow::Owned(before_cjk_punctuation(&o).to_string()),
+                Cow::Borrowed(b) => Cow::Borrowed(text_end(b)),
+                Cow::Owned(o) => Cow::Owned(text_end(&o).to_string()),
             },
-            Context::HtmlText => Cow::Borrowed(before_cjk_punctuation(raw)),
+            Context::HtmlText => Cow::Borrowed(text_end(raw)),
             Context::Js if raw.contains('\\') => Cow::Owned(js_unescape(raw)),
             Context::Css if raw.contains('\\') => Cow::Owned(css_unescape(raw)),
             _ => Cow::Borrowed(raw),
@@ -76,6 +76,47 @@ impl std::str::FromStr for Context {
     fn from_str(s: &str) -> Result<Context, String> {
         <Context as clap::ValueEnum>::from_str(s, false)
             .map_err(|_| format!("{s:?}: expected unknown, html_attr, html_text, js, css or text"))
+    }
+}
+
+/// Where a URL found in running text ends: before CJK punctuation
+/// ([`before_cjk_punctuation`]) and before the residue of Markdown
+/// ([`before_markdown_residue`]).
+fn text_end(s: &str) -> &str {
+    before_markdown_residue(before_cjk_punctuation(s))
+}
+
+/// A URL lifted out of Markdown by an extractor that stops only at whitespace ends where the
+/// Markdown syntax after it starts (issue 46): at `](` — the link target after a URL written
+/// as the link's text or image (`[![v](https://img.shields.io/npm/v/x.svg)](https://npm.im/x)`
+/// gives `https://img.shields.io/npm/v/x.svg)](https://npm.im/x)`: cut at `)](`, or at `](`
+/// where no `)` closes an image first) — and at a table's cell separator `|` written in the
+/// URL's host or path (`https://x.org/docs|Docs|`), relative ones too (what a kept relative
+/// candidate becomes is read again as an absolute URL, and must not change); not where the cut
+/// leaves no letter or digit (code: `/|/\=|&|`). Not a `|` in the query
+/// or fragment: `?family=Roboto|Open+Sans` is how Google Fonts lists families (and a cut
+/// there would change a kept URL's canonical form when it is read again).
+/// The URL is kept, trimmed: the residue is not part of any page's address (WHATWG leaves `]`,
+/// `(` and `|` as they are in a path, so the request would go to a page that does not exist).
+fn before_markdown_residue(s: &str) -> &str {
+    let b = s.as_bytes();
+    let Some(first) = b.iter().position(|&c| c == b']' || c == b'|') else {
+        return s;
+    };
+    let mut end = b.len();
+    if let Some(i) = s[first..].find("](").map(|i| i + first) {
+        end = if i > 0 && b[i - 1] == b')' { i - 1 } else { i };
+    }
+    let query = s.find(['?', '#']).unwrap_or(b.len());
+    if let Some(i) = s[..end.min(query)].find('|') {
+        end = i;
+    }
+    // A cut that leaves no letter or digit found code, not a URL (`/|/\=|&|…` would be `/`,
+    // the site's root): judged whole, as before.
+    if end == b.len() || !b[..end].iter().any(u8::is_ascii_alphanumeric) {
+        s
+    } else {
+        &s[..end]
     }
 }
 
@@ -333,6 +374,46 @@ mod tests {
         assert_eq!(
             Context::Unknown.decode("https://news.cn。"),
             "https://news.cn。"
+        );
+    }
+
+    /// Issue 46: the residue of Markdown after a URL in text (a link target, a table's cell
+    /// separator) is trimmed; a `|` in a query stays, and other contexts keep it all.
+    #[test]
+    fn markdown_residue_ends_a_url_in_text() {
+        for c in [Context::Text, Context::HtmlText] {
+            let d = |s| c.decode(s).into_owned();
+            assert_eq!(
+                d("https://img.shields.io/npm/v/x.svg)](https://npmjs.org/package/x)"),
+                "https://img.shields.io/npm/v/x.svg"
+            );
+            assert_eq!(d("https://x.org/a](https://x.org/a)"), "https://x.org/a");
+            assert_eq!(d("https://x.org/docs|Docs|"), "https://x.org/docs");
+            assert_eq!(d("https://x.org/docs|"), "https://x.org/docs");
+            assert_eq!(d("https://x.org/?a=1|"), "https://x.org/?a=1|");
+            assert_eq!(d("www.x.org/a|b"), "www.x.org/a");
+            assert_eq!(d("docs/a.md](docs/a.md)"), "docs/a.md");
+            // A cut that would leave no letter or digit: code, judged whole.
+            assert_eq!(d("/|/\\=|&|"), "/|/\\=|&|");
+            // A `|` in the query is a value; a `)` closing a path is the URL's own.
+            assert_eq!(
+                d("https://fonts.googleapis.com/css?family=Roboto|Open+Sans"),
+                "https://fonts.googleapis.com/css?family=Roboto|Open+Sans"
+            );
+            assert_eq!(
+                d("https://en.wikipedia.org/wiki/Rust_(language)"),
+                "https://en.wikipedia.org/wiki/Rust_(language)"
+            );
+            assert_eq!(d("https://x.org/a[1]"), "https://x.org/a[1]");
+            assert_eq!(d("|"), "|");
+        }
+        assert_eq!(
+            Context::Js.decode("https://x.org/a)](https://x.org/b)"),
+            "https://x.org/a)](https://x.org/b)"
+        );
+        assert_eq!(
+            Context::Unknown.decode("https://x.org/a|"),
+            "https://x.org/a|"
         );
     }
 

@@ -148,11 +148,17 @@ pub enum Reason {
     /// answered. Held, not put in the filter: once a guess from there lands (a 2xx outcome), a
     /// later event of the URL is judged again; a fraction of such URLs is published as probes.
     FetchMisses,
+    /// (JavaScript, text) a build script's file-system path: a root-relative path climbing
+    /// above the root (`/../dist`), or a glob (`src/**/*.js`, `assets/{a,b}.css`).
+    BuildPath,
+    /// (JavaScript, text) a URL written with a placeholder name a reader is told to replace
+    /// (`yourdomain.com`, `my-site.org`, `domain.com`).
+    PlaceholderHost,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 60] = [
+    pub const ALL: [Reason; 62] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -213,6 +219,8 @@ impl Reason {
         Reason::SingleLabelHost,
         Reason::UnknownTld,
         Reason::FetchMisses,
+        Reason::BuildPath,
+        Reason::PlaceholderHost,
     ];
 
     /// The stable machine-readable code.
@@ -278,6 +286,8 @@ impl Reason {
             Reason::SingleLabelHost => "single_label_host",
             Reason::UnknownTld => "unknown_tld",
             Reason::FetchMisses => "fetch_misses",
+            Reason::BuildPath => "build_path",
+            Reason::PlaceholderHost => "placeholder_host",
         }
     }
 

@@ -378,6 +378,14 @@ impl Validator {
                 return Err(r);
             }
         }
+        // A build script's file-system path or glob, relative (issue 46).
+        if matches!(ctx, Context::Js | Context::Text | Context::HtmlText)
+            && scheme.is_none()
+            && !b.starts_with(b"//")
+            && kinds::build_path(b)
+        {
+            return Err(Reason::BuildPath);
+        }
         match ctx {
             Context::Text | Context::HtmlText => {
                 if let Some(r) = kinds::text_kinds(b, scheme, self.cfg.keep_placeholder_hosts) {

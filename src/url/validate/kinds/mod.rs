@@ -172,6 +172,9 @@ fn namespace_like(b: &[u8]) -> bool {
     {
         return true;
     }
+    if modelling_vocabulary(&host, &rest[host_end..], s.eq_ignore_ascii_case(b"http")) {
+        return true;
+    }
     // The `ns` segment only with the fragment a vocabulary's terms hang on (`…/ns#`,
     // `…/ns/#term`): without one, `https://site/ns` is also the canonical form of a script's
     // `'/ns'` on that site, which must pass as it did (cargo fuzz, reading a kept candidate's
@@ -183,6 +186,56 @@ fn namespace_like(b: &[u8]) -> bool {
     let path = &path[..hash];
     let path = path.strip_suffix(b"/").unwrap_or(path);
     path.rsplit(|&c| c == b'/').next() == Some(&b"ns"[..])
+}
+
+/// (Scripts) the namespace URI of a modelling tool's XML or EMF vocabulary (issue 46), by the
+/// way these are written: the OMG's specification URIs, dated (`http://www.omg.org/spec/BPMN/20100524/MODEL`,
+/// `http://schema.omg.org/spec/XMI/2.1`; not `https://www.omg.org/spec/PYTH/1.2/PDF`, a page), Eclipse's EMF, UML2, GMF and XSD packages
+/// (`http://www.eclipse.org/emf/2002/Ecore`, `http://www.eclipse.org/uml2/5.0.0/UML`), the
+/// BPMN vendors' extensions (`http://bpmn.io/schema/bpmn`, `http://camunda.org/schema/1.0/bpmn`,
+/// `http://activiti.org/bpmn`), and, on `http:` only, any path with a `schema` or `spec`
+/// segment followed by a version or a date (`1.0`, `2.1`, `20100524`, `2002`) and ending in a
+/// name with no file extension.
+///
+/// Why no request matches: modellers (bpmn-js, diagram-js, EMF's JavaScript ports) hold these
+/// as the names they compare element namespaces with, never as pages; most answer nothing or
+/// redirect to a home page. The generic form is limited to `http:` (namespaces are written so
+/// by convention; an API a script calls is `https:` today) and to a numeric version, not
+/// `v1` (`https://api.site/schema/v1/users` passes).
+fn modelling_vocabulary(host: &[u8], path: &[u8], http: bool) -> bool {
+    let date8 = |s: &[u8]| s.len() == 8 && s.iter().all(u8::is_ascii_digit);
+    let host = host.strip_prefix(b"www.").unwrap_or(host);
+    let segs: Vec<&[u8]> = path
+        .split(|&c| c == b'/' || c == b'#')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let first = segs.first().copied().unwrap_or_default();
+    match host {
+        // Not the specifications' own pages (`https://www.omg.org/spec/PYTH/1.2/PDF`, found
+        // on the shared corpus): a namespace carries the date of its schema, `20100524`.
+        b"omg.org" => return first == b"spec" && segs.iter().any(|s| date8(s)),
+        b"schema.omg.org" if first == b"spec" => return true,
+        b"eclipse.org" if matches!(first, b"emf" | b"uml2" | b"gmf" | b"xsd" | b"ocl") => {
+            return true
+        }
+        b"bpmn.io" | b"camunda.org" if first == b"schema" => return true,
+        b"activiti.org" if first == b"bpmn" => return true,
+        _ => {}
+    }
+    if !http || segs.len() < 3 {
+        return false;
+    }
+    let version = |s: &[u8]| {
+        s.first().is_some_and(u8::is_ascii_digit)
+            && s.iter().all(|&c| c.is_ascii_digit() || c == b'.')
+    };
+    let Some(at) = segs.iter().position(|s| *s == b"schema" || *s == b"spec") else {
+        return false;
+    };
+    let last = segs[segs.len() - 1];
+    // A version after the segment, and a last segment that is no file name (`MODEL`, `1.0`).
+    let no_file = !last.contains(&b'.') || version(last);
+    no_file && segs[at + 1..].iter().any(|s| version(s))
 }
 
 /// The rules for a candidate whose context is not said (`unknown`, no scheme): only what the
@@ -629,6 +682,9 @@ pub(super) fn placeholder_host(
     if !host.contains('.') {
         return Some(Reason::SingleLabelHost);
     }
+    if placeholder_name(&host) {
+        return Some(Reason::PlaceholderHost);
+    }
     // A top-level name no registry delegates (`www.another.url`, `site.domain`, `host.lan`):
     // the Public Suffix List (its ICANN section holds every delegated TLD, as IDNA A-labels
     // too, which is how the parser gives hosts) does not know its suffix, and `psl` falls back
@@ -637,6 +693,86 @@ pub(super) fn placeholder_host(
         return Some(Reason::UnknownTld);
     }
     None
+}
+
+/// A host whose registrable name is a placeholder that documentation and sample code tell the
+/// reader to replace (issue 46): `your` or `my` followed by `domain`, `site`, `website`,
+/// `server`, `host`, `hostname`, `company` or `url` (`yourdomain.com`, `your-site.org`,
+/// `api.my-server.net`). Not the bare word `domain` (`domain.com.au` is a real-estate site and
+/// `domain.com` a registrar), nor `myapp`-like names that are also brands.
+///
+/// Why no request matches: a script or a manual that writes `https://yourdomain.com/api` says
+/// "put your own host here"; the names are registered by squatters or no one, and serve no page
+/// of the site being crawled. Not `example.com` in scripts (a page a script may load as its default: see `reserved_host`).
+fn placeholder_name(host: &str) -> bool {
+    let Some(domain) = psl::domain(host.as_bytes()) else {
+        return false;
+    };
+    let label = domain
+        .as_bytes()
+        .split(|&c| c == b'.')
+        .next()
+        .unwrap_or_default();
+    let Some(rest) = label
+        .strip_prefix(b"your")
+        .or_else(|| label.strip_prefix(b"my"))
+    else {
+        return false;
+    };
+    let rest = rest
+        .strip_prefix(b"-")
+        .or_else(|| rest.strip_prefix(b"_"))
+        .unwrap_or(rest);
+    matches!(
+        rest,
+        b"domain" | b"site" | b"website" | b"server" | b"host" | b"hostname" | b"company" | b"url"
+    )
+}
+
+/// (Scripts, text) a path of a build script's file system, not of a site (issue 46): a
+/// root-relative path whose `..` segments climb above the root (`/../dist/app.js`,
+/// `/a/../../lib`, from `__dirname + '/../dist'`), or a glob (`src/**/*.js`, `lib/*.js`,
+/// `assets/{a,b}.css`: a `*` in the path, or a brace list with a comma). Relative candidates
+/// only, before any query or fragment.
+///
+/// Why no request matches: a browser resolves `/../x` to `/x`, which is not what the script
+/// named (a file beside its project folder on the build machine); a glob is a pattern a build
+/// tool expands over files, not an address, and a server reads `*` and `{a,b}` literally.
+/// A relative `../x` climbs from its page and passes; an absolute URL with `*` (a web
+/// archive's `/web/*/…`) is not judged here.
+pub(super) fn build_path(b: &[u8]) -> bool {
+    let end = b
+        .iter()
+        .position(|&c| c == b'?' || c == b'#')
+        .unwrap_or(b.len());
+    let path = &b[..end];
+    if path.contains(&b'*') {
+        return true;
+    }
+    if let Some(open) = path.iter().position(|&c| c == b'{') {
+        if let Some(close) = path[open..].iter().position(|&c| c == b'}') {
+            if path[open..open + close].contains(&b',') {
+                return true;
+            }
+        }
+    }
+    if path.first() != Some(&b'/') || path.get(1) == Some(&b'/') {
+        return false;
+    }
+    let mut depth = 0usize;
+    for seg in path[1..].split(|&c| c == b'/') {
+        match seg {
+            b".." => {
+                if depth == 0 {
+                    return true;
+                }
+                depth -= 1;
+            }
+            b"." | b"" => {}
+            _ => depth += 1,
+        }
+    }
+    false
 }
 
 /// (Text) an absolute or protocol-relative URL with a user name and password in it

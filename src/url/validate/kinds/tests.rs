@@ -392,3 +392,125 @@ fn real_requests_that_look_alike_pass() {
         assert_eq!(judge(s, ctx), Ok(()), "{s:?} in {ctx:?}");
     }
 }
+
+/// Issue 46, item 5: a build script's file-system paths — a root-relative path above the root,
+/// a glob — in scripts and text; relative paths that climb from their page, absolute URLs with
+/// `*` and other contexts pass.
+#[test]
+fn build_paths_in_scripts_and_text() {
+    for s in [
+        "/../dist/app.js",
+        "/../../jshint/src/lex.js",
+        "/a/../../lib/x.js",
+        "/./../x",
+        "lib/*.js",
+        "css/*.css",
+        "assets/{a,b}.css",
+        "static/img-*.png",
+    ] {
+        for ctx in [Context::Js, Context::Text, Context::HtmlText] {
+            assert_eq!(judge(s, ctx), Err(Reason::BuildPath), "{s:?} in {ctx:?}");
+        }
+        for ctx in [Context::Unknown, Context::HtmlAttr] {
+            assert_ne!(judge(s, ctx), Err(Reason::BuildPath), "{s:?} in {ctx:?}");
+        }
+    }
+    for s in [
+        "../../lib/x.js",
+        "/a/b/../c.js",
+        "/a/../b.js",
+        "/api/items?fields=*",
+        "/search#q=*",
+        "/posts/{id}.json",
+        "https://web.archive.org/web/*/docs.site.org",
+        "//cdn.site.org/a/../../b.js",
+    ] {
+        for ctx in [Context::Js, Context::Text] {
+            assert_ne!(judge(s, ctx), Err(Reason::BuildPath), "{s:?} in {ctx:?}");
+        }
+    }
+}
+
+/// Issue 46, item 5: the modelling tools' vocabularies (OMG, EMF, BPMN) in scripts; the OMG's
+/// specification pages and versioned APIs pass.
+#[test]
+fn modelling_vocabularies_in_scripts() {
+    for s in [
+        "http://www.omg.org/spec/BPMN/20100524/MODEL",
+        "http://www.omg.org/spec/DD/20100524/DI",
+        "http://schema.omg.org/spec/XMI/2.1",
+        "http://www.eclipse.org/emf/2002/Ecore",
+        "http://www.eclipse.org/uml2/5.0.0/UML",
+        "http://bpmn.io/schema/bpmn",
+        "http://camunda.org/schema/1.0/bpmn",
+        "http://activiti.org/bpmn",
+        "http://www.xfa.org/schema/xfa-data/1.0/",
+    ] {
+        assert_eq!(judge(s, Context::Js), Err(Reason::XmlNamespace), "{s:?}");
+        let keep = Validator::new(crate::url::ValidatorConfig {
+            keep_xml_namespaces: true,
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(
+            keep.check_bytes_in(s.as_bytes(), Context::Js).is_ok(),
+            "{s:?}"
+        );
+        assert_eq!(judge(s, Context::HtmlAttr), Ok(()), "{s:?} in an href");
+    }
+    for s in [
+        "https://www.omg.org/spec/PYTH/1.2/PDF",
+        "http://www.omg.org/spec/UML/2.5.1/About-UML/",
+        "https://www.eclipse.org/downloads/",
+        "https://api.site.org/schema/v1/users",
+        "https://api.site.org/schema/1.0/users",
+        "http://docs.site.org/spec/1.0/index.html",
+        "https://json-schema.org/draft-07/schema",
+    ] {
+        assert_eq!(judge(s, Context::Js), Ok(()), "{s:?}");
+    }
+}
+
+/// Issue 46, item 5: placeholder names a reader is told to replace, in scripts and text; the
+/// switch that keeps placeholder hosts keeps them, and look-alike brands pass.
+#[test]
+fn placeholder_names_in_scripts_and_text() {
+    for s in [
+        "https://yourdomain.com/api",
+        "http://your-site.org/x",
+        "https://api.my-server.net/v1",
+        "http://mysite.com",
+        "https://subdomain.mysite.com",
+        "https://www.your_company.com/",
+    ] {
+        for ctx in [Context::Js, Context::Text, Context::HtmlText] {
+            assert_eq!(
+                judge(s, ctx),
+                Err(Reason::PlaceholderHost),
+                "{s:?} in {ctx:?}"
+            );
+        }
+        assert_eq!(judge(s, Context::HtmlAttr), Ok(()), "{s:?} in an href");
+        let keep = Validator::new(crate::url::ValidatorConfig {
+            keep_placeholder_hosts: true,
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(
+            keep.check_bytes_in(s.as_bytes(), Context::Js).is_ok(),
+            "{s:?}"
+        );
+    }
+    for s in [
+        "https://myapp.io/",
+        "https://yourstory.com/2024/x",
+        "https://mydomainname.org/",
+        "https://domains.google/",
+        "https://www.domain.com.au/rent/",
+        "http://domain.com/path",
+        "https://sites.google.com/view/x",
+    ] {
+        assert_eq!(judge(s, Context::Js), Ok(()), "{s:?}");
+        assert_eq!(judge(s, Context::Text), Ok(()), "{s:?}");
+    }
+}
