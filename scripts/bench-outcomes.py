@@ -4,6 +4,7 @@ with and without outcomes, and the real pages held.
 
     scripts/bench-outcomes.py [BIN]                       # the design packages
     PACKAGES="codemirror@5.65.18 ol@10.2.1" SET=holdout scripts/bench-outcomes.py
+    WAVES=10 scripts/bench-outcomes.py                    # outcomes streaming in: ten waves
 
 The npm packages (`npm pack`, cached in target/bench-data/outcomes/SET/) are unpacked into one
 loopback site (no directory listings, as a static host serves). Every quoted path-like string of
@@ -14,7 +15,9 @@ with `kafka.outcomes_topic` set, on a tansu broker and a redis-server of the scr
 wave 1 this script fetches every URL the gate published in `with` from the site and publishes
 each fetch outcome; then wave 2. It prints, for wave 2: the 404s each namespace published, the
 real (2xx) pages `without` published that `with` held, and over the whole run the share of 404s
-among what `with` published.
+among what `with` published. `WAVES=N` sends N waves instead, the outcomes of each before the
+next (a crawl whose fetch outcomes stream in as it goes); "wave 2" is then every wave after the
+first.
 """
 import importlib.util
 import json
@@ -42,6 +45,7 @@ PACKAGES = os.environ.get(
     "PACKAGES",
     "leaflet@1.9.4 swagger-ui-dist@5.17.14 ace-builds@1.36.2 katex@0.16.11 pdfjs-dist@4.4.168 reveal.js@5.1.0",
 ).split()
+WAVES = max(2, int(os.environ.get("WAVES", "2")))
 TANSU = os.environ.get("TANSU", str(ROOT / "target/tools/tansu"))
 WORK = None
 
@@ -128,7 +132,8 @@ def main():
     for source, ctx, strings in od.candidates(base):
         events.extend({"url": s, "source": source, "context": ctx} for s in strings)
     random.Random(46).shuffle(events)
-    waves = [events[: len(events) // 2], events[len(events) // 2:]]
+    n = len(events)
+    waves = [events[i * n // WAVES:(i + 1) * n // WAVES] for i in range(WAVES)]
     kport, rport, mport = port(), port(), port()
     broker = f"127.0.0.1:{kport}"
     global WORK
@@ -167,6 +172,7 @@ listen = "127.0.0.1:{mport}"
         consumed = 0
         published = {"with": {}, "without": {}}
         fetched_status = {}
+        outcomes_sent = 0
         for w, wave in enumerate(waves, 1):
             produce(broker, "urls", [dict(e, namespace=ns) for ns in ("with", "without") for e in wave])
             consumed += 2 * len(wave)
@@ -179,13 +185,14 @@ listen = "127.0.0.1:{mport}"
             for e in new:
                 if e["url"] not in fetched_status:
                     fetched_status[e["url"]] = od.status(e["url"])
-                published[e["namespace"]][e["url"]] = (w, e)
-            if w == 1:
+                published[e["namespace"]][e["url"]] = (min(w, 2), e)
+            if w < len(waves):
                 outs = [{"url": e["url"], "status": fetched_status[e["url"]], "source": e.get("source"),
                          "context": e.get("context"), "namespace": "with"}
                         for e in new if e["namespace"] == "with"]
                 produce(broker, "outcomes", outs)
-                wait_for("outcomes counted", lambda: metric(mport, "fetch_outcomes_total") >= len(outs))
+                outcomes_sent += len(outs)
+                wait_for("outcomes counted", lambda: metric(mport, "fetch_outcomes_total") >= outcomes_sent)
         gate.send_signal(signal.SIGTERM)
         gate.wait(60)
         audit = consume(broker, "audit")
@@ -209,7 +216,8 @@ listen = "127.0.0.1:{mport}"
     b_all404 = sum(1 for u in published["without"] if miss(fetched_status[u]))
     held_real = sorted(u for u, (w, _) in published["without"].items()
                        if w == 2 and real(fetched_status[u]) and u not in published["with"])
-    print(f"bench-outcomes ({SET}: {' '.join(PACKAGES)}): {len(events)} candidates, two waves, one gate on Kafka")
+    print(f"bench-outcomes ({SET}: {' '.join(PACKAGES)}): {len(events)} candidates, {WAVES} waves "
+          f"(\"wave 2\": {'the second' if WAVES == 2 else 'waves 2-' + str(WAVES)}), one gate on Kafka")
     print(f"  wave 1 published: with {sum(1 for w, _ in published['with'].values() if w == 1)}, "
           f"without {sum(1 for w, _ in published['without'].values() if w == 1)}")
     print(f"  wave 2, 404s published: without outcomes {b404}, with {a404} "

@@ -13,10 +13,11 @@
 //!   (`d|js|https://a.example/static/`): a place where guesses miss, or where one landed.
 //!
 //! **The rule** ([`OutcomeConfig`], chosen on data in docs/crawl-policy.md, "Fetch outcomes"): a
-//! candidate is **held** (`fetch_misses`) when nothing guessed into its directory ever hit, and
-//! either its source's guesses all missed (at least `min_source_misses` of them) or its
-//! directory had at least `min_dir_misses` misses. A hit in the directory lifts the hold for
-//! every candidate there; a hit from the source lifts the source's. One held candidate in
+//! candidate is **held** (`fetch_misses`) when nothing guessed into its directory ever hit,
+//! nothing its source guessed ever hit, and either its source's guesses missed (at least
+//! `min_source_misses` of them) or its directory had at least `min_dir_misses` misses. A hit in
+//! the directory lifts the hold for every candidate there; a hit from the source lifts the
+//! source's, wherever its guesses go (a script that has shown a hit keeps its guesses flowing). One held candidate in
 //! `probe_one_in` (by its fingerprint: the same URL is always a probe or never) is published
 //! anyway, so a site that changes is noticed.
 //!
@@ -158,11 +159,10 @@ pub fn holds_in(cfg: &OutcomeConfig, context: Option<Context>) -> bool {
 
 /// The rule of the [module docs](self), for a candidate with fingerprint `fp`.
 pub fn judge(cfg: &OutcomeConfig, source: Counts, dir: Counts, fp: u128) -> Judgement {
-    if dir.hits > 0 {
+    if dir.hits > 0 || source.hits > 0 {
         return Judgement::Pass;
     }
-    let source_misses =
-        source.hits == 0 && cfg.min_source_misses > 0 && source.misses >= cfg.min_source_misses;
+    let source_misses = cfg.min_source_misses > 0 && source.misses >= cfg.min_source_misses;
     let dir_misses = cfg.min_dir_misses > 0 && dir.misses >= cfg.min_dir_misses;
     if !(source_misses || dir_misses) {
         return Judgement::Pass;
@@ -394,9 +394,14 @@ mod tests {
         assert_eq!(judge(&cfg, c(0, 1), c(0, 0), 1), Judgement::Hold);
         // ... unless the source also hit once.
         assert_eq!(judge(&cfg, c(1, 5), c(0, 0), 1), Judgement::Pass);
-        // The directory missed three times (from any source): hold.
-        assert_eq!(judge(&cfg, c(1, 0), c(0, 3), 1), Judgement::Hold);
-        assert_eq!(judge(&cfg, c(1, 0), c(0, 2), 1), Judgement::Pass);
+        // The directory missed three times (from any source): hold a guess of a source with
+        // no outcome yet ...
+        assert_eq!(judge(&cfg, c(0, 0), c(0, 3), 1), Judgement::Hold);
+        assert_eq!(judge(&cfg, c(0, 0), c(0, 2), 1), Judgement::Pass);
+        // ... but a script that has shown a hit keeps its guesses flowing (the issue: "real
+        // pages from a script that has shown hits must keep flowing").
+        assert_eq!(judge(&cfg, c(1, 0), c(0, 3), 1), Judgement::Pass);
+        assert_eq!(judge(&cfg, c(1, 9), c(0, 30), 1), Judgement::Pass);
         // A hit in the directory lifts every hold there.
         assert_eq!(judge(&cfg, c(0, 9), c(1, 9), 1), Judgement::Pass);
     }

@@ -104,20 +104,37 @@ fn before_markdown_residue(s: &str) -> &str {
         return s;
     };
     let mut end = b.len();
+    // `](` with no `[` before it in the candidate: the link's target after its text (a `[` of
+    // the candidate's own opens a bracket the `]` closes: `?q=[a](b)`, `/![sra](?=`).
     if let Some(i) = s[first..].find("](").map(|i| i + first) {
-        end = if i > 0 && b[i - 1] == b')' { i - 1 } else { i };
+        if !b[..i].contains(&b'[') {
+            // The `)` before it closes an image's target (`![v](URL)](…)`), unless it closes
+            // a `(` of the URL's own (`…/wiki/Mercury_(planet)](…)`).
+            let before = &b[..i.saturating_sub(1)];
+            let opens = before.iter().filter(|&&c| c == b'(').count();
+            let closes = before.iter().filter(|&&c| c == b')').count();
+            end = if i > 0 && b[i - 1] == b')' && opens <= closes {
+                i - 1
+            } else {
+                i
+            };
+        }
     }
     let query = s.find(['?', '#']).unwrap_or(b.len());
-    if let Some(i) = s[..end.min(query)].find('|') {
+    if let Some(i) = s[..end.min(query)].find('|').filter(|&i| i > 0) {
         end = i;
     }
-    // A cut that leaves no letter or digit found code, not a URL (`/|/\=|&|…` would be `/`,
-    // the site's root): judged whole, as before.
-    if end == b.len() || !b[..end].iter().any(u8::is_ascii_alphanumeric) {
-        s
-    } else {
-        &s[..end]
+    if end == b.len() {
+        return s;
     }
+    // A cut that leaves no letter or digit (in any script) found code, not a URL
+    // (`/|/\=|&|…` would be `/`, the site's root; minified code starting `](),…`): nothing
+    // is left to judge (`empty`). Judged whole instead, a kept relative `.|h.com` would come
+    // back as `…/lib/.|h.com`, which the cut changes.
+    if !s[..end].chars().any(char::is_alphanumeric) {
+        return &s[..0];
+    }
+    &s[..end]
 }
 
 /// A URL in running text ends at the first CJK (full-width) punctuation mark written after
@@ -393,8 +410,20 @@ mod tests {
             assert_eq!(d("https://x.org/?a=1|"), "https://x.org/?a=1|");
             assert_eq!(d("www.x.org/a|b"), "www.x.org/a");
             assert_eq!(d("docs/a.md](docs/a.md)"), "docs/a.md");
-            // A cut that would leave no letter or digit: code, judged whole.
-            assert_eq!(d("/|/\\=|&|"), "/|/\\=|&|");
+            // Found by review: a `)` of the URL's own stays; a `[` of its own is no Markdown.
+            assert_eq!(
+                d("https://en.wikipedia.org/wiki/Mercury_(planet)](https://x.org/)"),
+                "https://en.wikipedia.org/wiki/Mercury_(planet)"
+            );
+            assert_eq!(
+                d("https://site.org/page?q=[a](b)"),
+                "https://site.org/page?q=[a](b)"
+            );
+            assert_eq!(d("/文档|文档|"), "/文档");
+            // A cut that would leave no letter or digit: code, nothing left to judge.
+            assert_eq!(d("/|/\\=|&|"), "");
+            assert_eq!(d(".|h.com"), "");
+            assert_eq!(d("|https://x.org/"), "|https://x.org/");
             // A `|` in the query is a value; a `)` closing a path is the URL's own.
             assert_eq!(
                 d("https://fonts.googleapis.com/css?family=Roboto|Open+Sans"),

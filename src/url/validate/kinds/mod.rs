@@ -193,49 +193,58 @@ fn namespace_like(b: &[u8]) -> bool {
 /// `http://schema.omg.org/spec/XMI/2.1`; not `https://www.omg.org/spec/PYTH/1.2/PDF`, a page), Eclipse's EMF, UML2, GMF and XSD packages
 /// (`http://www.eclipse.org/emf/2002/Ecore`, `http://www.eclipse.org/uml2/5.0.0/UML`), the
 /// BPMN vendors' extensions (`http://bpmn.io/schema/bpmn`, `http://camunda.org/schema/1.0/bpmn`,
-/// `http://activiti.org/bpmn`), and, on `http:` only, any path with a `schema` or `spec`
-/// segment followed by a version or a date (`1.0`, `2.1`, `20100524`, `2002`) and ending in a
-/// name with no file extension.
+/// `http://activiti.org/bpmn`), and, on `http:` only, a path ending `…/schema/NAME/1.0/`
+/// (a dotted version last).
 ///
 /// Why no request matches: modellers (bpmn-js, diagram-js, EMF's JavaScript ports) hold these
 /// as the names they compare element namespaces with, never as pages; most answer nothing or
 /// redirect to a home page. The generic form is limited to `http:` (namespaces are written so
-/// by convention; an API a script calls is `https:` today) and to a numeric version, not
-/// `v1` (`https://api.site/schema/v1/users` passes).
+/// by convention; an API a script calls is `https:` today) and to a dotted version last
+/// (`https://api.site/schema/v1/users`, `http://api.site/schema/2/users` pass). The projects'
+/// own pages pass (found by review): `https://www.eclipse.org/emf/docs/`,
+/// `https://www.omg.org/spec/BPMN/20100501/BPMN20.xsd`, `http://yaml.org/spec/1.2/#intro`.
 fn modelling_vocabulary(host: &[u8], path: &[u8], http: bool) -> bool {
     let date8 = |s: &[u8]| s.len() == 8 && s.iter().all(u8::is_ascii_digit);
+    // A version: digits with a dot (`1.0`, `5.0.0`), a year (`2002`) or a date (`20100524`);
+    // not a bare number, which is an id (`/spec/41234/config`).
+    let version = |s: &[u8]| {
+        s.first().is_some_and(u8::is_ascii_digit)
+            && s.iter().all(|&c| c.is_ascii_digit() || c == b'.')
+            && (s.contains(&b'.') || s.len() == 4 || s.len() == 8)
+    };
+    let file_name = |s: &[u8]| s.contains(&b'.') && !version(s);
     let host = host.strip_prefix(b"www.").unwrap_or(host);
+    // The path without its fragment (`http://yaml.org/spec/1.2/#intro` is a page's section).
+    let path = &path[..path.iter().position(|&c| c == b'#').unwrap_or(path.len())];
     let segs: Vec<&[u8]> = path
-        .split(|&c| c == b'/' || c == b'#')
+        .split(|&c| c == b'/')
         .filter(|s| !s.is_empty())
         .collect();
     let first = segs.first().copied().unwrap_or_default();
+    let last = segs.last().copied().unwrap_or_default();
     match host {
         // Not the specifications' own pages (`https://www.omg.org/spec/PYTH/1.2/PDF`, found
         // on the shared corpus): a namespace carries the date of its schema, `20100524`.
-        b"omg.org" => return first == b"spec" && segs.iter().any(|s| date8(s)),
+        b"omg.org" => return first == b"spec" && segs.iter().any(|s| date8(s)) && !file_name(last),
         b"schema.omg.org" if first == b"spec" => return true,
-        b"eclipse.org" if matches!(first, b"emf" | b"uml2" | b"gmf" | b"xsd" | b"ocl") => {
-            return true
+        // A package's namespace has its year or version next (`/emf/2002/Ecore`,
+        // `/uml2/5.0.0/UML`); `https://www.eclipse.org/emf/docs/` is the project's page.
+        b"eclipse.org" => {
+            return matches!(first, b"emf" | b"uml2" | b"gmf" | b"xsd" | b"ocl")
+                && segs.get(1).is_some_and(|s| version(s))
         }
         b"bpmn.io" | b"camunda.org" if first == b"schema" => return true,
         b"activiti.org" if first == b"bpmn" => return true,
         _ => {}
     }
-    if !http || segs.len() < 3 {
-        return false;
-    }
-    let version = |s: &[u8]| {
-        s.first().is_some_and(u8::is_ascii_digit)
-            && s.iter().all(|&c| c.is_ascii_digit() || c == b'.')
-    };
-    let Some(at) = segs.iter().position(|s| *s == b"schema" || *s == b"spec") else {
-        return false;
-    };
-    let last = segs[segs.len() - 1];
-    // A version after the segment, and a last segment that is no file name (`MODEL`, `1.0`).
-    let no_file = !last.contains(&b'.') || version(last);
-    no_file && segs[at + 1..].iter().any(|s| version(s))
+    // Elsewhere, on `http:` only: `…/schema/NAME/1.0/` (pdf.js's XFA namespaces,
+    // `http://www.xfa.org/schema/xfa-data/1.0/`): a `schema` segment, a name, and a dotted
+    // version last. Not `spec` (`http://www.yaml.org/spec/1.2/errata` is a page, found by
+    // review) nor a bare number (`http://api.site.com/schema/2/users`).
+    http && segs.len() >= 3
+        && segs[segs.len() - 3] == b"schema"
+        && last.contains(&b'.')
+        && version(last)
 }
 
 /// The rules for a candidate whose context is not said (`unknown`, no scheme): only what the
@@ -696,10 +705,12 @@ pub(super) fn placeholder_host(
 }
 
 /// A host whose registrable name is a placeholder that documentation and sample code tell the
-/// reader to replace (issue 46): `your` or `my` followed by `domain`, `site`, `website`,
-/// `server`, `host`, `hostname`, `company` or `url` (`yourdomain.com`, `your-site.org`,
-/// `api.my-server.net`). Not the bare word `domain` (`domain.com.au` is a real-estate site and
-/// `domain.com` a registrar), nor `myapp`-like names that are also brands.
+/// reader to replace (issue 46): `your` followed by `domain`, `site`, `website`, `server`,
+/// `host`, `hostname`, `company` or `url` (`yourdomain.com`, `your-site.org`,
+/// `api.your-server.net`), and `mysite` / `mywebsite` under `.com`, `.net`, `.org`; registered
+/// under a registry's suffix, not a hosting platform's. Not the bare word `domain`
+/// (`domain.com.au` is a real-estate site and `domain.com` a registrar), nor other `my…` names
+/// (`mydomain.com` is a registrar, `myapp` a brand).
 ///
 /// Why no request matches: a script or a manual that writes `https://yourdomain.com/api` says
 /// "put your own host here"; the names are registered by squatters or no one, and serve no page
@@ -708,32 +719,63 @@ fn placeholder_name(host: &str) -> bool {
     let Some(domain) = psl::domain(host.as_bytes()) else {
         return false;
     };
+    // A registry's name, not a hosting platform's (`mysite.github.io`, `yoursite.netlify.app`
+    // are someone's real site: found by review).
+    let suffix = domain.suffix();
+    if suffix.typ() != Some(psl::Type::Icann) {
+        return false;
+    }
     let label = domain
         .as_bytes()
         .split(|&c| c == b'.')
         .next()
         .unwrap_or_default();
-    let Some(rest) = label
-        .strip_prefix(b"your")
-        .or_else(|| label.strip_prefix(b"my"))
-    else {
-        return false;
+    let word = |rest: &[u8]| -> Vec<u8> {
+        rest.strip_prefix(b"-")
+            .or_else(|| rest.strip_prefix(b"_"))
+            .unwrap_or(rest)
+            .to_vec()
     };
-    let rest = rest
-        .strip_prefix(b"-")
-        .or_else(|| rest.strip_prefix(b"_"))
-        .unwrap_or(rest);
-    matches!(
-        rest,
-        b"domain" | b"site" | b"website" | b"server" | b"host" | b"hostname" | b"company" | b"url"
-    )
+    if let Some(rest) = label.strip_prefix(b"your") {
+        return matches!(
+            word(rest).as_slice(),
+            b"domain"
+                | b"site"
+                | b"website"
+                | b"server"
+                | b"host"
+                | b"hostname"
+                | b"company"
+                | b"url"
+        );
+    }
+    // `my…` names are also businesses' (`mydomain.com` is a registrar, `my-host.de` may be a
+    // host): only `mysite` and `mywebsite` under `.com`, `.net` and `.org`.
+    if let Some(rest) = label.strip_prefix(b"my") {
+        return matches!(word(rest).as_slice(), b"site" | b"website")
+            && matches!(suffix.as_bytes(), b"com" | b"net" | b"org");
+    }
+    false
+}
+
+/// A path segment that is a glob or a pattern: `*` or `**`, `*` before or after a dot
+/// (`*.js`, `jquery-*.min.js`, `(.*)`), or a trailing `*` (`img*`, `[a-z]*`,
+/// `django.security.*`). Not a `*` inside a name (found by review: Wikipedia's
+/// `A*_search_algorithm`, `Q*bert`, `M*A*S*H_(TV_series)`, esm.sh's `/v135/*react-dom@18.2.0/…`).
+fn glob_segment(seg: &[u8]) -> bool {
+    seg == b"*"
+        || seg == b"**"
+        || seg.ends_with(b"*")
+        || seg.windows(2).any(|w| w == b"*." || w == b".*")
 }
 
 /// (Scripts, text) a path of a build script's file system, not of a site (issue 46): a
 /// root-relative path whose `..` segments climb above the root (`/../dist/app.js`,
 /// `/a/../../lib`, from `__dirname + '/../dist'`), or a glob (`src/**/*.js`, `lib/*.js`,
-/// `assets/{a,b}.css`: a `*` in the path, or a brace list with a comma). Relative candidates
-/// only, before any query or fragment.
+/// `assets/{a,b}.css`: a segment of [`glob_segment`], or a brace list with a comma). Relative
+/// candidates only, before any query or fragment. (The issue names `/../` above the root as a
+/// build script's: a browser would request `/dist/app.js` for `/../dist/app.js`, which is not
+/// the file the script meant, and no page links its own site so.)
 ///
 /// Why no request matches: a browser resolves `/../x` to `/x`, which is not what the script
 /// named (a file beside its project folder on the build machine); a glob is a pattern a build
@@ -746,7 +788,7 @@ pub(super) fn build_path(b: &[u8]) -> bool {
         .position(|&c| c == b'?' || c == b'#')
         .unwrap_or(b.len());
     let path = &b[..end];
-    if path.contains(&b'*') {
+    if path.contains(&b'*') && path.split(|&c| c == b'/').any(glob_segment) {
         return true;
     }
     if let Some(open) = path.iter().position(|&c| c == b'{') {
