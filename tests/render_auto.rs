@@ -410,8 +410,19 @@ fn the_render_stage_in_auto_loses_nothing_when_killed() {
         !m.is_empty()
     });
     assert!(!early.is_empty(), "no assignment within two minutes");
+    let browsers = children(first.id());
+    assert!(!browsers.is_empty(), "the stage's Chromium is its child");
     unsafe { libc::kill(first.id() as i32, libc::SIGKILL) };
     let _ = first.wait();
+    // Its browser goes with it (the launcher's parent-death signal), not left running.
+    let t = std::time::Instant::now();
+    while browsers.iter().any(|&p| alive(p)) {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "the killed stage's Chromium {browsers:?} is still running"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     // The second finishes the topic.
     let o = stage("render", true).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -454,4 +465,35 @@ fn the_render_stage_in_auto_loses_nothing_when_killed() {
         "{rendered:?}"
     );
     assert_eq!(rec.hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let ppid = stat[close + 2..].split_whitespace().nth(1).unwrap_or("");
+        if ppid == pid.to_string() {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Whether `pid` runs (a zombie, dead but not reaped by its new parent, does not).
+fn alive(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    match stat.rfind(')') {
+        Some(close) => !matches!(
+            stat[close + 2..].chars().next(),
+            Some('Z') | Some('X') | None
+        ),
+        None => false,
+    }
 }

@@ -292,6 +292,12 @@ pub const CHROMIUM_ENV: &[&str] = &[
 
 /// A shell script that runs `chromium` with its arguments and only the [`CHROMIUM_ENV`]
 /// variables of `env` (`env -i`): chromiumoxide passes the parent's environment on whole.
+///
+/// Through `setpriv --pdeathsig KILL` (util-linux, in every Debian) where it is installed: the
+/// browser is killed when the thread that launched it dies, so a render stage killed with
+/// SIGKILL leaves no Chromium behind (one was left per kill before). The launching thread is
+/// one of the stage runtime's workers or the thread that built it, which live as long as the
+/// stage; a relaunch after a crash happens on them too.
 pub fn chromium_wrapper(
     chromium: &std::path::Path,
     env: impl IntoIterator<Item = (String, String)>,
@@ -304,7 +310,12 @@ pub fn chromium_wrapper(
         .filter(|(k, _)| CHROMIUM_ENV.contains(&k.as_str()))
         .collect();
     keep.sort();
-    let mut script = String::from("#!/bin/sh\nexec /usr/bin/env -i");
+    let mut script = String::from("#!/bin/sh\nexec ");
+    if std::path::Path::new(SETPRIV).exists() {
+        script.push_str(SETPRIV);
+        script.push_str(" --pdeathsig KILL ");
+    }
+    script.push_str("/usr/bin/env -i");
     for (k, v) in keep {
         script.push(' ');
         script.push_str(&quote(&format!("{k}={v}")));
@@ -314,6 +325,9 @@ pub fn chromium_wrapper(
     script.push_str(" \"$@\"\n");
     script
 }
+
+/// util-linux's `setpriv`, which sets the browser's parent-death signal.
+const SETPRIV: &str = "/usr/bin/setpriv";
 
 async fn launch(cfg: &RenderConfig, proxy: &str) -> Result<Live> {
     let profile = tempfile::Builder::new()
