@@ -356,6 +356,24 @@ impl Policy {
             if idx.is_empty() {
                 continue;
             }
+            // The origins first (a few keys, mostly cached): only a candidate on an origin
+            // where something missed can be held, and only its keys are asked.
+            let origins: Vec<String> = idx
+                .iter()
+                .map(|&j| crate::outcomes::origin_key(c.url(j)))
+                .collect();
+            let flat: Vec<&str> = origins.iter().map(String::as_str).collect();
+            let store = &mut self.outcomes[ns];
+            let oc = self.conn.with(|conn| store.lookup(conn, &flat))?;
+            let idx: Vec<usize> = idx
+                .into_iter()
+                .zip(&oc)
+                .filter(|(_, o)| o.misses > 0)
+                .map(|(j, _)| j)
+                .collect();
+            if idx.is_empty() {
+                continue;
+            }
             let keys: Vec<crate::outcomes::GuessKeys> = idx
                 .iter()
                 .map(|&j| crate::outcomes::keys(c.url(j), c.source(j), c.context(j)))

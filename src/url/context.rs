@@ -100,7 +100,7 @@ fn text_end(s: &str) -> &str {
 /// `(` and `|` as they are in a path, so the request would go to a page that does not exist).
 fn before_markdown_residue(s: &str) -> &str {
     let b = s.as_bytes();
-    let Some(first) = b.iter().position(|&c| c == b']' || c == b'|') else {
+    let Some(first) = memchr::memchr2(b']', b'|', b) else {
         return s;
     };
     let mut end = b.len();
