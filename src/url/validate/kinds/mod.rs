@@ -215,7 +215,8 @@ fn modelling_vocabulary(host: &[u8], path: &[u8], http: bool) -> bool {
             | b"camunda.org"
             | b"activiti.org"
     );
-    if !known && !(http && memchr::memmem::find(path, b"/schema/").is_some()) {
+    let schema_path = http && memchr::memmem::find(path, b"/schema/").is_some();
+    if !known && !schema_path {
         return false;
     }
     let date8 = |s: &[u8]| s.len() == 8 && s.iter().all(u8::is_ascii_digit);
