@@ -17,7 +17,8 @@
 //! nothing its source guessed ever hit, and either its source's guesses missed (at least
 //! `min_source_misses` of them) or its directory had at least `min_dir_misses` misses. A hit in
 //! the directory lifts the hold for every candidate there; a hit from the source lifts the
-//! source's, wherever its guesses go (a script that has shown a hit keeps its guesses flowing). One held candidate in
+//! source's on that site, wherever in it its guesses go (a script that has shown a hit keeps
+//! its guesses flowing; the source key is per target origin). One held candidate in
 //! `probe_one_in` (by its fingerprint: the same URL is always a probe or never) is published
 //! anyway, so a site that changes is noticed.
 //!
@@ -34,8 +35,9 @@
 //! anything: a reader asks the origins of a batch first (a few keys, cached) and looks up the
 //! source and directory keys only of candidates on an origin with a miss. A site nothing ever
 //! missed on costs no more than that (measured: with every key empty, the gate's CPU per event
-//! was 50% higher before this, docs/crawl-policy.md). It expires with its last outcome like the
-//! others, so it outlives the keys under it: never the other way round. (A reader of a build
+//! was 50% higher before this, docs/crawl-policy.md). It expires `2 × ttl` after its last
+//! outcome, so it outlives the keys under it, also when `ttl` is lowered by up to half between
+//! writers. Its counts may be up to `cache_ms` old at a reader, like every key's. (A reader of a build
 //! before this one wrote no origin keys: its counts hold nothing until outcomes are counted
 //! again.)
 
@@ -235,12 +237,14 @@ impl OutcomeStore {
                 cmds.push(redis::cmd("HINCRBY").arg(&rk).arg(field).arg(1).clone());
                 // The key itself, for `rules holds` and `rules release`.
                 cmds.push(redis::cmd("HSETNX").arg(&rk).arg("k").arg(key).clone());
-                cmds.push(
-                    redis::cmd("EXPIRE")
-                        .arg(&rk)
-                        .arg(self.cfg.ttl.max(1))
-                        .clone(),
-                );
+                // The origin key lives twice as long, so that it outlives the keys under it
+                // even when `ttl` is lowered between writers (it gates their lookups).
+                let ttl = if key.starts_with("o|") {
+                    self.cfg.ttl.max(1).saturating_mul(2)
+                } else {
+                    self.cfg.ttl.max(1)
+                };
+                cmds.push(redis::cmd("EXPIRE").arg(&rk).arg(ttl).clone());
             }
         }
         if cmds.is_empty() {
@@ -327,7 +331,7 @@ pub fn stored(
     conn: &mut Conn,
     ns: &str,
 ) -> Result<Vec<Stored>, RedisFilterError> {
-    let mut out = Vec::new();
+    let mut out: Vec<Stored> = Vec::new();
     for rk in crate::redis_filter::scan_keys(redis, &Keys::fetch_outcomes_pattern(ns))? {
         let (k, h, m): (Option<String>, Option<u64>, Option<u64>) = conn
             .query(redis::cmd("HMGET").arg(&rk).arg("k").arg("h").arg("m"))
@@ -349,12 +353,37 @@ pub fn stored(
             misses,
         });
     }
+    // A key holds only where its origin has a miss (what the gate asks first): counts written
+    // by a build before origin keys, or under a released origin, hold nothing.
+    let missing: std::collections::HashSet<String> = out
+        .iter()
+        .filter(|s| s.key.starts_with("o|") && s.misses > 0)
+        .map(|s| s.key.clone())
+        .collect();
+    for s in &mut out {
+        if s.holds && !missing.contains(&origin_of_key(&s.key)) {
+            s.holds = false;
+        }
+    }
     out.sort_by(|a, b| a.key.cmp(&b.key));
     Ok(out)
 }
 
+/// The origin key (`o|ORIGIN`) of a source or directory key.
+fn origin_of_key(key: &str) -> String {
+    if let Some(rest) = key.strip_prefix("s|") {
+        // `s|CTX|SOURCE|TARGET-ORIGIN`: the origin is the last field.
+        return format!("o|{}", rest.rsplit('|').next().unwrap_or_default());
+    }
+    match key.strip_prefix("d|").and_then(|r| r.split_once('|')) {
+        Some((_, url)) => origin_key(url),
+        None => String::new(),
+    }
+}
+
 /// Forget key `key`'s counts in namespace `ns`: what it held is judged afresh (`rules
-/// release`). Whether there were any.
+/// release`). Whether there were any. (The CLI refuses an origin key: forgetting it would lift
+/// every hold on the site until its next miss.)
 pub fn release(conn: &mut Conn, ns: &str, key: &str) -> Result<bool, RedisFilterError> {
     let n: u64 = conn
         .query(redis::cmd("DEL").arg(Keys::fetch_outcomes(ns, key)))
@@ -399,6 +428,10 @@ mod tests {
         // The origin key, whatever the context and source: what a reader asks first.
         assert_eq!(k.origin, "o|https://a.example");
         assert_eq!(other.origin, "o|https://cdn.example");
+        // `rules holds` finds each key's origin key again.
+        assert_eq!(origin_of_key(k.source.as_deref().unwrap()), k.origin);
+        assert_eq!(origin_of_key(&k.dir), k.origin);
+        assert_eq!(origin_of_key(&other.dir), other.origin);
         let k = keys("https://a.example/a/b?x=/y/z", None, None);
         assert_eq!(k.origin, "o|https://a.example");
         assert_eq!(k.source, None);

@@ -884,6 +884,25 @@ fn outcomes_hold_and_rules_list_and_release_the_holds() {
         (Some(1), Some(true)),
         "{line}"
     );
+    // The origin key is listed with `--all`, holds nothing itself, and is not released.
+    let all = String::from_utf8(rules(&["holds", "--all"]).stdout).unwrap();
+    let origin: serde_json::Value = all
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["key"] == "o|https://a.example")
+        .unwrap_or_else(|| panic!("no origin key: {all}"));
+    assert_eq!(origin["holds"].as_bool(), Some(false), "{origin}");
+    let refused = rules(&["release", "o|https://a.example"]);
+    assert_eq!(
+        refused.status.code(),
+        Some(3),
+        "an origin key is not released"
+    );
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("origin key"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
     let released = rules(&["release", key]);
     assert!(
         released.status.success(),

@@ -48,14 +48,16 @@ pub enum LearnedRulesCommand {
         clear: bool,
     },
     /// The fetch-outcome keys that hold candidates (`fetch_misses`, docs/crawl-policy.md), one
-    /// JSON object per line: key, hits, misses, holds; with `--all`, every key counted.
+    /// JSON object per line: key, hits, misses, holds; with `--all`, every key counted (origin
+    /// keys, `o|…`, hold nothing: they say where a miss was counted). Judged with the default
+    /// thresholds of `[outcomes]` (min_source_misses 1, min_dir_misses 3).
     Holds {
         /// Every key counted, not only those that hold.
         #[arg(long, env = "CRAWLSIEVE_HOLDS_ALL", value_parser = clap::builder::BoolishValueParser::new())]
         all: bool,
     },
     /// Lift a hold: forget the counts of KEY (as `rules holds` shows it); candidates under it
-    /// are judged afresh (a URL held before comes in when it is seen again).
+    /// are judged afresh (a URL held before comes in when it is seen again). Not an origin key.
     Release {
         /// The key, e.g. `s|js|https://a.example/app.js|https://a.example`.
         key: String,
@@ -115,6 +117,11 @@ pub(super) fn run(a: LearnedRulesArgs) -> Result<()> {
             }
         }
         LearnedRulesCommand::Release { key } => {
+            if key.starts_with("o|") {
+                return Err(super::exit::input(format!(
+                    "{key:?} is an origin key: it holds nothing itself, and forgetting it would lift every hold on the site until its next miss; release the s|… or d|… keys `crawlsieve rules holds` lists"
+                )));
+            }
             let had = crate::outcomes::release(&mut conn, ns, &key)?;
             let out = serde_json::json!({"key": key, "released": had});
             super::lines::out_line(&serde_json::to_string(&out)?)?;

@@ -152,7 +152,7 @@ pub enum Reason {
     /// above the root (`/../dist`), or a glob (`src/**/*.js`, `assets/{a,b}.css`).
     BuildPath,
     /// (JavaScript, text) a URL written with a placeholder name a reader is told to replace
-    /// (`yourdomain.com`, `my-site.org`, `domain.com`).
+    /// (`yourdomain.com`, `your-site.org`, `mysite.com`).
     PlaceholderHost,
 }
 
