@@ -204,12 +204,15 @@ pub struct OutcomeStore {
     cfg: OutcomeConfig,
     ns: String,
     cache: HashMap<String, (Counts, Instant)>,
+    /// When the cache was last pruned of stale answers.
+    pruned: Instant,
 }
 
 impl OutcomeStore {
     /// The store of namespace `ns`.
     pub fn new(cfg: OutcomeConfig, ns: &str) -> OutcomeStore {
         OutcomeStore {
+            pruned: Instant::now(),
             cfg,
             ns: ns.to_string(),
             cache: HashMap::new(),
@@ -291,8 +294,11 @@ impl OutcomeStore {
             let replies = conn
                 .pipeline(cmds)
                 .map_err(|e| RedisFilterError::from_redis(e, false))?;
-            if self.cache.len() > 100_000 {
+            // Stale answers go past 100,000 keys, at most once per `cache_ms` (a scan of a
+            // cache of fresh answers frees nothing: not once per batch).
+            if self.cache.len() > 100_000 && now - self.pruned >= fresh {
                 self.cache.retain(|_, (_, at)| now - *at < fresh);
+                self.pruned = now;
             }
             for (k, v) in ask.iter().zip(replies) {
                 let (h, m): (Option<u64>, Option<u64>) =
