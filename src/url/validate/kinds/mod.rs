@@ -749,15 +749,14 @@ fn placeholder_name(host: &str) -> bool {
         .split(|&c| c == b'.')
         .next()
         .unwrap_or_default();
-    let word = |rest: &[u8]| -> Vec<u8> {
+    fn word(rest: &[u8]) -> &[u8] {
         rest.strip_prefix(b"-")
             .or_else(|| rest.strip_prefix(b"_"))
             .unwrap_or(rest)
-            .to_vec()
-    };
+    }
     if let Some(rest) = label.strip_prefix(b"your") {
         return matches!(
-            word(rest).as_slice(),
+            word(rest),
             b"domain"
                 | b"site"
                 | b"website"
@@ -771,7 +770,7 @@ fn placeholder_name(host: &str) -> bool {
     // `my…` names are also businesses' (`mydomain.com` is a registrar, `my-host.de` may be a
     // host): only `mysite` and `mywebsite` under `.com`, `.net` and `.org`.
     if let Some(rest) = label.strip_prefix(b"my") {
-        return matches!(word(rest).as_slice(), b"site" | b"website")
+        return matches!(word(rest), b"site" | b"website")
             && matches!(suffix.as_bytes(), b"com" | b"net" | b"org");
     }
     false
