@@ -38,6 +38,11 @@ pub trait Candidates {
     fn context(&self, _j: usize) -> Option<crate::url::Context> {
         None
     }
+    /// Its URL event, for a driver that keeps the candidates fetch outcomes hold and can put
+    /// them back on its input (the Kafka gate; [`crate::outcomes`]); none: nothing is kept.
+    fn held_event(&self, _j: usize) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// One candidate's verdict.

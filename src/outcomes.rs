@@ -23,7 +23,17 @@
 //! anyway, so a site that changes is noticed.
 //!
 //! Held candidates are not put in the filter: a later event of the same URL is judged again,
-//! and passes once the keys say so. The gate audits each with its reason.
+//! and passes once the keys say so. The gate audits each with its reason, and **keeps** it so
+//! that it can come back: the Kafka gate stores its URL event under both its keys
+//! (`cs:fh:{NS:H}`, a hash by fingerprint, expiring `ttl` after the last hold), and the first
+//! hit counted under either key, or `crawlsieve rules release` of either, puts it back on the
+//! gate's input topic, where it is judged again ([`move_held`]; a copy under the other key
+//! comes back as a duplicate later, answered by the filter). A hold is never decided on cached
+//! counts alone: a candidate they would hold is judged again on counts read after it was kept
+//! ([`OutcomeStore::hold_fresh`]), so a hit counted meanwhile either lets it through or finds it
+//! kept. Candidates under keys that expire without a hit are dropped with them (after `ttl`
+//! with nothing but misses there; each is in the audit topic, `fetch_misses`). The HTTP API and
+//! `dedup` keep nothing: their caller has the answer.
 //!
 //! # Redis format (version 1)
 //! One hash per key and namespace, `cs:fo:{NS:H}` (`H` the 16-hex-digit xxh3-64 of the key;
@@ -224,20 +234,39 @@ impl OutcomeStore {
         &self.cfg
     }
 
+    /// The namespace.
+    pub fn namespace(&self) -> &str {
+        &self.ns
+    }
+
     /// Count `outcomes` (keys and kind) in Redis: `HINCRBY` and `EXPIRE` per key, one pipeline.
     /// Counted at least once: a retry after a lost reply counts again (an extra miss or hit
-    /// moves a threshold by one; losing one would not be noticed either).
+    /// moves a threshold by one; losing one would not be noticed either). Returns the keys a
+    /// hit was counted under that have held candidates (each once): the caller puts them back
+    /// ([`move_held`]). The check follows the increment on the key's node, so a candidate a
+    /// gate held without seeing this hit ([`OutcomeStore::hold_fresh`]) is found by it.
     pub fn record(
         &mut self,
         conn: &mut Conn,
         outcomes: &[(GuessKeys, Kind)],
-    ) -> Result<(), RedisFilterError> {
+    ) -> Result<Vec<String>, RedisFilterError> {
         let mut cmds = Vec::with_capacity(outcomes.len() * 4);
+        // The position in `cmds` of each `EXISTS` of a hit key's held candidates.
+        let mut asked: Vec<(usize, &str)> = Vec::new();
+        let mut seen: std::collections::HashSet<&str> = Default::default();
         for (k, kind) in outcomes {
             let field = if *kind == Kind::Hit { "h" } else { "m" };
             for key in k.source.iter().chain([&k.dir, &k.origin]) {
                 let rk = Keys::fetch_outcomes(&self.ns, key);
                 cmds.push(redis::cmd("HINCRBY").arg(&rk).arg(field).arg(1).clone());
+                if *kind == Kind::Hit && !key.starts_with("o|") && seen.insert(key) {
+                    asked.push((cmds.len(), key));
+                    cmds.push(
+                        redis::cmd("EXISTS")
+                            .arg(Keys::fetch_held(&self.ns, key))
+                            .clone(),
+                    );
+                }
                 // The key itself, for `rules holds` and `rules release`.
                 cmds.push(redis::cmd("HSETNX").arg(&rk).arg("k").arg(key).clone());
                 // The origin key lives twice as long, so that it outlives the keys under it
@@ -251,10 +280,22 @@ impl OutcomeStore {
             }
         }
         if cmds.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
-        conn.pipeline(cmds)
+        let replies = conn
+            .pipeline(cmds)
             .map_err(|e| RedisFilterError::from_redis(e, true))?;
+        let lifted = asked
+            .iter()
+            .filter(|(at, _)| {
+                replies
+                    .get(*at)
+                    .and_then(|v| redis::from_redis_value::<u64>(v.clone()).ok())
+                    .unwrap_or(0)
+                    > 0
+            })
+            .map(|(_, key)| key.to_string())
+            .collect();
         for (k, kind) in outcomes {
             for key in k.source.iter().chain([&k.dir, &k.origin]) {
                 if let Some((c, _)) = self.cache.get_mut(key) {
@@ -262,7 +303,80 @@ impl OutcomeStore {
                 }
             }
         }
-        Ok(())
+        Ok(lifted)
+    }
+
+    /// The candidates the cached counts would hold, judged again on counts read now: each is
+    /// `(keys, fingerprint, its URL event)`. With an event (the Kafka gate, which can put it
+    /// back on its input), it is first kept under both its keys (`HSET` of `cs:fh:…`, expiring
+    /// `ttl` after the last hold) and the counts are read after that on the same node: a hit
+    /// counted before is seen here, one counted after finds the candidate kept
+    /// ([`OutcomeStore::record`]). Without (the API, `dedup`: the caller has the answer), only
+    /// read. Returns each one's fresh source and directory counts.
+    pub fn hold_fresh(
+        &mut self,
+        conn: &mut Conn,
+        held: &[(&GuessKeys, u128, Option<Vec<u8>>)],
+    ) -> Result<Vec<(Counts, Counts)>, RedisFilterError> {
+        let ttl = self.cfg.ttl.max(1);
+        let mut cmds = Vec::with_capacity(held.len() * 6);
+        // Per candidate: the positions of its source and directory counts' replies.
+        let mut at: Vec<(Option<usize>, usize)> = Vec::with_capacity(held.len());
+        for (k, fp, event) in held {
+            let read = |key: &str, cmds: &mut Vec<redis::Cmd>| {
+                if let Some(ev) = event {
+                    let hk = Keys::fetch_held(&self.ns, key);
+                    cmds.push(
+                        redis::cmd("HSET")
+                            .arg(&hk)
+                            .arg(format!("{fp:032x}"))
+                            .arg(ev.as_slice())
+                            .clone(),
+                    );
+                    cmds.push(redis::cmd("EXPIRE").arg(&hk).arg(ttl).clone());
+                }
+                cmds.push(
+                    redis::cmd("HMGET")
+                        .arg(Keys::fetch_outcomes(&self.ns, key))
+                        .arg("h")
+                        .arg("m")
+                        .clone(),
+                );
+                cmds.len() - 1
+            };
+            let s = k.source.as_deref().map(|key| read(key, &mut cmds));
+            let d = read(&k.dir, &mut cmds);
+            at.push((s, d));
+        }
+        if cmds.is_empty() {
+            return Ok(Vec::new());
+        }
+        let write = held.iter().any(|h| h.2.is_some());
+        let replies = conn
+            .pipeline(cmds)
+            .map_err(|e| RedisFilterError::from_redis(e, write))?;
+        let counts = |i: usize| {
+            let (h, m): (Option<u64>, Option<u64>) = replies
+                .get(i)
+                .and_then(|v| redis::from_redis_value(v.clone()).ok())
+                .unwrap_or((None, None));
+            Counts {
+                hits: h.unwrap_or(0),
+                misses: m.unwrap_or(0),
+            }
+        };
+        let now = Instant::now();
+        let mut out = Vec::with_capacity(held.len());
+        for ((k, _, _), (s, d)) in held.iter().zip(at) {
+            let src = s.map(counts).unwrap_or_default();
+            let dir = counts(d);
+            if let Some(key) = &k.source {
+                self.cache.insert(key.clone(), (src, now));
+            }
+            self.cache.insert(k.dir.clone(), (dir, now));
+            out.push((src, dir));
+        }
+        Ok(out)
     }
 
     /// The counts of `keys`, from the cache where fresh, the rest in one pipeline.
@@ -328,6 +442,9 @@ pub struct Stored {
     /// directory with enough misses and no hit); a hit under the candidate's other key may
     /// still let one through.
     pub holds: bool,
+    /// The candidates kept under it by a Kafka gate, put back on its input by a hit here or
+    /// by `rules release`.
+    pub held: u64,
 }
 
 /// Every key of namespace `ns` with its counts, sorted by key (`rules holds`).
@@ -343,6 +460,9 @@ pub fn stored(
             .query(redis::cmd("HMGET").arg(&rk).arg("k").arg("h").arg("m"))
             .map_err(|e| RedisFilterError::from_redis(e, false))?;
         let Some(key) = k else { continue }; // written by a build without key names
+        let held: u64 = conn
+            .query(redis::cmd("HLEN").arg(Keys::fetch_held(ns, &key)))
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
         let (hits, misses) = (h.unwrap_or(0), m.unwrap_or(0));
         // An origin key never holds: it only says whether to look further.
         let need = if key.starts_with("s|") {
@@ -354,6 +474,7 @@ pub fn stored(
         };
         out.push(Stored {
             holds: hits == 0 && need > 0 && misses >= need,
+            held,
             key,
             hits,
             misses,
@@ -387,14 +508,113 @@ fn origin_of_key(key: &str) -> String {
     }
 }
 
-/// Forget key `key`'s counts in namespace `ns`: what it held is judged afresh (`rules
-/// release`). Whether there were any. (The CLI refuses an origin key: forgetting it would lift
-/// every hold on the site until its next miss.)
-pub fn release(conn: &mut Conn, ns: &str, key: &str) -> Result<bool, RedisFilterError> {
-    let n: u64 = conn
-        .query(redis::cmd("DEL").arg(Keys::fetch_outcomes(ns, key)))
+/// Forget key `key`'s counts in namespace `ns`: what it holds is judged afresh (`rules
+/// release`), and its held candidates are put back on a gate's input by the first gate that
+/// reads the released keys ([`released`]). Whether there were counts, and how many candidates
+/// it held. (The CLI refuses an origin key: forgetting it would lift every hold on the site
+/// until its next miss.)
+pub fn release(conn: &mut Conn, ns: &str, key: &str) -> Result<(bool, u64), RedisFilterError> {
+    let replies = conn
+        .pipeline(vec![
+            redis::cmd("DEL").arg(Keys::fetch_outcomes(ns, key)).clone(),
+            redis::cmd("HLEN").arg(Keys::fetch_held(ns, key)).clone(),
+        ])
         .map_err(|e| RedisFilterError::from_redis(e, true))?;
-    Ok(n > 0)
+    let n = |i: usize| -> u64 {
+        replies
+            .get(i)
+            .and_then(|v| redis::from_redis_value(v.clone()).ok())
+            .unwrap_or(0)
+    };
+    let (had, held) = (n(0) > 0, n(1));
+    if held > 0 {
+        mark_released(conn, ns, &[key.to_string()])?;
+    }
+    Ok((had, held))
+}
+
+/// List `keys` of namespace `ns` for a running gate to put their held candidates back.
+pub fn mark_released(conn: &mut Conn, ns: &str, keys: &[String]) -> Result<(), RedisFilterError> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let mut cmd = redis::cmd("SADD");
+    cmd.arg(Keys::fetch_released());
+    for k in keys {
+        cmd.arg(format!("{ns}\t{k}"));
+    }
+    conn.query::<u64>(&cmd)
+        .map(drop)
+        .map_err(|e| RedisFilterError::from_redis(e, true))
+}
+
+/// The keys released by `rules release` whose held candidates wait to be put back, as
+/// `(namespace, key)`; [`done_released`] takes one off once they were.
+pub fn released(conn: &mut Conn) -> Result<Vec<(String, String)>, RedisFilterError> {
+    let members: Vec<String> = conn
+        .query(redis::cmd("SMEMBERS").arg(Keys::fetch_released()))
+        .map_err(|e| RedisFilterError::from_redis(e, false))?;
+    Ok(members
+        .into_iter()
+        .filter_map(|m| {
+            m.split_once('\t')
+                .map(|(n, k)| (n.to_string(), k.to_string()))
+        })
+        .collect())
+}
+
+/// Take a released key off the list: its held candidates were put back.
+pub fn done_released(conn: &mut Conn, ns: &str, key: &str) -> Result<(), RedisFilterError> {
+    conn.query::<u64>(
+        redis::cmd("SREM")
+            .arg(Keys::fetch_released())
+            .arg(format!("{ns}\t{key}")),
+    )
+    .map(drop)
+    .map_err(|e| RedisFilterError::from_redis(e, true))
+}
+
+/// Put the candidates held under `key` back: `deliver` gets them in chunks (their URL events)
+/// and says whether Kafka acknowledged them all; only then are they taken out of Redis. A
+/// process killed in between puts them back again (the filter answers the second a
+/// duplicate); none is lost. Returns how many were put back, or none when `deliver` gave up
+/// (stopping: what is left stays held, and is put back by the next hit or release).
+pub fn move_held(
+    conn: &mut Conn,
+    ns: &str,
+    key: &str,
+    mut deliver: impl FnMut(&[Vec<u8>]) -> bool,
+) -> Result<Option<u64>, RedisFilterError> {
+    let hk = Keys::fetch_held(ns, key);
+    let mut cursor: u64 = 0;
+    let mut moved = 0;
+    loop {
+        let (next, flat): (u64, Vec<Vec<u8>>) = conn
+            .query(
+                redis::cmd("HSCAN")
+                    .arg(&hk)
+                    .arg(cursor)
+                    .arg("COUNT")
+                    .arg(500),
+            )
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
+        let (fields, events): (Vec<Vec<u8>>, Vec<Vec<u8>>) = flat
+            .chunks_exact(2)
+            .map(|p| (p[0].clone(), p[1].clone()))
+            .unzip();
+        if !events.is_empty() {
+            if !deliver(&events) {
+                return Ok(None);
+            }
+            conn.query::<u64>(redis::cmd("HDEL").arg(&hk).arg(&fields))
+                .map_err(|e| RedisFilterError::from_redis(e, true))?;
+            moved += events.len() as u64;
+        }
+        if next == 0 {
+            return Ok(Some(moved));
+        }
+        cursor = next;
+    }
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ pub enum LearnedRulesCommand {
         clear: bool,
     },
     /// The fetch-outcome keys that hold candidates (`fetch_misses`, docs/crawl-policy.md), one
-    /// JSON object per line: key, hits, misses, holds; with `--all`, every key counted (origin
+    /// JSON object per line: key, hits, misses, holds, held (candidates kept under it); with `--all`, every key counted (origin
     /// keys, `o|…`, hold nothing: they say where a miss was counted). Judged with the default
     /// thresholds of `[outcomes]` (min_source_misses 1, min_dir_misses 3).
     Holds {
@@ -57,7 +57,8 @@ pub enum LearnedRulesCommand {
         all: bool,
     },
     /// Lift a hold: forget the counts of KEY (as `rules holds` shows it); candidates under it
-    /// are judged afresh (a URL held before comes in when it is seen again). Not an origin key.
+    /// are judged afresh, and those a Kafka gate kept (`held`) are put back on its input topic
+    /// by a running gate within seconds. Not an origin key.
     Release {
         /// The key, e.g. `s|js|https://a.example/app.js|https://a.example`.
         key: String,
@@ -122,10 +123,10 @@ pub(super) fn run(a: LearnedRulesArgs) -> Result<()> {
                     "{key:?} is an origin key: it holds nothing itself, and forgetting it would lift every hold on the site until its next miss; release the s|… or d|… keys `crawlsieve rules holds` lists"
                 )));
             }
-            let had = crate::outcomes::release(&mut conn, ns, &key)?;
-            let out = serde_json::json!({"key": key, "released": had});
+            let (had, held) = crate::outcomes::release(&mut conn, ns, &key)?;
+            let out = serde_json::json!({"key": key, "released": had, "held": held});
             super::lines::out_line(&serde_json::to_string(&out)?)?;
-            if !had {
+            if !had && held == 0 {
                 return Err(super::exit::input(format!(
                     "no fetch-outcome counts under {key:?} in namespace {ns:?} (`crawlsieve rules holds --all` lists them)"
                 )));

@@ -84,6 +84,7 @@ impl OutcomeReader {
                     metrics,
                     cfg,
                     quit: q,
+                    released_at: Instant::now(),
                 }
                 .run()
             })
@@ -126,6 +127,8 @@ struct Reader {
     metrics: FilterMetrics,
     cfg: Config,
     quit: Arc<AtomicBool>,
+    /// When the released keys were last read.
+    released_at: Instant,
 }
 
 impl Reader {
@@ -183,14 +186,93 @@ impl Reader {
                     .and_then(|()| self.consumer.store_offsets(&tpl));
             }
             if n == 0 {
+                if !self.put_back_released() {
+                    return Ok(());
+                }
                 continue;
             }
-            // 2. Count them (retrying while Redis is away), then commit.
-            if !self.count(&mut counted) {
+            // 2. Count them (retrying while Redis is away), put back what a hit lifted, then
+            //    commit.
+            let Some(lifted) = self.count(&mut counted) else {
                 return Ok(()); // stopping before the counts were written: not committed
+            };
+            if !self.put_back(&lifted) {
+                return Ok(()); // stopping: counted again, and put back, when read again
             }
             let _ = self.consumer.commit_consumer_state(CommitMode::Async);
         }
+    }
+
+    /// Every second: the keys `rules release` released, their held candidates put back.
+    fn put_back_released(&mut self) -> bool {
+        if self.released_at.elapsed() < Duration::from_secs(1) {
+            return true;
+        }
+        self.released_at = Instant::now();
+        let keys = match self.conn.with(crate::outcomes::released) {
+            Ok(k) => k,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the released fetch-outcome keys failed; asked again in a second");
+                return true;
+            }
+        };
+        if keys.is_empty() {
+            return true;
+        }
+        if !self.put_back(&keys) {
+            return false;
+        }
+        for (ns, key) in &keys {
+            if let Err(e) = self
+                .conn
+                .with(|c| crate::outcomes::done_released(c, ns, key))
+            {
+                tracing::warn!(error = %e, "taking a released fetch-outcome key off its list failed; its candidates may be put back twice");
+            }
+        }
+        true
+    }
+
+    /// Put the candidates held under `keys` (namespace, key) back on the input topic
+    /// ([`crate::outcomes::move_held`]), retrying while Redis is away; false when stopping
+    /// before they all were (what is left stays held).
+    fn put_back(&mut self, keys: &[(String, String)]) -> bool {
+        let input = self.cfg.kafka.input_topic.clone();
+        for (ns, key) in keys {
+            let mut wait = Duration::from_millis(50);
+            loop {
+                let (producer, quit) = (&self.producer, &self.quit);
+                let r = self.conn.with(|c| {
+                    crate::outcomes::move_held(c, ns, key, |events| {
+                        deliver_all(producer, &input, events, quit)
+                    })
+                });
+                match r {
+                    Ok(Some(n)) => {
+                        if n > 0 {
+                            self.metrics.outcome_put_back.inc_by(n);
+                            tracing::info!(
+                                namespace = ns,
+                                key,
+                                candidates = n,
+                                "held candidates put back on the input topic"
+                            );
+                        }
+                        break;
+                    }
+                    Ok(None) => return false,
+                    Err(e) => {
+                        tracing::warn!(error = %e, key, "putting held candidates back failed; retrying");
+                        if self.stopping() {
+                            return false;
+                        }
+                        std::thread::sleep(wait);
+                        wait = (wait * 2).min(Duration::from_secs(5));
+                    }
+                }
+            }
+        }
+        true
     }
 
     /// An outcome's namespace and what it counts (none: it says nothing either way), or why
@@ -233,9 +315,14 @@ impl Reader {
         Ok(c.map(|c| (ns, c)))
     }
 
-    /// Write `counted` (then cleared); false when stopping before it could be.
-    fn count(&mut self, counted: &mut HashMap<String, Vec<(GuessKeys, Kind)>>) -> bool {
+    /// Write `counted` (then cleared): the keys whose held candidates a hit lifted
+    /// (namespace, key), or none when stopping before it could be.
+    fn count(
+        &mut self,
+        counted: &mut HashMap<String, Vec<(GuessKeys, Kind)>>,
+    ) -> Option<Vec<(String, String)>> {
         let mut wait = Duration::from_millis(50);
+        let mut lifted = Vec::new();
         loop {
             // A namespace whose counts were written leaves the map at once: a retry writes only
             // the ones that failed (a cluster pipeline that failed on one node may still have
@@ -250,7 +337,10 @@ impl Reader {
                     .entry(ns.clone())
                     .or_insert_with(|| OutcomeStore::new(self.cfg.outcomes.clone(), ns));
                 match self.conn.with(|c| store.record(c, list)) {
-                    Ok(()) => false,
+                    Ok(keys) => {
+                        lifted.extend(keys.into_iter().map(|k| (ns.clone(), k)));
+                        false
+                    }
                     Err(e) => {
                         failed = Some(e);
                         true
@@ -260,12 +350,12 @@ impl Reader {
             let r: Result<(), RedisFilterError> = failed.map_or(Ok(()), Err);
             match r {
                 Ok(()) => {
-                    return true;
+                    return Some(lifted);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "counting fetch outcomes failed; retrying");
                     if self.stopping() {
-                        return false;
+                        return None;
                     }
                     std::thread::sleep(wait);
                     wait = (wait * 2).min(Duration::from_secs(5));
@@ -285,5 +375,51 @@ impl Reader {
             &value,
             &self.quit,
         )
+    }
+}
+
+/// Deliver `events` to `topic`: all sent, then all awaited; the ones that failed are sent
+/// again until delivered. False when stopping before they all were.
+fn deliver_all(
+    producer: &FutureProducer,
+    topic: &str,
+    events: &[Vec<u8>],
+    quit: &AtomicBool,
+) -> bool {
+    let mut left: Vec<&[u8]> = events.iter().map(Vec::as_slice).collect();
+    let mut wait = Duration::from_millis(100);
+    loop {
+        let acks: Vec<_> = left
+            .iter()
+            .map(|v| {
+                // A record the producer's queue refused (full) is sent again below.
+                producer
+                    .send_result(
+                        rdkafka::producer::FutureRecord::<[u8], [u8]>::to(topic).payload(*v),
+                    )
+                    .ok()
+            })
+            .collect();
+        let mut again = Vec::new();
+        for (v, ack) in left.iter().zip(acks) {
+            let ok = ack.is_some_and(|f| matches!(futures::executor::block_on(f), Ok(Ok(_))));
+            if !ok {
+                again.push(*v);
+            }
+        }
+        if again.is_empty() {
+            return true;
+        }
+        tracing::warn!(
+            topic,
+            failed = again.len(),
+            "putting held candidates back: some were not delivered; retrying"
+        );
+        if quit.load(Ordering::SeqCst) || crate::stage::signals::Stop.requested() {
+            return false;
+        }
+        std::thread::sleep(wait);
+        wait = (wait * 2).min(Duration::from_secs(5));
+        left = again;
     }
 }

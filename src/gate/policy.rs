@@ -170,7 +170,9 @@ impl Policy {
         ));
     }
 
-    /// Count fetch outcomes of namespace index `ns` (keys and kinds; [`crate::outcomes`]).
+    /// Count fetch outcomes of namespace index `ns` (keys and kinds; [`crate::outcomes`]) for
+    /// a driver that cannot put held candidates back itself (`dedup --outcomes` on a gate's
+    /// Redis): keys a hit lifted are listed for a running gate to put theirs back.
     pub fn record_outcomes(
         &mut self,
         ns: usize,
@@ -182,7 +184,10 @@ impl Policy {
             ..
         } = self;
         let store = &mut stores[ns];
-        conn.with(|c| store.record(c, outcomes))
+        conn.with(|c| {
+            let lifted = store.record(c, outcomes)?;
+            crate::outcomes::mark_released(c, store.namespace(), &lifted)
+        })
     }
 
     /// Turn the fetch-outcome step on whatever the configuration says (`dedup --outcomes`).
@@ -386,6 +391,8 @@ impl Policy {
             let store = &mut self.outcomes[ns];
             let counts = self.conn.with(|conn| store.lookup(conn, &flat))?;
             let mut at = 0;
+            // The candidates the cached counts would hold, with their keys.
+            let mut hold: Vec<(usize, &crate::outcomes::GuessKeys)> = Vec::new();
             for (&j, k) in idx.iter().zip(&keys) {
                 let src = if k.source.is_some() {
                     at += 1;
@@ -395,6 +402,22 @@ impl Policy {
                 };
                 let dir = counts[at];
                 at += 1;
+                match crate::outcomes::judge(store.config(), src, dir, d.fp(j)) {
+                    crate::outcomes::Judgement::Pass => {}
+                    crate::outcomes::Judgement::Probe => self.metrics.outcome_probes.inc(),
+                    crate::outcomes::Judgement::Hold => hold.push((j, k)),
+                }
+            }
+            if hold.is_empty() {
+                continue;
+            }
+            // Held on counts read now, after the candidate was kept (where the driver keeps).
+            let items: Vec<_> = hold
+                .iter()
+                .map(|&(j, k)| (k, d.fp(j), c.held_event(j)))
+                .collect();
+            let fresh = self.conn.with(|conn| store.hold_fresh(conn, &items))?;
+            for (&(j, _), (src, dir)) in hold.iter().zip(fresh) {
                 match crate::outcomes::judge(store.config(), src, dir, d.fp(j)) {
                     crate::outcomes::Judgement::Pass => {}
                     crate::outcomes::Judgement::Probe => self.metrics.outcome_probes.inc(),

@@ -116,6 +116,11 @@ pub const OUTCOME_PROBES: Name = n(
     "outcome_probes_total",
     "Candidates the fetch outcomes would hold (fetch_misses) published anyway as probes, one in [outcomes] probe_one_in, so that a site that changes is noticed.",
 );
+/// Held candidates put back.
+pub const OUTCOME_PUT_BACK: Name = n(
+    "outcome_put_back_total",
+    "Candidates held for fetch misses (fetch_misses) put back on the gate's input topic because a hit was counted under their key or `crawlsieve rules release` released it; judged again there.",
+);
 /// Fetch outcomes counted.
 pub const OUTCOMES: Name = n(
     "fetch_outcomes_total",

@@ -91,6 +91,8 @@ pub struct FilterMetrics {
     pub budget_unchecked: IntCounter,
     /// Candidates the fetch outcomes would hold, published as probes.
     pub outcome_probes: IntCounter,
+    /// Held candidates put back on the input topic.
+    pub outcome_put_back: IntCounter,
     /// Fetch outcomes read, by kind.
     pub outcomes: IntCounterVec,
     /// Seconds spent in Redis filter calls (check + insert) per batch or request.
@@ -123,6 +125,7 @@ impl FilterMetrics {
             budget_hosts_reached: m.counter(names::BUDGET_HOSTS_REACHED),
             budget_unchecked: m.counter(names::BUDGET_UNCHECKED),
             outcome_probes: m.counter(names::OUTCOME_PROBES),
+            outcome_put_back: m.counter(names::OUTCOME_PUT_BACK),
             outcomes: m.counter_vec(names::OUTCOMES, "kind"),
             filter_seconds: m.histogram(names::FILTER_SECONDS, SECONDS),
             fill: m.float_gauge_vec(names::FILTER_FILL, ns),

@@ -454,6 +454,22 @@ impl Keys {
         )
     }
 
+    /// The candidates held under one fetch-outcome key of namespace `ns` (`cs:fh:{NS:HASH}`, a
+    /// hash: the candidate's fingerprint → its URL event; in the slot of the key's counts,
+    /// [`Keys::fetch_outcomes`]; [`crate::outcomes`]).
+    pub fn fetch_held(ns: &str, key: &str) -> String {
+        format!(
+            "cs:fh:{{{ns}:{:016x}}}",
+            xxhash_rust::xxh3::xxh3_64(key.as_bytes())
+        )
+    }
+
+    /// The keys released by `crawlsieve rules release` whose held candidates a gate is to put
+    /// back on its input (`cs:fr`, a set of `NAMESPACE` TAB `KEY`).
+    pub fn fetch_released() -> &'static str {
+        "cs:fr"
+    }
+
     /// The `SCAN` pattern of namespace `ns`'s fetch-outcome counts.
     pub fn fetch_outcomes_pattern(ns: &str) -> String {
         format!("cs:fo:{{{ns}:*}}")

@@ -52,6 +52,10 @@ impl crate::decision::Candidates for [Pending] {
     fn context(&self, j: usize) -> Option<crate::url::Context> {
         self[j].event.context
     }
+
+    fn held_event(&self, j: usize) -> Option<Vec<u8>> {
+        serde_json::to_vec(&self[j].event).ok()
+    }
 }
 
 /// Append `p`'s fetch event (JSON) to `enc` and note where it is.
