@@ -17,7 +17,10 @@ each fetch outcome; then wave 2. It prints, for wave 2: the 404s each namespace 
 real (2xx) pages `without` published that `with` held, and over the whole run the share of 404s
 among what `with` published. `WAVES=N` sends N waves instead, the outcomes of each before the
 next (a crawl whose fetch outcomes stream in as it goes); "wave 2" is then every wave after the
-first.
+first. After the last wave, rounds follow until nothing new is published: what the gate published
+is fetched and its outcomes sent, and candidates held before come back when a hit lifts their key
+(counted as wave 2). A real page held is one `without` published after wave 1 that `with` never
+published by the end.
 """
 import importlib.util
 import json
@@ -173,11 +176,21 @@ listen = "127.0.0.1:{mport}"
         published = {"with": {}, "without": {}}
         fetched_status = {}
         outcomes_sent = 0
-        for w, wave in enumerate(waves, 1):
-            produce(broker, "urls", [dict(e, namespace=ns) for ns in ("with", "without") for e in wave])
-            consumed += 2 * len(wave)
-            wait_for(f"wave {w} consumed ({consumed} messages)",
-                     lambda: metric(mport, "messages_consumed_total") >= consumed, 120,
+        # The waves, then rounds with no new wave until nothing new is published: the crawl
+        # fetches what the gate published (held candidates put back by a hit included) and
+        # publishes the outcomes. Everything after wave 1 counts as "wave 2".
+        pending = list(waves)
+        w = 0
+        while True:
+            w += 1
+            if pending:
+                wave = pending.pop(0)
+                produce(broker, "urls", [dict(e, namespace=ns) for ns in ("with", "without") for e in wave])
+                consumed += 2 * len(wave)
+            time.sleep(1)  # held candidates put back after the last outcomes
+            target = consumed + int(metric(mport, "outcome_put_back_total"))
+            wait_for(f"round {w} consumed ({target} messages)",
+                     lambda: metric(mport, "messages_consumed_total") >= target, 120,
                      lambda: f"consumed {metric(mport, 'messages_consumed_total')}")
             time.sleep(1)
             new = [e for e in consume(broker, "fetch")
@@ -186,13 +199,15 @@ listen = "127.0.0.1:{mport}"
                 if e["url"] not in fetched_status:
                     fetched_status[e["url"]] = od.status(e["url"])
                 published[e["namespace"]][e["url"]] = (min(w, 2), e)
-            if w < len(waves):
-                outs = [{"url": e["url"], "status": fetched_status[e["url"]], "source": e.get("source"),
-                         "context": e.get("context"), "namespace": "with"}
-                        for e in new if e["namespace"] == "with"]
-                produce(broker, "outcomes", outs)
-                outcomes_sent += len(outs)
-                wait_for("outcomes counted", lambda: metric(mport, "fetch_outcomes_total") >= outcomes_sent)
+            outs = [{"url": e["url"], "status": fetched_status[e["url"]], "source": e.get("source"),
+                     "context": e.get("context"), "namespace": "with"}
+                    for e in new if e["namespace"] == "with"]
+            if not pending and not outs:
+                break
+            produce(broker, "outcomes", outs)
+            outcomes_sent += len(outs)
+            wait_for("outcomes counted", lambda: metric(mport, "fetch_outcomes_total") >= outcomes_sent)
+        put_back = int(metric(mport, "outcome_put_back_total"))
         gate.send_signal(signal.SIGTERM)
         gate.wait(60)
         audit = consume(broker, "audit")
@@ -226,7 +241,8 @@ listen = "127.0.0.1:{mport}"
           f"{len(held_real)} ({100 * len(held_real) / b2xx if b2xx else 0:.1f}%)")
     print(f"  whole run, share of 404s among published: without outcomes {100 * b_all404 / max(1, b_all):.1f}% "
           f"({b_all404} of {b_all}), with {100 * a_all404 / max(1, a_all):.1f}% ({a_all404} of {a_all})")
-    print(f"  held (fetch_misses, on the audit topic): {len(held)}; probes published: see outcome_probes_total")
+    print(f"  held (fetch_misses, on the audit topic): {len(held)}; put back by a hit: {put_back}; "
+          f"rounds after the last wave: {w - WAVES}")
     for u in held_real:
         print(f"    real page held: {u}")
 

@@ -38,6 +38,11 @@ pub trait Candidates {
     fn context(&self, _j: usize) -> Option<crate::url::Context> {
         None
     }
+    /// Whether it was written as a module path (`./x.js`; [`crate::outcomes::module_path`]):
+    /// never held for fetch misses.
+    fn module_path(&self, _j: usize) -> bool {
+        false
+    }
     /// Its URL event, for a driver that keeps the candidates fetch outcomes hold and can put
     /// them back on its input (the Kafka gate; [`crate::outcomes`]); none: nothing is kept.
     fn held_event(&self, _j: usize) -> Option<Vec<u8>> {

@@ -326,10 +326,14 @@ impl Sieve {
                     out.cands.arena.push_str(c);
                     out.decision.candidate(0, self.dedup_fingerprint());
                     out.cands.spans.push((start, out.cands.arena.len()));
+                    out.cands
+                        .module_paths
+                        .push(crate::outcomes::module_path(line));
                 }
                 Err(r) => {
                     out.decision.reject(r);
                     out.cands.spans.push((0, 0));
+                    out.cands.module_paths.push(false);
                 }
             }
         }
@@ -348,6 +352,8 @@ pub struct BatchUrls {
     pub context: Option<crate::url::Context>,
     spans: Vec<(usize, usize)>,
     arena: String,
+    /// Whether each was written as a module path ([`crate::outcomes::module_path`]).
+    module_paths: Vec<bool>,
     /// URL patterns, computed on first use (empty: not yet).
     patterns: Vec<String>,
 }
@@ -383,6 +389,10 @@ impl crate::decision::Candidates for BatchUrls {
     fn context(&self, _j: usize) -> Option<crate::url::Context> {
         self.context
     }
+
+    fn module_path(&self, j: usize) -> bool {
+        self.module_paths.get(j).copied().unwrap_or(false)
+    }
 }
 
 /// Verdicts and canonical URLs of one [`Sieve::process_batch`] call; reuse it across batches.
@@ -399,6 +409,7 @@ impl BatchResult {
     fn clear(&mut self) {
         self.decision.clear();
         self.cands.spans.clear();
+        self.cands.module_paths.clear();
         self.cands.arena.clear();
         self.cands.patterns.clear();
         self.sealed = false;

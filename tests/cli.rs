@@ -859,6 +859,23 @@ fn outcomes_hold_and_rules_list_and_release_the_holds() {
     };
     let first = dedup(&["--outcomes", outcomes.to_str().unwrap()], "ui/y.css\n");
     assert!(first.contains("\"fetch_misses\""), "{first}");
+    // A module path (`./x.js`, `../x.mjs`: an import of the script's own files) from the same
+    // source is never held; the same file written bare is.
+    let null = dir.path().join("none.jsonl");
+    std::fs::write(&null, "").unwrap();
+    let modules = dedup(
+        &["--outcomes", null.to_str().unwrap()],
+        "./ui/mod.js\n../lib/util.mjs\nui/mod2.js\n",
+    );
+    let verdicts: Vec<serde_json::Value> = modules
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let reason = |i: usize| verdicts[i]["reason"].as_str().unwrap_or("").to_string();
+    assert_eq!(verdicts.len(), 3, "{modules}");
+    assert_eq!(verdicts[0]["verdict"], "keep", "{modules}");
+    assert_eq!(verdicts[1]["verdict"], "keep", "{modules}");
+    assert_eq!(reason(2), "fetch_misses", "{modules}");
     let rules = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_crawlsieve"))
             .args(["rules", "--redis", &url, "--namespace", "oc"])
@@ -914,8 +931,6 @@ fn outcomes_hold_and_rules_list_and_release_the_holds() {
         Some(3),
         "nothing left to release"
     );
-    let null = dir.path().join("none.jsonl");
-    std::fs::write(&null, "").unwrap();
     let again = dedup(&["--outcomes", null.to_str().unwrap()], "ui/y.css\n");
     assert!(again.contains("\"keep\""), "released: {again}");
 }

@@ -1533,13 +1533,20 @@ fn held_candidates_come_back_under_kill_and_stall() {
                     &ns.name,
                     &format!("d|unknown|https://s.example/d{d}/"),
                 );
-                redis::cmd("HGET").arg(key).arg("m").query(&mut con).unwrap()
+                redis::cmd("HGET")
+                    .arg(key)
+                    .arg("m")
+                    .query(&mut con)
+                    .unwrap()
             })
             .collect();
         if m.iter().all(|m| m.unwrap_or(0) >= 3) {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(60), "misses not counted: {m:?}");
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "misses not counted: {m:?}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let want: HashSet<String> = (0..dirs)

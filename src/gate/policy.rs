@@ -356,7 +356,7 @@ impl Policy {
             let cfg = self.outcomes[ns].config();
             let idx: Vec<usize> = (from..d.len())
                 .filter(|&j| c.ns(j) == ns && d.is_candidate(j) && !seen(j))
-                .filter(|&j| crate::outcomes::holds_in(cfg, c.context(j)))
+                .filter(|&j| crate::outcomes::holds_in(cfg, c.context(j)) && !c.module_path(j))
                 .collect();
             if idx.is_empty() {
                 continue;

@@ -53,6 +53,10 @@ impl crate::decision::Candidates for [Pending] {
         self[j].event.context
     }
 
+    fn module_path(&self, j: usize) -> bool {
+        crate::outcomes::module_path(self[j].event.url.as_bytes())
+    }
+
     fn held_event(&self, j: usize) -> Option<Vec<u8>> {
         serde_json::to_vec(&self[j].event).ok()
     }
