@@ -206,7 +206,8 @@ listen = "127.0.0.1:{mport}"
                 break
             produce(broker, "outcomes", outs)
             outcomes_sent += len(outs)
-            wait_for("outcomes counted", lambda: metric(mport, "fetch_outcomes_total") >= outcomes_sent)
+            wait_for("outcomes read", lambda: metric(mport, "fetch_outcomes_total") >= outcomes_sent)
+            time.sleep(2)  # read is counted when decoded: let the batch's counts reach Redis
         put_back = int(metric(mport, "outcome_put_back_total"))
         gate.send_signal(signal.SIGTERM)
         gate.wait(60)

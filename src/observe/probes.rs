@@ -117,6 +117,11 @@ impl FilterMetrics {
     /// Register the filter's series in `m`.
     pub fn new(m: &Metrics) -> FilterMetrics {
         let ns = "filter_namespace";
+        let outcomes = m.counter_vec(names::OUTCOMES, "kind");
+        // Exported at 0 from the start (a dashboard's increase() has data before the first).
+        for kind in ["hit", "miss", "none"] {
+            outcomes.with_label_values(&[kind]);
+        }
         FilterMetrics {
             rejected: m.counter_vec(names::REJECTED, "reason"),
             duplicates: m.counter(names::DUPLICATES),
@@ -126,7 +131,7 @@ impl FilterMetrics {
             budget_unchecked: m.counter(names::BUDGET_UNCHECKED),
             outcome_probes: m.counter(names::OUTCOME_PROBES),
             outcome_put_back: m.counter(names::OUTCOME_PUT_BACK),
-            outcomes: m.counter_vec(names::OUTCOMES, "kind"),
+            outcomes,
             filter_seconds: m.histogram(names::FILTER_SECONDS, SECONDS),
             fill: m.float_gauge_vec(names::FILTER_FILL, ns),
             estimated_fp: m.float_gauge_vec(names::FILTER_ESTIMATED_FP, ns),
