@@ -203,6 +203,12 @@ pub fn module_path(raw: &[u8]) -> bool {
         .position(|&b| b == b'?' || b == b'#')
         .unwrap_or(raw.len());
     let path = &raw[..end];
+    // A path through `node_modules/` is a build's (a bundle naming the module it inlined, as
+    // `../../node_modules/.pnpm/dayjs@1.11.13/node_modules/dayjs/plugin/isoWeek.js`), not a
+    // file the site serves beside the script: judged like any guess.
+    if path.windows(13).any(|w| w == b"node_modules/") {
+        return false;
+    }
     [&b".js"[..], b".mjs", b".cjs"].iter().any(|ext| {
         path.len() > ext.len()
             && path.ends_with(ext)
@@ -215,9 +221,8 @@ pub fn judge(cfg: &OutcomeConfig, source: Counts, dir: Counts, fp: u128) -> Judg
     if dir.hits > 0 {
         return Judgement::Pass;
     }
-    let source_misses = cfg.min_source_misses > 0
-        && source.hits == 0
-        && source.misses >= cfg.min_source_misses;
+    let source_misses =
+        cfg.min_source_misses > 0 && source.hits == 0 && source.misses >= cfg.min_source_misses;
     let dir_misses = cfg.min_dir_misses > 0 && dir.misses >= cfg.min_dir_misses;
     if !(source_misses || dir_misses) {
         return Judgement::Pass;
@@ -740,6 +745,8 @@ mod tests {
             "./x.json",
             "./x.js/",
             "./jsx",
+            "../../node_modules/.pnpm/dayjs@1.11.13/node_modules/dayjs/plugin/isoWeek.js",
+            "./node_modules/a/b.js",
             "ui/dark/skin.css",
             "",
         ] {

@@ -145,8 +145,9 @@ pub enum Reason {
     UnknownTld,
     /// Fetch outcomes say guesses from where it was found miss (issue 46, [`crate::outcomes`]):
     /// its source's guesses so far all 404ed, or its directory's, and nothing in its directory
-    /// answered. Held, not put in the filter: once a guess from there lands (a 2xx outcome), a
-    /// later event of the URL is judged again; a fraction of such URLs is published as probes.
+    /// answered. Held, not put in the filter: the Kafka gate keeps it, and once a guess from
+    /// there lands (a 2xx outcome) or the key is released it is put back on the input and judged
+    /// again; a fraction of such URLs is published as probes.
     FetchMisses,
     /// (JavaScript, text) a build script's file-system path: a root-relative path climbing
     /// above the root (`/../dist`), or a glob (`src/**/*.js`, `assets/{a,b}.css`).
@@ -154,11 +155,14 @@ pub enum Reason {
     /// (JavaScript, text) a URL written with a placeholder name a reader is told to replace
     /// (`yourdomain.com`, `your-site.org`, `mysite.com`).
     PlaceholderHost,
+    /// SVG path data (`m39.99,17.51c-15.28,11.1-15.28,33.88,0,44.98`, a `d` attribute's
+    /// drawing commands in a script): only path commands and at least four numbers.
+    SvgPath,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 62] = [
+    pub const ALL: [Reason; 63] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -221,6 +225,7 @@ impl Reason {
         Reason::FetchMisses,
         Reason::BuildPath,
         Reason::PlaceholderHost,
+        Reason::SvgPath,
     ];
 
     /// The stable machine-readable code.
@@ -288,6 +293,7 @@ impl Reason {
             Reason::FetchMisses => "fetch_misses",
             Reason::BuildPath => "build_path",
             Reason::PlaceholderHost => "placeholder_host",
+            Reason::SvgPath => "svg_path",
         }
     }
 

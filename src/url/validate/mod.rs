@@ -378,6 +378,10 @@ impl Validator {
                 return Err(r);
             }
         }
+        // SVG path data, relative (any context: no link is written so).
+        if scheme.is_none() && kinds::svg_path(b) {
+            return Err(Reason::SvgPath);
+        }
         // A build script's file-system path or glob, relative (issue 46).
         if matches!(ctx, Context::Js | Context::Text | Context::HtmlText)
             && scheme.is_none()

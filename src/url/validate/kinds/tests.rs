@@ -545,3 +545,38 @@ fn placeholder_names_in_scripts_and_text() {
         assert_eq!(judge(s, Context::Text), Ok(()), "{s:?}");
     }
 }
+
+#[test]
+fn svg_path_data_is_not_a_path() {
+    for s in [
+        "m39.99,17.51c-15.28,11.1-15.28,33.88,0,44.98",
+        "m56.25,55c0,.27-.45.5-1,.5h-10.5c-.55,0-1-.23-1-.5s.45-.5,1-.5h10.5c.55,0,1,.23,1,.5Z",
+        "M6.7,22.9h10V48h-10V22.9zM24.9,13h10v35h-10V13z",
+        "M 10 10 L 20 20 L 30 10",
+        "m20,34.05c0,3.94,8.95,7.14,20,7.14s20-3.2,20-7.14",
+        "M1e-5,2E+3l4,5",
+    ] {
+        for ctx in [
+            Context::Js,
+            Context::Text,
+            Context::HtmlAttr,
+            Context::Unknown,
+        ] {
+            assert_eq!(judge(s, ctx), Err(Reason::SvgPath), "{s:?} {ctx:?}");
+        }
+    }
+    // Paths that start like one.
+    for s in [
+        "m1.html",
+        "M2e5.htm",
+        "m/1,2,3,4",
+        "m3.5,2,1.js",
+        "M10",
+        "m4v.mp4",
+        "Mac-10-15",
+        "m1,2,3,4.png",
+        "https://a.example/m1,2c3,4,5,6",
+    ] {
+        assert_ne!(judge(s, Context::Js), Err(Reason::SvgPath), "{s:?}");
+    }
+}
