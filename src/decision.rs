@@ -43,9 +43,10 @@ pub trait Candidates {
     fn module_path(&self, _j: usize) -> bool {
         false
     }
-    /// Its URL event, for a driver that keeps the candidates fetch outcomes hold and can put
-    /// them back on its input (the Kafka gate; [`crate::outcomes`]); none: nothing is kept.
-    fn held_event(&self, _j: usize) -> Option<Vec<u8>> {
+    /// Its URL event, naming its namespace `ns`, for a driver that keeps the candidates fetch
+    /// outcomes hold and can put them back on its input (the Kafka gate; [`crate::outcomes`]);
+    /// none: nothing is kept.
+    fn held_event(&self, _j: usize, _ns: &str) -> Option<Vec<u8>> {
         None
     }
 }

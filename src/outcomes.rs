@@ -216,6 +216,32 @@ pub fn module_path(raw: &[u8]) -> bool {
     })
 }
 
+/// A value no other hold or release writes: 16 hex digits of the time, the process and a
+/// counter. A kept candidate's value starts with one (`NONCE EVENT`), so that putting it back
+/// deletes exactly the hold it delivered, never a newer hold of the same URL written meanwhile.
+fn nonce() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seed = format!(
+        "{t}:{}:{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(seed.as_bytes()))
+}
+
+/// Delete each `field value` pair of ARGV from the hash KEYS[1] whose value is still `value`.
+const DELETE_IF_SAME: &str = "local n = 0 \
+for i = 1, #ARGV, 2 do \
+  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then \
+    redis.call('HDEL', KEYS[1], ARGV[i]) n = n + 1 \
+  end \
+end \
+return n";
+
 /// The rule of the [module docs](self), for a candidate with fingerprint `fp`.
 pub fn judge(cfg: &OutcomeConfig, source: Counts, dir: Counts, fp: u128) -> Judgement {
     if dir.hits > 0 {
@@ -349,7 +375,9 @@ impl OutcomeStore {
         conn: &mut Conn,
         held: &[(&GuessKeys, u128, Option<Vec<u8>>)],
     ) -> Result<Vec<(Counts, Counts)>, RedisFilterError> {
-        let ttl = self.cfg.ttl.max(1);
+        // Kept twice as long as counts live: the reader's sweep puts back what is kept under
+        // counts that expired ([`orphaned`]) before it goes.
+        let ttl = self.cfg.ttl.max(1).saturating_mul(2);
         let mut cmds = Vec::with_capacity(held.len() * 6);
         // Per candidate: the positions of its source and directory counts' replies.
         let mut at: Vec<(Option<usize>, usize)> = Vec::with_capacity(held.len());
@@ -357,11 +385,13 @@ impl OutcomeStore {
             let read = |key: &str, cmds: &mut Vec<redis::Cmd>| {
                 if let Some(ev) = event {
                     let hk = Keys::fetch_held(&self.ns, key);
+                    let mut value = format!("{} ", nonce()).into_bytes();
+                    value.extend_from_slice(ev);
                     cmds.push(
                         redis::cmd("HSET")
                             .arg(&hk)
                             .arg(format!("{fp:032x}"))
-                            .arg(ev.as_slice())
+                            .arg(value)
                             .clone(),
                     );
                     cmds.push(redis::cmd("EXPIRE").arg(&hk).arg(ttl).clone());
@@ -398,14 +428,32 @@ impl OutcomeStore {
         };
         let now = Instant::now();
         let mut out = Vec::with_capacity(held.len());
-        for ((k, _, _), (s, d)) in held.iter().zip(at) {
+        // A candidate the directory holds is lifted only by a hit there: not kept under its
+        // source, whose hits would put it back only to be held again.
+        let mut unkeep = Vec::new();
+        for ((k, fp, event), (s, d)) in held.iter().zip(at) {
             let src = s.map(counts).unwrap_or_default();
             let dir = counts(d);
             if let Some(key) = &k.source {
                 self.cache.insert(key.clone(), (src, now));
+                let dir_holds = self.cfg.min_dir_misses > 0
+                    && dir.hits == 0
+                    && dir.misses >= self.cfg.min_dir_misses;
+                if event.is_some() && dir_holds {
+                    unkeep.push(
+                        redis::cmd("HDEL")
+                            .arg(Keys::fetch_held(&self.ns, key))
+                            .arg(format!("{fp:032x}"))
+                            .clone(),
+                    );
+                }
             }
             self.cache.insert(k.dir.clone(), (dir, now));
             out.push((src, dir));
+        }
+        if !unkeep.is_empty() {
+            conn.pipeline(unkeep)
+                .map_err(|e| RedisFilterError::from_redis(e, true))?;
         }
         Ok(out)
     }
@@ -545,26 +593,23 @@ fn origin_of_key(key: &str) -> String {
 /// it held. (The CLI refuses an origin key: forgetting it would lift every hold on the site
 /// until its next miss.)
 pub fn release(conn: &mut Conn, ns: &str, key: &str) -> Result<(bool, u64), RedisFilterError> {
-    let replies = conn
-        .pipeline(vec![
-            redis::cmd("DEL").arg(Keys::fetch_outcomes(ns, key)).clone(),
-            redis::cmd("HLEN").arg(Keys::fetch_held(ns, key)).clone(),
-        ])
-        .map_err(|e| RedisFilterError::from_redis(e, true))?;
-    let n = |i: usize| -> u64 {
-        replies
-            .get(i)
-            .and_then(|v| redis::from_redis_value(v.clone()).ok())
-            .unwrap_or(0)
-    };
-    let (had, held) = (n(0) > 0, n(1));
+    let held: u64 = conn
+        .query(redis::cmd("HLEN").arg(Keys::fetch_held(ns, key)))
+        .map_err(|e| RedisFilterError::from_redis(e, false))?;
+    // Listed before the counts go: a release killed in between leaves a key listed whose
+    // counts still hold (put back, held again), never counts gone with nothing listed.
     if held > 0 {
         mark_released(conn, ns, &[key.to_string()])?;
     }
-    Ok((had, held))
+    let n: u64 = conn
+        .query(redis::cmd("DEL").arg(Keys::fetch_outcomes(ns, key)))
+        .map_err(|e| RedisFilterError::from_redis(e, true))?;
+    Ok((n > 0, held))
 }
 
-/// List `keys` of namespace `ns` for a running gate to put their held candidates back.
+/// List `keys` of namespace `ns` for a running gate to put their held candidates back (each
+/// listing unique: `NAMESPACE` TAB `KEY` TAB `NONCE`, so that a gate done with one listing
+/// never takes off another made meanwhile).
 pub fn mark_released(conn: &mut Conn, ns: &str, keys: &[String]) -> Result<(), RedisFilterError> {
     if keys.is_empty() {
         return Ok(());
@@ -572,72 +617,125 @@ pub fn mark_released(conn: &mut Conn, ns: &str, keys: &[String]) -> Result<(), R
     let mut cmd = redis::cmd("SADD");
     cmd.arg(Keys::fetch_released());
     for k in keys {
-        cmd.arg(format!("{ns}\t{k}"));
+        cmd.arg(format!("{ns}\t{k}\t{}", nonce()));
     }
     conn.query::<u64>(&cmd)
         .map(drop)
         .map_err(|e| RedisFilterError::from_redis(e, true))
 }
 
-/// The keys released by `rules release` whose held candidates wait to be put back, as
-/// `(namespace, key)`; [`done_released`] takes one off once they were.
-pub fn released(conn: &mut Conn) -> Result<Vec<(String, String)>, RedisFilterError> {
+/// A listing of [`mark_released`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Released {
+    pub ns: String,
+    pub key: String,
+    /// The set member, to take off once done ([`done_released`]).
+    pub member: String,
+}
+
+/// The keys released by `rules release` (or lifted by `dedup`'s outcomes) whose held
+/// candidates wait to be put back.
+pub fn released(conn: &mut Conn) -> Result<Vec<Released>, RedisFilterError> {
     let members: Vec<String> = conn
         .query(redis::cmd("SMEMBERS").arg(Keys::fetch_released()))
         .map_err(|e| RedisFilterError::from_redis(e, false))?;
     Ok(members
         .into_iter()
         .filter_map(|m| {
-            m.split_once('\t')
-                .map(|(n, k)| (n.to_string(), k.to_string()))
+            let mut it = m.splitn(3, '\t');
+            let (ns, key) = (it.next()?.to_string(), it.next()?.to_string());
+            Some(Released { ns, key, member: m })
         })
         .collect())
 }
 
-/// Take a released key off the list: its held candidates were put back.
-pub fn done_released(conn: &mut Conn, ns: &str, key: &str) -> Result<(), RedisFilterError> {
+/// Take a listing off: its held candidates were put back.
+pub fn done_released(conn: &mut Conn, r: &Released) -> Result<(), RedisFilterError> {
     conn.query::<u64>(
         redis::cmd("SREM")
             .arg(Keys::fetch_released())
-            .arg(format!("{ns}\t{key}")),
+            .arg(&r.member),
     )
     .map(drop)
     .map_err(|e| RedisFilterError::from_redis(e, true))
 }
 
-/// Put the candidates held under `key` back: `deliver` gets them in chunks (their URL events)
-/// and says whether Kafka acknowledged them all; only then are they taken out of Redis. A
-/// process killed in between puts them back again (the filter answers the second a
-/// duplicate); none is lost. Returns how many were put back, or none when `deliver` gave up
-/// (stopping: what is left stays held, and is put back by the next hit or release).
+/// The kept candidates of namespace `ns` whose counts are gone (expired, or a release killed
+/// before it listed the key): the held-candidate hashes (Redis keys) to put back
+/// ([`move_held_at`]). A sweep over the keyspace (`SCAN`, every master of a cluster).
+pub fn orphaned(
+    redis: &crate::redis_filter::RedisConfig,
+    conn: &mut Conn,
+    ns: &str,
+) -> Result<Vec<String>, RedisFilterError> {
+    let mut out = Vec::new();
+    for hk in crate::redis_filter::scan_keys(redis, &Keys::fetch_held_pattern(ns))? {
+        let counts = hk.replacen("cs:fh:", "cs:fo:", 1);
+        let there: u64 = conn
+            .query(redis::cmd("EXISTS").arg(&counts))
+            .map_err(|e| RedisFilterError::from_redis(e, false))?;
+        if there == 0 {
+            out.push(hk);
+        }
+    }
+    Ok(out)
+}
+
+/// Put the candidates held under `key` back ([`move_held_at`]).
 pub fn move_held(
     conn: &mut Conn,
     ns: &str,
     key: &str,
+    deliver: impl FnMut(&[Vec<u8>]) -> bool,
+) -> Result<Option<u64>, RedisFilterError> {
+    move_held_at(conn, &Keys::fetch_held(ns, key), deliver)
+}
+
+/// Put the candidates kept in the hash `hk` back: `deliver` gets them in chunks (their URL
+/// events) and says whether Kafka acknowledged them all; only then is each taken out of Redis,
+/// and only if its value is still the one delivered (a newer hold of the same URL, written
+/// meanwhile, stays). A process killed in between puts them back again (the filter answers the
+/// second a duplicate); none is lost. Returns how many were put back, or none when `deliver`
+/// gave up (stopping: what is left stays kept, and is put back by the next hit or release).
+pub fn move_held_at(
+    conn: &mut Conn,
+    hk: &str,
     mut deliver: impl FnMut(&[Vec<u8>]) -> bool,
 ) -> Result<Option<u64>, RedisFilterError> {
-    let hk = Keys::fetch_held(ns, key);
     let mut cursor: u64 = 0;
     let mut moved = 0;
     loop {
         let (next, flat): (u64, Vec<Vec<u8>>) = conn
             .query(
                 redis::cmd("HSCAN")
-                    .arg(&hk)
+                    .arg(hk)
                     .arg(cursor)
                     .arg("COUNT")
                     .arg(500),
             )
             .map_err(|e| RedisFilterError::from_redis(e, false))?;
-        let (fields, events): (Vec<Vec<u8>>, Vec<Vec<u8>>) = flat
+        let pairs: Vec<(&[u8], &[u8])> = flat
             .chunks_exact(2)
-            .map(|p| (p[0].clone(), p[1].clone()))
-            .unzip();
+            .map(|p| (p[0].as_slice(), p[1].as_slice()))
+            .collect();
+        // `NONCE EVENT`: the event is what goes back.
+        let events: Vec<Vec<u8>> = pairs
+            .iter()
+            .map(|(_, v)| {
+                let at = v.iter().position(|&b| b == b' ').map_or(0, |i| i + 1);
+                v[at..].to_vec()
+            })
+            .collect();
         if !events.is_empty() {
             if !deliver(&events) {
                 return Ok(None);
             }
-            conn.query::<u64>(redis::cmd("HDEL").arg(&hk).arg(&fields))
+            let mut cad = redis::cmd("EVAL");
+            cad.arg(DELETE_IF_SAME).arg(1).arg(hk);
+            for (f, v) in &pairs {
+                cad.arg(*f).arg(*v);
+            }
+            conn.query::<u64>(&cad)
                 .map_err(|e| RedisFilterError::from_redis(e, true))?;
             moved += events.len() as u64;
         }

@@ -1295,6 +1295,19 @@ fn fetch_outcomes_hold_guesses_where_they_miss_and_a_hit_lifts_them() {
     assert_eq!(kept(&app_key), 2);
     assert_eq!(kept(&format!("d|js|{site}/ui/")), 1);
     assert_eq!(kept(&format!("d|js|{site}/img/")), 1);
+    // Kept with its namespace written out (a gate whose default differs may read it back).
+    let values: Vec<String> = redis::cmd("HVALS")
+        .arg(crawlsieve::redis_filter::Keys::fetch_held(
+            &ns.name, &app_key,
+        ))
+        .query(&mut redis.con())
+        .unwrap();
+    assert!(
+        values
+            .iter()
+            .all(|v| v.contains(&format!("\"namespace\":\"{}\"", ns.name))),
+        "{values:?}"
+    );
     // A hit in ui/ lifts the hold: the held URL comes back by itself and is published.
     produce(
         &b,
@@ -1615,4 +1628,91 @@ fn held_candidates_come_back_under_kill_and_stall() {
     g.signal(libc::SIGTERM);
     let (st, err) = g.wait(Duration::from_secs(60));
     assert!(st.success(), "{err}");
+}
+
+/// Issue 46, review: putting kept candidates back takes out exactly the holds it delivered (a
+/// newer hold of the same URL written meanwhile stays, so it can come back too); a source key
+/// does not keep what its directory holds; kept candidates whose counts are gone (expired) are
+/// found by the sweep.
+#[test]
+fn kept_candidates_are_taken_out_only_as_delivered() {
+    use crawlsieve::outcomes::{self, Counts, Kind, OutcomeConfig, OutcomeStore};
+    use crawlsieve::redis_filter::{Conn, Keys};
+    let redis = OwnRedis::start(&[]);
+    let rc = RedisConfig::new(&redis.url());
+    let mut conn = Conn::connect(&rc).unwrap();
+    let mut store = OutcomeStore::new(OutcomeConfig::default(), "kept");
+    let src = "https://a.example/app.js";
+    let k = |u: &str| outcomes::keys(u, Some(src), Some(crawlsieve::url::Context::Js));
+    // The source missed once (its rule holds); `gone/` had three misses (the directory holds).
+    let mut misses = vec![(k("https://a.example/ui/x.css"), Kind::Miss)];
+    for i in 0..3 {
+        misses.push((k(&format!("https://a.example/gone/m{i}.css")), Kind::Miss));
+    }
+    store.record(&mut conn, &misses).unwrap();
+    let (ui, gone) = (
+        k("https://a.example/ui/y.css"),
+        k("https://a.example/gone/z.css"),
+    );
+    let fresh = store
+        .hold_fresh(
+            &mut conn,
+            &[
+                (&ui, 1, Some(b"{\"url\":\"ui/y.css\"}".to_vec())),
+                (&gone, 2, Some(b"{\"url\":\"gone/z.css\"}".to_vec())),
+            ],
+        )
+        .unwrap();
+    assert_eq!(fresh[0].0, Counts { hits: 0, misses: 4 });
+    assert_eq!(fresh[1].1, Counts { hits: 0, misses: 3 });
+    let hlen = |conn: &mut Conn, key: &str| -> u64 {
+        conn.query(redis::cmd("HLEN").arg(Keys::fetch_held("kept", key)))
+            .unwrap()
+    };
+    let source_key = ui.source.clone().unwrap();
+    assert_eq!(
+        hlen(&mut conn, &source_key),
+        1,
+        "gone/z.css is its directory's to lift"
+    );
+    assert_eq!(hlen(&mut conn, &gone.dir), 1);
+    // Put back while a gate holds ui/y.css again (same fingerprint, a new value).
+    let mut other = Conn::connect(&rc).unwrap();
+    let mut again = OutcomeStore::new(OutcomeConfig::default(), "kept");
+    let mut delivered = Vec::new();
+    let moved = outcomes::move_held(&mut conn, "kept", &source_key, |events| {
+        delivered.extend(events.iter().cloned());
+        again
+            .hold_fresh(
+                &mut other,
+                &[(&ui, 1, Some(b"{\"url\":\"ui/y.css\"}".to_vec()))],
+            )
+            .unwrap();
+        true
+    })
+    .unwrap();
+    assert_eq!(moved, Some(1));
+    assert_eq!(
+        delivered,
+        vec![b"{\"url\":\"ui/y.css\"}".to_vec()],
+        "the event, not its nonce"
+    );
+    assert_eq!(hlen(&mut conn, &source_key), 1, "the newer hold stays kept");
+    // Nothing delivered: nothing taken out.
+    assert_eq!(
+        outcomes::move_held(&mut conn, "kept", &source_key, |_| false).unwrap(),
+        None
+    );
+    assert_eq!(hlen(&mut conn, &source_key), 1);
+    // The sweep finds kept candidates whose counts are gone, and only those.
+    assert!(outcomes::orphaned(&rc, &mut conn, "kept")
+        .unwrap()
+        .is_empty());
+    let _: u64 = conn
+        .query(redis::cmd("DEL").arg(Keys::fetch_outcomes("kept", &gone.dir)))
+        .unwrap();
+    assert_eq!(
+        outcomes::orphaned(&rc, &mut conn, "kept").unwrap(),
+        vec![Keys::fetch_held("kept", &gone.dir)]
+    );
 }

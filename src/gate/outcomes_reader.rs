@@ -59,11 +59,14 @@ impl OutcomeReader {
         consumer
             .subscribe(&[&topic])
             .with_context(|| format!("subscribing to the fetch outcomes topic {topic}"))?;
+        // Held URL events go back to the input: as large as the gate's own records may be.
+        let max = k.default_producer_max_bytes().to_string();
         let producer: FutureProducer = crate::stage::client_config(
             k,
             &[
                 ("client.id", "crawlsieve-gate-outcomes"),
                 ("enable.idempotence", "true"),
+                ("message.max.bytes", &max),
             ],
             &k.producer,
         )
@@ -85,6 +88,7 @@ impl OutcomeReader {
                     cfg,
                     quit: q,
                     released_at: Instant::now(),
+                    swept_at: Instant::now(),
                 }
                 .run()
             })
@@ -129,7 +133,12 @@ struct Reader {
     quit: Arc<AtomicBool>,
     /// When the released keys were last read.
     released_at: Instant,
+    /// When kept candidates under expired counts were last swept.
+    swept_at: Instant,
 }
+
+/// How often a reader sweeps for candidates kept under counts that expired.
+const SWEEP: Duration = Duration::from_secs(600);
 
 impl Reader {
     fn stopping(&self) -> bool {
@@ -141,6 +150,11 @@ impl Reader {
         loop {
             if self.stopping() {
                 let _ = self.consumer.commit_consumer_state(CommitMode::Sync);
+                return Ok(());
+            }
+            // Released keys each second, kept candidates whose counts are gone each sweep
+            // (also under a steady stream of outcomes).
+            if !self.put_back_released() || !self.sweep() {
                 return Ok(());
             }
             // 1. A batch: up to BATCH messages, or what arrived within 200 ms.
@@ -186,9 +200,6 @@ impl Reader {
                     .and_then(|()| self.consumer.store_offsets(&tpl));
             }
             if n == 0 {
-                if !self.put_back_released() {
-                    return Ok(());
-                }
                 continue;
             }
             // 2. Count them (retrying while Redis is away), put back what a hit lifted, then
@@ -209,41 +220,66 @@ impl Reader {
             return true;
         }
         self.released_at = Instant::now();
-        let keys = match self.conn.with(crate::outcomes::released) {
+        let listed = match self.conn.with(crate::outcomes::released) {
             Ok(k) => k,
             Err(e) => {
                 tracing::warn!(error = %e, "reading the released fetch-outcome keys failed; asked again in a second");
                 return true;
             }
         };
-        if keys.is_empty() {
-            return true;
-        }
-        if !self.put_back(&keys) {
-            return false;
-        }
-        for (ns, key) in &keys {
-            if let Err(e) = self
-                .conn
-                .with(|c| crate::outcomes::done_released(c, ns, key))
-            {
+        for r in &listed {
+            let hk = crate::redis_filter::Keys::fetch_held(&r.ns, &r.key);
+            if !self.put_back(&[hk]) {
+                return false;
+            }
+            if let Err(e) = self.conn.with(|c| crate::outcomes::done_released(c, r)) {
                 tracing::warn!(error = %e, "taking a released fetch-outcome key off its list failed; its candidates may be put back twice");
             }
         }
         true
     }
 
-    /// Put the candidates held under `keys` (namespace, key) back on the input topic
-    /// ([`crate::outcomes::move_held`]), retrying while Redis is away; false when stopping
-    /// before they all were (what is left stays held).
-    fn put_back(&mut self, keys: &[(String, String)]) -> bool {
+    /// Every `SWEEP`: candidates kept under counts that are gone (expired: a hold that lapsed)
+    /// put back, in the namespaces this reader counted outcomes of and the configured one.
+    fn sweep(&mut self) -> bool {
+        if self.swept_at.elapsed() < SWEEP {
+            return true;
+        }
+        self.swept_at = Instant::now();
+        let mut names: Vec<String> = self.stores.keys().cloned().collect();
+        names.push(self.cfg.redis.namespace.clone());
+        names.sort();
+        names.dedup();
+        let redis = self.cfg.redis.client();
+        for ns in names {
+            match self
+                .conn
+                .with(|c| crate::outcomes::orphaned(&redis, c, &ns))
+            {
+                Ok(keys) => {
+                    if !keys.is_empty() && !self.put_back(&keys) {
+                        return false;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, namespace = ns, "sweeping held candidates whose counts expired failed; swept again later");
+                }
+            }
+        }
+        true
+    }
+
+    /// Put the candidates kept in the hashes `keys` (Redis keys) back on the input topic
+    /// ([`crate::outcomes::move_held_at`]), retrying while Redis is away; false when stopping
+    /// before they all were (what is left stays kept).
+    fn put_back(&mut self, keys: &[String]) -> bool {
         let input = self.cfg.kafka.input_topic.clone();
-        for (ns, key) in keys {
+        for key in keys {
             let mut wait = Duration::from_millis(50);
             loop {
                 let (producer, quit) = (&self.producer, &self.quit);
                 let r = self.conn.with(|c| {
-                    crate::outcomes::move_held(c, ns, key, |events| {
+                    crate::outcomes::move_held_at(c, key, |events| {
                         deliver_all(producer, &input, events, quit)
                     })
                 });
@@ -252,7 +288,6 @@ impl Reader {
                         if n > 0 {
                             self.metrics.outcome_put_back.inc_by(n);
                             tracing::info!(
-                                namespace = ns,
                                 key,
                                 candidates = n,
                                 "held candidates put back on the input topic"
@@ -315,12 +350,12 @@ impl Reader {
         Ok(c.map(|c| (ns, c)))
     }
 
-    /// Write `counted` (then cleared): the keys whose held candidates a hit lifted
-    /// (namespace, key), or none when stopping before it could be.
+    /// Write `counted` (then cleared): the held-candidate hashes (Redis keys) a hit lifted, or
+    /// none when stopping before it could be.
     fn count(
         &mut self,
         counted: &mut HashMap<String, Vec<(GuessKeys, Kind)>>,
-    ) -> Option<Vec<(String, String)>> {
+    ) -> Option<Vec<String>> {
         let mut wait = Duration::from_millis(50);
         let mut lifted = Vec::new();
         loop {
@@ -338,7 +373,10 @@ impl Reader {
                     .or_insert_with(|| OutcomeStore::new(self.cfg.outcomes.clone(), ns));
                 match self.conn.with(|c| store.record(c, list)) {
                     Ok(keys) => {
-                        lifted.extend(keys.into_iter().map(|k| (ns.clone(), k)));
+                        lifted.extend(
+                            keys.iter()
+                                .map(|k| crate::redis_filter::Keys::fetch_held(ns, k)),
+                        );
                         false
                     }
                     Err(e) => {

@@ -414,7 +414,7 @@ impl Policy {
             // Held on counts read now, after the candidate was kept (where the driver keeps).
             let items: Vec<_> = hold
                 .iter()
-                .map(|&(j, k)| (k, d.fp(j), c.held_event(j)))
+                .map(|&(j, k)| (k, d.fp(j), c.held_event(j, store.namespace())))
                 .collect();
             let fresh = self.conn.with(|conn| store.hold_fresh(conn, &items))?;
             for (&(j, _), (src, dir)) in hold.iter().zip(fresh) {

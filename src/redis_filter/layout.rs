@@ -464,6 +464,11 @@ impl Keys {
         )
     }
 
+    /// The `SCAN` pattern of namespace `ns`'s held-candidate hashes.
+    pub fn fetch_held_pattern(ns: &str) -> String {
+        format!("cs:fh:{{{ns}:*}}")
+    }
+
     /// The keys released by `crawlsieve rules release` whose held candidates a gate is to put
     /// back on its input (`cs:fr`, a set of `NAMESPACE` TAB `KEY`).
     pub fn fetch_released() -> &'static str {

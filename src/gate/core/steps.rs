@@ -57,8 +57,11 @@ impl crate::decision::Candidates for [Pending] {
         crate::outcomes::module_path(self[j].event.url.as_bytes())
     }
 
-    fn held_event(&self, j: usize) -> Option<Vec<u8>> {
-        serde_json::to_vec(&self[j].event).ok()
+    fn held_event(&self, j: usize, ns: &str) -> Option<Vec<u8>> {
+        // Its namespace written out: put back, it may be read by a gate whose default differs.
+        let mut event = self[j].event.clone();
+        event.namespace = Some(ns.to_string());
+        Some(serde_json::to_vec(&event).expect("an event serializes"))
     }
 }
 

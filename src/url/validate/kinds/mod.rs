@@ -789,8 +789,8 @@ fn glob_segment(seg: &[u8]) -> bool {
 
 /// SVG path data (`m39.99,17.51c-15.28,11.1-15.28,33.88,0,44.98`): a moveto (`M`/`m` and a
 /// number) followed only by path commands (`MmZzLlHhVvCcSsQqTtAa`), numbers (with `.`, signs,
-/// exponents), commas and spaces — at least four numbers, and no run of three letters (so
-/// `m1.html` and `M2e5.htm` stay paths). Scripts drawing icons hold these (mermaid's bundles:
+/// exponents), commas and spaces — at least four numbers, a comma, space or second command, and
+/// no run of three letters (so `m1.html`, `M2e5.htm` and `M2024-01-15-2` stay paths). Scripts drawing icons hold these (mermaid's bundles:
 /// 20 of hold-out 4's 29 script 404s left after fetch outcomes); no server path is written so.
 pub(super) fn svg_path(b: &[u8]) -> bool {
     if b.len() < 8 || !matches!(b[0], b'M' | b'm') {
@@ -798,6 +798,8 @@ pub(super) fn svg_path(b: &[u8]) -> bool {
     }
     let mut numbers = 0;
     let mut letters = 0;
+    // Commas, spaces and commands after the moveto: `m1-2-3-4` (or a date) has none.
+    let mut marks = 0;
     let mut in_number = false;
     let mut after_exp = false;
     for (i, &c) in b.iter().enumerate() {
@@ -826,12 +828,14 @@ pub(super) fn svg_path(b: &[u8]) -> bool {
             b',' | b' ' => {
                 in_number = false;
                 letters = 0;
+                marks += 1;
             }
             b'M' | b'm' | b'Z' | b'z' | b'L' | b'l' | b'H' | b'h' | b'V' | b'v' | b'C' | b'c'
             | b'S' | b's' | b'Q' | b'q' | b'T' | b't' | b'A' | b'a' => {
                 in_number = false;
                 after_exp = false;
                 letters += 1;
+                marks += usize::from(i > 0);
                 if letters >= 3 {
                     return false;
                 }
@@ -843,7 +847,7 @@ pub(super) fn svg_path(b: &[u8]) -> bool {
             _ => return false,
         }
     }
-    numbers >= 4
+    numbers >= 4 && marks > 0
 }
 
 /// (Scripts, text) a path of a build script's file system, not of a site (issue 46): a

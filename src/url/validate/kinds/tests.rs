@@ -575,6 +575,9 @@ fn svg_path_data_is_not_a_path() {
         "m4v.mp4",
         "Mac-10-15",
         "m1,2,3,4.png",
+        // Found by review: one run of digits and dashes.
+        "m1-2-3-4",
+        "M2024-01-15-2",
         "https://a.example/m1,2c3,4,5,6",
     ] {
         assert_ne!(judge(s, Context::Js), Err(Reason::SvgPath), "{s:?}");
