@@ -25,16 +25,17 @@
 //!
 //! Held candidates are not put in the filter: a later event of the same URL is judged again,
 //! and passes once the keys say so. The gate audits each with its reason, and **keeps** it so
-//! that it can come back: the Kafka gate stores its URL event under both its keys
-//! (`cs:fh:{NS:H}`, a hash by fingerprint, expiring `ttl` after the last hold), and the first
-//! hit counted under either key, or `crawlsieve rules release` of either, puts it back on the
-//! gate's input topic, where it is judged again ([`move_held`]; a copy under the other key
-//! comes back as a duplicate later, answered by the filter). A hold is never decided on cached
-//! counts alone: a candidate they would hold is judged again on counts read after it was kept
-//! ([`OutcomeStore::hold_fresh`]), so a hit counted meanwhile either lets it through or finds it
-//! kept. Candidates under keys that expire without a hit are dropped with them (after `ttl`
-//! with nothing but misses there; each is in the audit topic, `fetch_misses`). The HTTP API and
-//! `dedup` keep nothing: their caller has the answer.
+//! that it can come back: the Kafka gate stores its URL event under the keys whose hit would
+//! lift it (`cs:fh:{NS:H}`, a hash by fingerprint, expiring [`kept_ttl`] after the last hold or
+//! outcome there), and the first hit counted under one of them, or `crawlsieve rules release`
+//! of one, puts it back on the gate's input topic, where it is judged again ([`move_held`]; a
+//! copy under the other key comes back as a duplicate later, answered by the filter). A hold is
+//! never decided on cached counts alone: a candidate they would hold is judged again on counts
+//! read after it was kept ([`OutcomeStore::hold_fresh`]), so a hit counted meanwhile either lets
+//! it through or finds it kept. Candidates under keys whose counts expire (`ttl` with no
+//! outcome and no hold there: the hold lapsed) are put back by the reader's sweep
+//! ([`orphaned`], every [`SWEEP`]). Each held candidate is also in the audit topic
+//! (`fetch_misses`). The HTTP API and `dedup` keep nothing: their caller has the answer.
 //!
 //! # Redis format (version 1)
 //! One hash per key and namespace, `cs:fo:{NS:H}` (`H` the 16-hex-digit xxh3-64 of the key;
@@ -233,6 +234,30 @@ fn nonce() -> String {
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(seed.as_bytes()))
 }
 
+/// How often a gate's outcome reader sweeps for kept candidates whose counts are gone
+/// ([`orphaned`]).
+pub const SWEEP: Duration = Duration::from_secs(600);
+
+/// How long candidates kept under a key live after its last hold or outcome (seconds): twice
+/// its counts' `ttl` and two sweeps more, so that every sweep finds them after their counts
+/// expired and before they go, however short `ttl` is.
+pub fn kept_ttl(ttl: u64) -> u64 {
+    ttl.max(1)
+        .saturating_mul(2)
+        .saturating_add(2 * SWEEP.as_secs())
+}
+
+/// The URL event of a kept value, `NONCE EVENT` (16 hex digits and a space); a value without
+/// one is the event whole.
+fn kept_event(value: &[u8]) -> &[u8] {
+    match value.get(..17) {
+        Some(head) if head[16] == b' ' && head[..16].iter().all(u8::is_ascii_hexdigit) => {
+            &value[17..]
+        }
+        _ => value,
+    }
+}
+
 /// Delete each `field value` pair of ARGV from the hash KEYS[1] whose value is still `value`.
 const DELETE_IF_SAME: &str = "local n = 0 \
 for i = 1, #ARGV, 2 do \
@@ -334,6 +359,17 @@ impl OutcomeStore {
                     self.cfg.ttl.max(1)
                 };
                 cmds.push(redis::cmd("EXPIRE").arg(&rk).arg(ttl).clone());
+                if !key.starts_with("o|") {
+                    // What is kept under a key outlives its counts, however long outcomes
+                    // keep them alive after the last hold ([`orphaned`]).
+                    cmds.push(
+                        redis::cmd("EXPIRE")
+                            .arg(Keys::fetch_held(&self.ns, key))
+                            .arg(kept_ttl(self.cfg.ttl))
+                            .arg("GT")
+                            .clone(),
+                    );
+                }
             }
         }
         if cmds.is_empty() {
@@ -375,26 +411,37 @@ impl OutcomeStore {
         conn: &mut Conn,
         held: &[(&GuessKeys, u128, Option<Vec<u8>>)],
     ) -> Result<Vec<(Counts, Counts)>, RedisFilterError> {
-        // Kept twice as long as counts live: the reader's sweep puts back what is kept under
-        // counts that expired ([`orphaned`]) before it goes.
-        let ttl = self.cfg.ttl.max(1).saturating_mul(2);
-        let mut cmds = Vec::with_capacity(held.len() * 6);
+        let kept_ttl = kept_ttl(self.cfg.ttl);
+        let ttl = self.cfg.ttl.max(1);
+        let mut cmds = Vec::with_capacity(held.len() * 10);
         // Per candidate: the positions of its source and directory counts' replies.
         let mut at: Vec<(Option<usize>, usize)> = Vec::with_capacity(held.len());
+        // Per candidate: the value it is kept with (`NONCE EVENT`).
+        let mut values: Vec<Option<Vec<u8>>> = Vec::with_capacity(held.len());
         for (k, fp, event) in held {
+            let value = event.as_ref().map(|ev| {
+                let mut value = format!("{} ", nonce()).into_bytes();
+                value.extend_from_slice(ev);
+                value
+            });
             let read = |key: &str, cmds: &mut Vec<redis::Cmd>| {
-                if let Some(ev) = event {
+                if let Some(value) = &value {
                     let hk = Keys::fetch_held(&self.ns, key);
-                    let mut value = format!("{} ", nonce()).into_bytes();
-                    value.extend_from_slice(ev);
+                    let rk = Keys::fetch_outcomes(&self.ns, key);
                     cmds.push(
                         redis::cmd("HSET")
                             .arg(&hk)
                             .arg(format!("{fp:032x}"))
-                            .arg(value)
+                            .arg(value.as_slice())
                             .clone(),
                     );
-                    cmds.push(redis::cmd("EXPIRE").arg(&hk).arg(ttl).clone());
+                    cmds.push(redis::cmd("EXPIRE").arg(&hk).arg(kept_ttl).clone());
+                    // A key that keeps candidates has counts, if only its name: counts gone
+                    // are what the sweep puts back on ([`orphaned`]); a key kept under with no
+                    // outcome yet (a directory, for a candidate its source holds) is swept
+                    // only once `ttl` passed since.
+                    cmds.push(redis::cmd("HSETNX").arg(&rk).arg("k").arg(key).clone());
+                    cmds.push(redis::cmd("EXPIRE").arg(&rk).arg(ttl).arg("NX").clone());
                 }
                 cmds.push(
                     redis::cmd("HMGET")
@@ -408,6 +455,7 @@ impl OutcomeStore {
             let s = k.source.as_deref().map(|key| read(key, &mut cmds));
             let d = read(&k.dir, &mut cmds);
             at.push((s, d));
+            values.push(value);
         }
         if cmds.is_empty() {
             return Ok(Vec::new());
@@ -431,7 +479,7 @@ impl OutcomeStore {
         // A candidate the directory holds is lifted only by a hit there: not kept under its
         // source, whose hits would put it back only to be held again.
         let mut unkeep = Vec::new();
-        for ((k, fp, event), (s, d)) in held.iter().zip(at) {
+        for (((k, fp, _), (s, d)), value) in held.iter().zip(at).zip(&values) {
             let src = s.map(counts).unwrap_or_default();
             let dir = counts(d);
             if let Some(key) = &k.source {
@@ -439,11 +487,16 @@ impl OutcomeStore {
                 let dir_holds = self.cfg.min_dir_misses > 0
                     && dir.hits == 0
                     && dir.misses >= self.cfg.min_dir_misses;
-                if event.is_some() && dir_holds {
+                if let (Some(value), true) = (value, dir_holds) {
+                    // Only this hold's copy: another gate's newer hold of the URL, kept under
+                    // the source alone, stays.
                     unkeep.push(
-                        redis::cmd("HDEL")
+                        redis::cmd("EVAL")
+                            .arg(DELETE_IF_SAME)
+                            .arg(1)
                             .arg(Keys::fetch_held(&self.ns, key))
                             .arg(format!("{fp:032x}"))
+                            .arg(value.as_slice())
                             .clone(),
                     );
                 }
@@ -660,16 +713,17 @@ pub fn done_released(conn: &mut Conn, r: &Released) -> Result<(), RedisFilterErr
     .map_err(|e| RedisFilterError::from_redis(e, true))
 }
 
-/// The kept candidates of namespace `ns` whose counts are gone (expired, or a release killed
-/// before it listed the key): the held-candidate hashes (Redis keys) to put back
-/// ([`move_held_at`]). A sweep over the keyspace (`SCAN`, every master of a cluster).
+/// The kept candidates, in every namespace, whose counts are gone (expired after `ttl` without
+/// an outcome or a hold there, or deleted by a release): the held-candidate hashes (Redis keys)
+/// to put back ([`move_held_at`]). A sweep over the keyspace (`SCAN`, every master of a
+/// cluster). Every key that keeps candidates has counts while a hold there is younger than
+/// `ttl` ([`OutcomeStore::hold_fresh`]).
 pub fn orphaned(
     redis: &crate::redis_filter::RedisConfig,
     conn: &mut Conn,
-    ns: &str,
 ) -> Result<Vec<String>, RedisFilterError> {
     let mut out = Vec::new();
-    for hk in crate::redis_filter::scan_keys(redis, &Keys::fetch_held_pattern(ns))? {
+    for hk in crate::redis_filter::scan_keys(redis, Keys::fetch_held_all())? {
         let counts = hk.replacen("cs:fh:", "cs:fo:", 1);
         let there: u64 = conn
             .query(redis::cmd("EXISTS").arg(&counts))
@@ -719,13 +773,7 @@ pub fn move_held_at(
             .map(|p| (p[0].as_slice(), p[1].as_slice()))
             .collect();
         // `NONCE EVENT`: the event is what goes back.
-        let events: Vec<Vec<u8>> = pairs
-            .iter()
-            .map(|(_, v)| {
-                let at = v.iter().position(|&b| b == b' ').map_or(0, |i| i + 1);
-                v[at..].to_vec()
-            })
-            .collect();
+        let events: Vec<Vec<u8>> = pairs.iter().map(|(_, v)| kept_event(v).to_vec()).collect();
         if !events.is_empty() {
             if !deliver(&events) {
                 return Ok(None);
@@ -749,6 +797,21 @@ pub fn move_held_at(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_value_is_its_nonce_and_its_event() {
+        let ev = br#"{"url":"a b.css","metadata":{"x":"y z"}}"#;
+        let mut v = format!("{} ", nonce()).into_bytes();
+        v.extend_from_slice(ev);
+        assert_eq!(kept_event(&v), ev);
+        // Without a nonce (or a short, or not hex, one) the value is the event whole.
+        assert_eq!(kept_event(ev), ev);
+        assert_eq!(kept_event(b"0123456789abcdeg {}"), b"0123456789abcdeg {}");
+        assert_eq!(kept_event(b"abc {}"), b"abc {}");
+        assert_eq!(kept_event(b""), b"");
+        assert_eq!(kept_ttl(7 * 24 * 3600), 14 * 24 * 3600 + 1200);
+        assert_eq!(kept_ttl(0), 2 + 1200);
+    }
 
     #[test]
     fn kinds_follow_the_status_and_the_soft_404_flag() {

@@ -1704,15 +1704,58 @@ fn kept_candidates_are_taken_out_only_as_delivered() {
         None
     );
     assert_eq!(hlen(&mut conn, &source_key), 1);
-    // The sweep finds kept candidates whose counts are gone, and only those.
-    assert!(outcomes::orphaned(&rc, &mut conn, "kept")
-        .unwrap()
-        .is_empty());
+    // A candidate its source holds, in a directory with no outcome yet: kept under both, and
+    // the directory given counts (its name, expiring after `ttl`), so that the sweep does not
+    // put it back at once, only to be held again, every sweep.
+    let new_dir = k("https://a.example/new/w.css");
+    let fresh = store
+        .hold_fresh(
+            &mut conn,
+            &[(&new_dir, 3, Some(b"{\"url\":\"new/w.css\"}".to_vec()))],
+        )
+        .unwrap();
+    assert_eq!(fresh[0], (Counts { hits: 0, misses: 4 }, Counts::default()));
+    assert_eq!(hlen(&mut conn, &new_dir.dir), 1);
+    let ttl =
+        |conn: &mut Conn, rk: String| -> i64 { conn.query(redis::cmd("TTL").arg(rk)).unwrap() };
+    let day = 24 * 3600;
+    let counts_ttl = ttl(&mut conn, Keys::fetch_outcomes("kept", &new_dir.dir));
+    assert!((1..=7 * day).contains(&counts_ttl), "{counts_ttl}");
+    // Kept twice the counts' ttl and two sweeps; an outcome under the key renews it.
+    let kept = Keys::fetch_held("kept", &gone.dir);
+    assert!(ttl(&mut conn, kept.clone()) > 14 * day);
+    let _: u64 = conn
+        .query(redis::cmd("EXPIRE").arg(&kept).arg(100))
+        .unwrap();
+    store
+        .record(
+            &mut conn,
+            &[(k("https://a.example/gone/m9.css"), Kind::Miss)],
+        )
+        .unwrap();
+    assert!(
+        ttl(&mut conn, kept.clone()) > 14 * day,
+        "an outcome under the key keeps what it keeps alive"
+    );
+    // The sweep finds kept candidates whose counts are gone, and only those, in every
+    // namespace.
+    assert!(outcomes::orphaned(&rc, &mut conn).unwrap().is_empty());
     let _: u64 = conn
         .query(redis::cmd("DEL").arg(Keys::fetch_outcomes("kept", &gone.dir)))
         .unwrap();
-    assert_eq!(
-        outcomes::orphaned(&rc, &mut conn, "kept").unwrap(),
-        vec![Keys::fetch_held("kept", &gone.dir)]
-    );
+    let mut elsewhere = OutcomeStore::new(OutcomeConfig::default(), "other");
+    elsewhere
+        .hold_fresh(
+            &mut conn,
+            &[(&gone, 2, Some(b"{\"url\":\"gone/z.css\"}".to_vec()))],
+        )
+        .unwrap();
+    let _: u64 = conn
+        .query(redis::cmd("DEL").arg(Keys::fetch_outcomes("other", &gone.dir)))
+        .unwrap();
+    let mut found = outcomes::orphaned(&rc, &mut conn).unwrap();
+    found.sort();
+    let mut want = vec![kept, Keys::fetch_held("other", &gone.dir)];
+    want.sort();
+    assert_eq!(found, want);
 }

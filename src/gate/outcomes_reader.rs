@@ -88,7 +88,7 @@ impl OutcomeReader {
                     cfg,
                     quit: q,
                     released_at: Instant::now(),
-                    swept_at: Instant::now(),
+                    swept_at: None,
                 }
                 .run()
             })
@@ -133,12 +133,9 @@ struct Reader {
     quit: Arc<AtomicBool>,
     /// When the released keys were last read.
     released_at: Instant,
-    /// When kept candidates under expired counts were last swept.
-    swept_at: Instant,
+    /// When kept candidates under expired counts were last swept (none yet: at the start).
+    swept_at: Option<Instant>,
 }
-
-/// How often a reader sweeps for candidates kept under counts that expired.
-const SWEEP: Duration = Duration::from_secs(600);
 
 impl Reader {
     fn stopping(&self) -> bool {
@@ -239,34 +236,25 @@ impl Reader {
         true
     }
 
-    /// Every `SWEEP`: candidates kept under counts that are gone (expired: a hold that lapsed)
-    /// put back, in the namespaces this reader counted outcomes of and the configured one.
+    /// At the start and every [`crate::outcomes::SWEEP`]: candidates kept under counts that
+    /// are gone (expired: a hold that lapsed) put back, in every namespace (kept events name
+    /// theirs).
     fn sweep(&mut self) -> bool {
-        if self.swept_at.elapsed() < SWEEP {
+        if self
+            .swept_at
+            .is_some_and(|t| t.elapsed() < crate::outcomes::SWEEP)
+        {
             return true;
         }
-        self.swept_at = Instant::now();
-        let mut names: Vec<String> = self.stores.keys().cloned().collect();
-        names.push(self.cfg.redis.namespace.clone());
-        names.sort();
-        names.dedup();
+        self.swept_at = Some(Instant::now());
         let redis = self.cfg.redis.client();
-        for ns in names {
-            match self
-                .conn
-                .with(|c| crate::outcomes::orphaned(&redis, c, &ns))
-            {
-                Ok(keys) => {
-                    if !keys.is_empty() && !self.put_back(&keys) {
-                        return false;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, namespace = ns, "sweeping held candidates whose counts expired failed; swept again later");
-                }
+        match self.conn.with(|c| crate::outcomes::orphaned(&redis, c)) {
+            Ok(keys) => keys.is_empty() || self.put_back(&keys),
+            Err(e) => {
+                tracing::warn!(error = %e, "sweeping held candidates whose counts expired failed; swept again later");
+                true
             }
         }
-        true
     }
 
     /// Put the candidates kept in the hashes `keys` (Redis keys) back on the input topic
@@ -296,6 +284,12 @@ impl Reader {
                         break;
                     }
                     Ok(None) => return false,
+                    Err(e) if !e.is_retryable() => {
+                        // Wrong type, no permission…: what is kept there stays, tried again
+                        // by the next hit, release or sweep; the rest goes on.
+                        tracing::error!(error = %e, key, "putting held candidates back failed; left kept");
+                        break;
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, key, "putting held candidates back failed; retrying");
                         if self.stopping() {
@@ -427,20 +421,40 @@ fn deliver_all(
     let mut left: Vec<&[u8]> = events.iter().map(Vec::as_slice).collect();
     let mut wait = Duration::from_millis(100);
     loop {
+        // A record refused for good (larger than the producer or the broker takes: an event
+        // re-encoded near the limit) would stall every put-back behind it: it stays in the
+        // audit topic (`fetch_misses`), where it was written when held, and is logged.
+        let refused = |v: &[u8], e: &rdkafka::error::KafkaError| {
+            let head = String::from_utf8_lossy(&v[..v.len().min(200)]).into_owned();
+            tracing::error!(topic, error = %e, bytes = v.len(), event = head, "a held candidate cannot be put back (too large); it is in the audit topic");
+        };
         let acks: Vec<_> = left
             .iter()
             .map(|v| {
                 // A record the producer's queue refused (full) is sent again below.
-                producer
-                    .send_result(
-                        rdkafka::producer::FutureRecord::<[u8], [u8]>::to(topic).payload(*v),
-                    )
-                    .ok()
+                match producer.send_result(
+                    rdkafka::producer::FutureRecord::<[u8], [u8]>::to(topic).payload(*v),
+                ) {
+                    Ok(f) => Some(Some(f)),
+                    Err((e, _)) if crate::stage::worker::permanent(&e) => {
+                        refused(v, &e);
+                        None
+                    }
+                    Err(_) => Some(None),
+                }
             })
             .collect();
         let mut again = Vec::new();
         for (v, ack) in left.iter().zip(acks) {
-            let ok = ack.is_some_and(|f| matches!(futures::executor::block_on(f), Ok(Ok(_))));
+            let Some(ack) = ack else { continue };
+            let ok = match ack.map(futures::executor::block_on) {
+                Some(Ok(Ok(_))) => true,
+                Some(Ok(Err((e, _)))) if crate::stage::worker::permanent(&e) => {
+                    refused(v, &e);
+                    true
+                }
+                _ => false,
+            };
             if !ok {
                 again.push(*v);
             }

@@ -464,13 +464,13 @@ impl Keys {
         )
     }
 
-    /// The `SCAN` pattern of namespace `ns`'s held-candidate hashes.
-    pub fn fetch_held_pattern(ns: &str) -> String {
-        format!("cs:fh:{{{ns}:*}}")
+    /// The `SCAN` pattern of every namespace's held-candidate hashes.
+    pub fn fetch_held_all() -> &'static str {
+        "cs:fh:*"
     }
 
     /// The keys released by `crawlsieve rules release` whose held candidates a gate is to put
-    /// back on its input (`cs:fr`, a set of `NAMESPACE` TAB `KEY`).
+    /// back on its input (`cs:fr`, a set of `NAMESPACE` TAB `KEY` TAB `NONCE`).
     pub fn fetch_released() -> &'static str {
         "cs:fr"
     }

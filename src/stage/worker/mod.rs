@@ -53,7 +53,7 @@ struct Tally {
 
 /// Whether a produce error will repeat whatever the retries: the record is larger than the
 /// producer's `message.max.bytes` or the broker's limit.
-fn permanent(e: &KafkaError) -> bool {
+pub(crate) fn permanent(e: &KafkaError) -> bool {
     matches!(
         e.rdkafka_error_code(),
         Some(
