@@ -6,7 +6,7 @@
 //! (lines used, default all), `BENCH_FORMAT` (`json`, the default: each line becomes a url-event
 //! with a `source` page, `depth` and `discovered_at`, every other one relative to its source;
 //! `lines`: the bare line as the event), `BENCH_PARTITIONS` (4), `BENCH_ROUNDS` (2), `BENCH_WORKERS` (1),
-//! `BENCH_REDIS` (redis://127.0.0.1:6379), `BENCH_SET` (extra `--set` values for both runs,
+//! `BENCH_REDIS` (default: a redis-server of its own on a free port), `BENCH_SET` (extra `--set` values for both runs,
 //! `;`-separated), `TANSU` (the broker binary), `BENCH_PERF` (a file: the gate runs under
 //! `perf record -g` into it, the robots run into FILE.robots; `BENCH_PERF_CALLGRAPH=dwarf` for call graphs of a build without frame pointers), `BENCH_BIN` (run that `crawlsieve` binary instead of this
 //! build's: an earlier revision side by side), `BENCH_ROBOTS` (set: each round also runs the gate
@@ -273,7 +273,7 @@ fn main() {
     let parts: i32 = env("BENCH_PARTITIONS", 4);
     let rounds: usize = env("BENCH_ROUNDS", 2);
     let workers: usize = env("BENCH_WORKERS", 1);
-    let redis: String = env("BENCH_REDIS", common::REDIS.to_string());
+    let redis: String = env("BENCH_REDIS", common::shared_redis().to_string());
 
     let k = Tansu::start();
     let b = k.brokers();

@@ -29,7 +29,7 @@
 //! target/bench-data), `BENCH_EVENTS` (lines used), `BENCH_PASSES` (timed passes, 3),
 //! `BENCH_BATCH` (events per batch, the gate's default `kafka.batch_size`), `BENCH_PHASE`
 //! (batches per turn, 50), `BENCH_CPU` (the CPU both sides are pinned to, 0: placement next to
-//! Redis or another tenant is then the same for both; `none`: unpinned), `BENCH_REDIS` (redis://127.0.0.1:6379). Run: `cargo bench --bench
+//! Redis or another tenant is then the same for both; `none`: unpinned), `BENCH_REDIS` (default: a redis-server of its own on a free port). Run: `cargo bench --bench
 //! robots_gate`; the figures in docs/crawl-policy.md used
 //! `STREAM=target/bench-data/stream-1000000-seed42.txt` (what `scripts/bench-gate.sh` generates).
 
@@ -243,7 +243,7 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let redis: String = env("BENCH_REDIS", common::REDIS.to_string());
+    let redis: String = env("BENCH_REDIS", common::shared_redis().to_string());
     if let Ok(which) = std::env::var("ROBOTS_GATE_SIDE") {
         let ns = std::env::var("ROBOTS_GATE_NS").unwrap();
         let capacity = env("ROBOTS_GATE_CAPACITY", 1_000_000u64);

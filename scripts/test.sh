@@ -39,16 +39,8 @@ fi
 command -v cargo >/dev/null 2>&1 || { echo "test.sh: cargo not found; install Rust with rustup (https://rustup.rs)" >&2; exit 1; }
 [ -d ../shared/data ] || { echo "test.sh: ../shared/data is missing: the tests read the shared suites from beside the checkout" >&2; exit 1; }
 
-# A Redis on 127.0.0.1:6379 for the shared-filter tests (the tests start their own extra
-# servers — a 3-node cluster, and ones they kill — on free ports).
-if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
-  echo "test.sh: starting redis-server on 127.0.0.1:6379" >&2
-  redis_dir=$(mktemp -d)
-  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
-    --dir "$redis_dir" --logfile "$redis_dir/redis.log"
-  for _ in $(seq 50); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.1; done
-  redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "test.sh: redis-server did not start" >&2; exit 1; }
-fi
+# Redis: the tests start their own servers on free ports (one shared per test binary, a
+# 3-node cluster, ones they kill); the machine's 127.0.0.1:6379 is never touched.
 
 # Helm's engine (helm-python-sdk: lint and render without the helm binary) and
 # kubernetes-validate for tests/deploy.rs, in a virtualenv of the checkout's own (Debian's

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, http_get, http_request, metric, promtool_check, OwnRedis, REDIS};
+use common::{free_port, http_get, http_request, metric, promtool_check, shared_redis, OwnRedis};
 use serde_json::{json, Value};
 
 const TOKEN: &str = "s3cret-token-for-tests";
@@ -157,7 +157,10 @@ fn error_code(body: &Value) -> &str {
 
 #[test]
 fn auth_limits_and_malformed_input_get_clear_errors() {
-    let s = Server::start(REDIS, &["serve.max_body_bytes=4096", "serve.max_urls=50"]);
+    let s = Server::start(
+        shared_redis(),
+        &["serve.max_body_bytes=4096", "serve.max_urls=50"],
+    );
     let errors = openapi("Error");
     let n = ns("auth");
     let ok_body = json!({"namespace": n, "urls": ["https://a.example/x"]}).to_string();
@@ -252,14 +255,14 @@ fn auth_limits_and_malformed_input_get_clear_errors() {
         4.0
     );
     assert!(metric(&m, "crawlsieve_serve_requests_total", "code=\"413\"") >= 3.0);
-    drop_ns(REDIS, &[n]);
+    drop_ns(shared_redis(), &[n]);
 }
 
 /// A `source` that is no page's absolute URL is a mistake to say (422), not a request whose
 /// relative candidates all come back `no_base` (fifth newcomer run).
 #[test]
 fn a_source_without_a_scheme_is_refused() {
-    let s = Server::start(REDIS, &[]);
+    let s = Server::start(shared_redis(), &[]);
     let n = ns("badsource");
     let body = json!({"namespace": n, "source": "docs.example.org", "urls": ["settings.html"]});
     let (code, _, v) = s.post(Some(TOKEN), body.to_string().as_bytes());
@@ -272,12 +275,12 @@ fn a_source_without_a_scheme_is_refused() {
             .contains("https://docs.example.org"),
         "{v}"
     );
-    drop_ns(REDIS, &[n]);
+    drop_ns(shared_redis(), &[n]);
 }
 
 #[test]
 fn verdicts_follow_the_gate_rules() {
-    let s = Server::start(REDIS, &[]);
+    let s = Server::start(shared_redis(), &[]);
     let responses = openapi("FilterResponse");
     let n = ns("verdicts");
     let r = s.filter(&json!({
@@ -352,13 +355,14 @@ fn verdicts_follow_the_gate_rules() {
 
     // Pattern verdicts from the render stage apply as in the gate.
     let pat = crawlsieve::url::pattern::pattern("https://shop.example/p/123");
-    let mut con = redis::Client::open(REDIS)
+    let mut con = redis::Client::open(shared_redis())
         .unwrap()
         .get_connection()
         .unwrap();
-    let mut conn =
-        crawlsieve::redis_filter::Conn::connect(&crawlsieve::redis_filter::RedisConfig::new(REDIS))
-            .unwrap();
+    let mut conn = crawlsieve::redis_filter::Conn::connect(
+        &crawlsieve::redis_filter::RedisConfig::new(shared_redis()),
+    )
+    .unwrap();
     crawlsieve::pattern_verdicts::write(&mut conn, &other, &pat, 3, 0.97).unwrap();
     // The API reads the namespace's verdict index at most once a second (crate::pattern_verdicts).
     std::thread::sleep(Duration::from_millis(1100));
@@ -378,7 +382,7 @@ fn verdicts_follow_the_gate_rules() {
         ) >= 2.0
     );
     assert!(metric(&m, "crawlsieve_serve_urls_emitted_total", "") >= 5.0);
-    drop_ns(REDIS, &[n, other]);
+    drop_ns(shared_redis(), &[n, other]);
 }
 
 /// Redis goes away: 503 `unavailable` with Retry-After, /readyz 503; back: 200 again.
@@ -425,7 +429,7 @@ fn redis_outage_is_a_503_not_a_wrong_answer() {
 /// lost, none twice), only in that namespace, and every response accounts for all it received.
 #[test]
 fn concurrent_load_loses_nothing_and_never_mixes_namespaces() {
-    let s = Server::start(REDIS, &["serve.workers=2"]);
+    let s = Server::start(shared_redis(), &["serve.workers=2"]);
     let names: Vec<String> = (0..4).map(|i| ns(&format!("load{i}"))).collect();
     let (clients, requests, per) = (8usize, 25usize, 200usize);
     let results: Vec<Vec<(usize, Vec<String>, Value)>> = std::thread::scope(|sc| {
@@ -483,7 +487,7 @@ fn concurrent_load_loses_nothing_and_never_mixes_namespaces() {
     }
     let total: usize = got.iter().map(Vec::len).sum();
     assert!(total > 4 * 2000, "the load overlaps namespaces: {total}");
-    drop_ns(REDIS, &names);
+    drop_ns(shared_redis(), &names);
 }
 
 /// Clients that hang up while their request is being filtered (wrk does, at the end of a run)
@@ -491,7 +495,7 @@ fn concurrent_load_loses_nothing_and_never_mixes_namespaces() {
 #[test]
 fn clients_hanging_up_mid_request_do_not_break_the_server() {
     use std::io::Write;
-    let s = Server::start(REDIS, &["serve.workers=1"]);
+    let s = Server::start(shared_redis(), &["serve.workers=1"]);
     let n = ns("hangup");
     for round in 0..12 {
         let urls: Vec<String> = (0..5000)
@@ -512,14 +516,14 @@ fn clients_hanging_up_mid_request_do_not_break_the_server() {
     std::thread::sleep(Duration::from_millis(500));
     let r = s.filter(&json!({"namespace": n, "urls": ["https://hang.example/after"]}));
     assert_eq!(r["new"], json!(["https://hang.example/after"]));
-    drop_ns(REDIS, &[n]);
+    drop_ns(shared_redis(), &[n]);
 }
 
 /// The Python client in docs/api.md (seed 001's `FilterAPI`) works against the real server:
 /// filtered lists come back, and errors raise with the server's error code.
 #[test]
 fn the_documented_python_client_works() {
-    let s = Server::start(REDIS, &[]);
+    let s = Server::start(shared_redis(), &[]);
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md")).unwrap();
     let start = doc
         .find("```python\n")
@@ -555,7 +559,7 @@ fn the_documented_python_client_works() {
         "{text}"
     );
     assert_eq!(lines[2], "401 unauthorized");
-    drop_ns(REDIS, &[n]);
+    drop_ns(shared_redis(), &[n]);
 }
 
 /// `[sieve]` configures the rules as `dedup`'s flags do: strict profile, extra stripped
@@ -563,7 +567,7 @@ fn the_documented_python_client_works() {
 #[test]
 fn the_sieve_section_sets_the_rules() {
     let s = Server::start(
-        REDIS,
+        shared_redis(),
         &[
             "sieve.profile=strict",
             "sieve.strip_params=[\"ref\"]",
@@ -583,7 +587,7 @@ fn the_sieve_section_sets_the_rules() {
         r["rejected"][0]["reason"], "whitespace",
         "strict profile: {r}"
     );
-    drop_ns(REDIS, &[n]);
+    drop_ns(shared_redis(), &[n]);
 }
 
 /// `POST /v1/filter` with an extra header line.
@@ -602,7 +606,7 @@ fn post_with(s: &Server, header: &str, body: &[u8]) -> (u16, String, Value) {
 /// `Idempotency-Key`, never that its new URLs are duplicates.
 #[test]
 fn an_idempotency_key_answers_a_retry_with_the_first_answer() {
-    let s = Server::start(REDIS, &[]);
+    let s = Server::start(shared_redis(), &[]);
     let ns = format!("idem-{}", free_port());
     let body = json!({"namespace": ns, "urls": ["https://i.example/1", "https://i.example/2", "https://i.example/1", "mailto:x@y"]})
         .to_string();
@@ -651,7 +655,7 @@ fn an_idempotency_key_answers_a_retry_with_the_first_answer() {
     let (status, _, e) = post_with(&s, "Idempotency-Key: has space", body2.as_bytes());
     assert_eq!(status, 400);
     assert_eq!(e["error"]["code"], "invalid_request");
-    drop_ns(REDIS, &[ns]);
+    drop_ns(shared_redis(), &[ns]);
 }
 
 /// The idempotent path survives a process dying between claiming and answering: the retry,
@@ -682,7 +686,8 @@ fn an_idempotent_request_interrupted_after_claiming_is_answered_new_on_retry() {
         core.filter_direct(&ns, None, &[], false, None)
             .unwrap()
             .unwrap();
-        let mut f = RedisFilter::attach(RedisConfig::new(REDIS), &ns, &Expect::default()).unwrap();
+        let mut f =
+            RedisFilter::attach(RedisConfig::new(shared_redis()), &ns, &Expect::default()).unwrap();
         let mut s = crawlsieve::sieve::Sieve::new(Default::default(), Default::default(), None);
         let fps: Vec<u128> = urls
             .iter()
@@ -729,7 +734,7 @@ fn an_idempotent_request_interrupted_after_claiming_is_answered_new_on_retry() {
             (Verdict::Duplicate, String::new())
         ]
     );
-    drop_ns(REDIS, &[ns]);
+    drop_ns(shared_redis(), &[ns]);
 }
 
 /// `crawlsieve serve --log-format json` writes one JSON object per line: the listening event
@@ -741,7 +746,7 @@ fn serve_logs_json_lines() {
         .args(["serve", "--log-format", "json", "--set"])
         .arg(format!("serve.listen=127.0.0.1:{port}"))
         .arg("--set")
-        .arg(format!("redis.url={REDIS}"))
+        .arg(format!("redis.url={}", shared_redis()))
         .env("CRAWLSIEVE_API_TOKENS", TOKEN)
         .env("CRAWLSIEVE_LOG", "info")
         .env_remove("CRAWLSIEVE_CONFIG")
@@ -802,7 +807,7 @@ fn serve_logs_json_lines() {
 /// rejected ones are echoed as sent.
 #[test]
 fn the_request_context_decodes_candidates() {
-    let srv = Server::start(REDIS, &[]);
+    let srv = Server::start(shared_redis(), &[]);
     let name = ns("ctx");
     let r = srv.filter(&json!({
         "namespace": name,
@@ -826,7 +831,7 @@ fn the_request_context_decodes_candidates() {
             .as_bytes(),
     );
     assert_eq!(status, 422, "{e}");
-    drop_ns(REDIS, &[name]);
+    drop_ns(shared_redis(), &[name]);
 }
 
 /// Issue 18: `[scope]` judges each request's URLs after canonicalization, and a namespace's own
@@ -837,7 +842,7 @@ fn scope_and_a_namespace_s_own_scope_apply_to_requests() {
     let docs = ns("scope-docs");
     let own = format!(r#"scopes."{shop}".allow_domains=["shop.example"]"#);
     let srv = Server::start(
-        REDIS,
+        shared_redis(),
         &[
             r#"scope.allow_domains=["docs.example"]"#,
             "scope.max_depth=2",
@@ -876,7 +881,7 @@ fn scope_and_a_namespace_s_own_scope_apply_to_requests() {
     }));
     assert_eq!(r["new"], json!(["https://shop.example/a/b/c/d"]), "{r}");
     assert_eq!(r["rejected"][0]["reason"], "out_of_scope_domain", "{r}");
-    drop_ns(REDIS, &[shop, docs]);
+    drop_ns(shared_redis(), &[shop, docs]);
 }
 
 /// Issue 25: `POST /v1/forget` lets given URLs through once more — judged and canonicalized as

@@ -268,13 +268,15 @@ fn opt_in_merges_dedup_variants_but_emit_the_first_as_written() {
 
 #[test]
 fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
-    const R: &str = "redis://127.0.0.1:6379";
+    let own = common::OwnRedis::start(&[]);
+    let url = own.url();
+    let r: &str = &url;
     let sample = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/sample-candidates.txt"
     ))
     .unwrap();
-    let _ = run(&["bloom", "--redis", R, "drop", "cli-test"], b"");
+    let _ = run(&["bloom", "--redis", r, "drop", "cli-test"], b"");
     let local = stdout(&run(
         &["dedup", "-q", "--base", "https://docs.example.org/guide/"],
         &sample,
@@ -285,7 +287,7 @@ fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
         "--base",
         "https://docs.example.org/guide/",
         "--redis",
-        R,
+        r,
         "--namespace",
         "cli-test",
     ];
@@ -301,7 +303,7 @@ fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
             "bloom",
             "forget",
             "--redis",
-            R,
+            r,
             "--namespace",
             "cli-test",
             two[0],
@@ -330,7 +332,7 @@ fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
             "bloom",
             "forget",
             "--redis",
-            R,
+            r,
             "--namespace",
             "cli-test",
             "https://never-seen.example/x",
@@ -359,7 +361,7 @@ fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
             "bloom",
             "forget",
             "--redis",
-            R,
+            r,
             "--namespace",
             "cli-test",
             "-",
@@ -379,7 +381,7 @@ fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
         &[
             "dedup",
             "--redis",
-            R,
+            r,
             "--namespace",
             "cli-test",
             "--capacity",
@@ -395,7 +397,7 @@ fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
     );
     // stats / export / drop / import.
     let stats: serde_json::Value = serde_json::from_str(&stdout(&run(
-        &["bloom", "--redis", R, "stats", "cli-test"],
+        &["bloom", "--redis", r, "stats", "cli-test"],
         b"",
     )))
     .unwrap();
@@ -409,19 +411,19 @@ fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
         &[
             "bloom",
             "--redis",
-            R,
+            r,
             "export",
             "cli-test",
             file.to_str().unwrap(),
         ],
         b"",
     ));
-    stdout(&run(&["bloom", "--redis", R, "drop", "cli-test"], b""));
-    assert!(!run(&["bloom", "--redis", R, "stats", "cli-test"], b"")
+    stdout(&run(&["bloom", "--redis", r, "drop", "cli-test"], b""));
+    assert!(!run(&["bloom", "--redis", r, "stats", "cli-test"], b"")
         .status
         .success());
     stdout(&run(
-        &["bloom", "--redis", R, "import", file.to_str().unwrap()],
+        &["bloom", "--redis", r, "import", file.to_str().unwrap()],
         b"",
     ));
     assert_eq!(
@@ -429,9 +431,9 @@ fn dedup_shares_a_redis_namespace_across_runs_and_bloom_commands_manage_it() {
         "",
         "restored from the snapshot"
     );
-    let o = run(&["bloom", "--redis", R, "create", "cli-test"], b"");
+    let o = run(&["bloom", "--redis", r, "create", "cli-test"], b"");
     assert!(!o.status.success(), "create refuses an existing namespace");
-    stdout(&run(&["bloom", "--redis", R, "drop", "cli-test"], b""));
+    stdout(&run(&["bloom", "--redis", r, "drop", "cli-test"], b""));
 }
 
 #[test]

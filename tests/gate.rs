@@ -1,5 +1,5 @@
 //! `crawlsieve gate` against a real Kafka-protocol broker (tansu, one per test) and real Redis
-//! (the shared 127.0.0.1:6379, and servers of the tests' own where one is stopped).
+//! (the test binary's shared one, `common::shared_redis`, and servers of the tests' own where one is stopped).
 
 mod common;
 
@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::kafka::{committed, create_topics, produce, read_all, read_until, Got, Tansu};
-use common::{free_port, http_get, metric, promtool_check, OwnRedis, REDIS};
+use common::{free_port, http_get, metric, promtool_check, shared_redis, OwnRedis};
 use crawlsieve::config::Config as GateConfig;
 use crawlsieve::events::{DeadLetter, DeadLetterCode, FetchEvent, RejectedEvent, UrlEvent};
 use crawlsieve::gate::{GateCore, GateStaged};
@@ -306,7 +306,7 @@ fn staged_events<T: serde::de::DeserializeOwned>(st: &GateStaged, dest: Dest) ->
 /// gate adopts it (lease gone) and publishes the same fetch events.
 #[test]
 fn stage_takes_urls_and_a_gone_gates_outbox_is_adopted() {
-    let ns = Ns::new("core", REDIS);
+    let ns = Ns::new("core", shared_redis());
     let gate_cfg = || {
         let mut cfg = GateConfig::default();
         cfg.redis.namespace = ns.name.clone();
@@ -407,12 +407,13 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
             ("urls.dead-letter", 1),
         ],
     );
-    let ns = Ns::new("e2e", REDIS);
-    let ns2 = Ns::new("e2e2", REDIS);
+    let ns = Ns::new("e2e", shared_redis());
+    let ns2 = Ns::new("e2e2", shared_redis());
     // A verdict written as the render stage will: pages of this pattern are near-identical.
     let pat = crawlsieve::url::pattern::pattern("https://tpl.example/p/1");
     {
-        let mut conn = crawlsieve::redis_filter::Conn::connect(&RedisConfig::new(REDIS)).unwrap();
+        let mut conn =
+            crawlsieve::redis_filter::Conn::connect(&RedisConfig::new(shared_redis())).unwrap();
         crawlsieve::pattern_verdicts::write(&mut conn, &ns.name, &pat, 3, 0.97).unwrap();
     }
     let big = format!("https://big.example/{}", "a".repeat(5000));
@@ -444,7 +445,7 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
     vals.insert(5, b"\xff\xfe not utf-8".to_vec());
     produce(&b, "urls", 3, &vals);
 
-    let mut sets = base_sets(&b, "g1", &ns.name, REDIS);
+    let mut sets = base_sets(&b, "g1", &ns.name, shared_redis());
     sets.push("kafka.audit_topic=audit".into());
     sets.push("kafka.max_message_bytes=4096".into());
     let mut g = GateProc::start(&sets, &["--idle-exit", "3s"]);
@@ -546,9 +547,9 @@ fn end_to_end_events_rejections_dead_letters_and_pattern_verdicts() {
 /// dead letter.
 #[test]
 fn no_url_lost_when_a_gate_is_killed_repeatedly() {
-    let st = setup("kill", 200_000, REDIS);
+    let st = setup("kill", 200_000, shared_redis());
     let (b, ns, vals, want, want_dead) = (&st.b, &st.ns, &st.vals, &st.want, st.want_dead);
-    let mut sets = base_sets(b, "g-kill", &ns.name, REDIS);
+    let mut sets = base_sets(b, "g-kill", &ns.name, shared_redis());
     sets.push("kafka.batch_size=500".into());
     let mut a = GateProc::start(&sets, &[]);
     let mut bgate = GateProc::start(&sets, &[]);
@@ -625,9 +626,9 @@ fn no_url_lost_when_a_gate_is_killed_repeatedly() {
 /// of the copies. Claims make the second gate wait for the first: few repeats, none lost.
 #[test]
 fn two_gates_publish_links_seen_on_several_partitions_once() {
-    let st = setup("multi", common::env_or("MULTI_N", 40_000), REDIS);
+    let st = setup("multi", common::env_or("MULTI_N", 40_000), shared_redis());
     let (b, ns, vals, want) = (&st.b, &st.ns, &st.vals, &st.want);
-    let mut sets = base_sets(b, "g-multi", &ns.name, REDIS);
+    let mut sets = base_sets(b, "g-multi", &ns.name, shared_redis());
     sets.push("kafka.batch_size=200".into());
     let ports = [free_port(), free_port()];
     let gates: Vec<GateProc> = ports
@@ -689,9 +690,9 @@ fn two_gates_publish_links_seen_on_several_partitions_once() {
 /// nothing is lost.
 #[test]
 fn a_consumer_joining_and_leaving_loses_nothing() {
-    let st = setup("rebalance", 40_000, REDIS);
+    let st = setup("rebalance", 40_000, shared_redis());
     let (b, ns, vals, want) = (&st.b, &st.ns, &st.vals, &st.want);
-    let mut sets = base_sets(b, "g-rebalance", &ns.name, REDIS);
+    let mut sets = base_sets(b, "g-rebalance", &ns.name, shared_redis());
     sets.push("kafka.batch_size=200".into());
     let _a = GateProc::start(&sets, &[]);
     let mut second: Option<GateProc> = None;
@@ -823,9 +824,9 @@ fn readyz_fails_while_kafka_is_unreachable() {
     let k = Tansu::start();
     let b = k.brokers();
     create_topics(&b, &[("urls", 1), ("fetch", 1), ("urls.dead-letter", 1)]);
-    let ns = Ns::new("kready", REDIS);
+    let ns = Ns::new("kready", shared_redis());
     let mport = free_port();
-    let mut sets = base_sets(&b, "g-kready", &ns.name, REDIS);
+    let mut sets = base_sets(&b, "g-kready", &ns.name, shared_redis());
     sets.push(format!("metrics.listen=127.0.0.1:{mport}"));
     let mut g = GateProc::start(&sets, &[]);
     let ready = |want: &str| {
@@ -856,10 +857,10 @@ fn readyz_fails_while_kafka_is_unreachable() {
 /// in the same group (with an empty filter) re-reads nothing.
 #[test]
 fn graceful_shutdown_commits_what_was_delivered() {
-    let st = setup("term", 5_000, REDIS);
+    let st = setup("term", 5_000, shared_redis());
     let (b, ns, vals, want) = (&st.b, &st.ns, &st.vals, &st.want);
     produce(b, "urls", 4, vals);
-    let sets = base_sets(b, "g-term", &ns.name, REDIS);
+    let sets = base_sets(b, "g-term", &ns.name, shared_redis());
     let mut g = GateProc::start(&sets, &[]);
     assert_all_fetched(b, want, Duration::from_secs(120));
     g.signal(libc::SIGTERM);
@@ -868,9 +869,9 @@ fn graceful_shutdown_commits_what_was_delivered() {
     let c = committed(b, "g-term", "urls", 4);
     assert_eq!(c.values().sum::<i64>(), vals.len() as i64, "{c:?}");
     // Same group, a fresh namespace: only what arrives now is emitted.
-    let ns2 = Ns::new("term2", REDIS);
+    let ns2 = Ns::new("term2", shared_redis());
     produce(b, "urls", 4, &[b"https://after.example/restart".to_vec()]);
-    let sets = base_sets(b, "g-term", &ns2.name, REDIS);
+    let sets = base_sets(b, "g-term", &ns2.name, shared_redis());
     let mut g = GateProc::start(&sets, &["--idle-exit", "2s"]);
     let (st, err) = g.wait(Duration::from_secs(60));
     assert!(st.success(), "{err}");
@@ -888,12 +889,12 @@ fn output_cluster_down_pauses_without_commit_or_loss() {
     let b = k.brokers();
     create_topics(&b, &[("urls", 4), ("urls.dead-letter", 1)]);
     let out_port = free_port();
-    let ns = Ns::new("outdown", REDIS);
+    let ns = Ns::new("outdown", shared_redis());
     let vals = workload(3_000);
     let (want, _) = expected(&vals);
     produce(&b, "urls", 4, &vals);
     let mport = free_port();
-    let mut sets = base_sets(&b, "g-outdown", &ns.name, REDIS);
+    let mut sets = base_sets(&b, "g-outdown", &ns.name, shared_redis());
     sets.push(format!("metrics.listen=127.0.0.1:{mport}"));
     sets.push(format!(
         "kafka.producer.\"bootstrap.servers\"=127.0.0.1:{out_port}"
@@ -931,7 +932,7 @@ fn an_undeliverable_fetch_event_becomes_a_dead_letter() {
     let k = Tansu::start();
     let b = k.brokers();
     create_topics(&b, &[("urls", 1), ("fetch", 1), ("urls.dead-letter", 1)]);
-    let ns = Ns::new("toolarge", REDIS);
+    let ns = Ns::new("toolarge", shared_redis());
     let blob = "x".repeat(3000);
     let vals: Vec<Vec<u8>> = vec![
         b"https://small.example/1".to_vec(),
@@ -943,7 +944,7 @@ fn an_undeliverable_fetch_event_becomes_a_dead_letter() {
     ];
     produce(&b, "urls", 1, &vals);
     let mport = free_port();
-    let mut sets = base_sets(&b, "g-toolarge", &ns.name, REDIS);
+    let mut sets = base_sets(&b, "g-toolarge", &ns.name, shared_redis());
     sets.push(format!("metrics.listen=127.0.0.1:{mport}"));
     sets.push("kafka.producer.\"message.max.bytes\"=2000".into());
     let mut g = GateProc::start(&sets, &["--idle-exit", "3s"]);
@@ -982,7 +983,7 @@ fn an_undeliverable_fetch_event_becomes_a_dead_letter() {
 /// Issue 17: the gate decodes each event by its own `context` (absent: nothing decoded).
 #[test]
 fn each_event_is_decoded_by_its_context() {
-    let ns = Ns::new("ctx", REDIS);
+    let ns = Ns::new("ctx", shared_redis());
     let mut cfg = GateConfig::default();
     cfg.redis.namespace = ns.name.clone();
     let mut core = GateCore::new(cfg, FilterMetrics::unregistered());
@@ -1020,8 +1021,8 @@ fn each_event_is_decoded_by_its_context() {
 /// `[scope]` for its events.
 #[test]
 fn scope_rejects_before_the_filter_with_a_reason() {
-    let ns = Ns::new("scope", REDIS);
-    let other = Ns::new("scope-own", REDIS);
+    let ns = Ns::new("scope", shared_redis());
+    let other = Ns::new("scope-own", shared_redis());
     let mut cfg = GateConfig::default();
     cfg.redis.namespace = ns.name.clone();
     cfg.kafka.audit_topic = Some("audit".into());
@@ -1087,7 +1088,7 @@ fn scope_rejects_before_the_filter_with_a_reason() {
 /// earlier chunk is a duplicate in a later one even though both exchanges were in flight at once.
 #[test]
 fn a_batch_judged_in_chunks_publishes_each_url_once() {
-    let ns = Ns::new("chunks", REDIS);
+    let ns = Ns::new("chunks", shared_redis());
     let mut cfg = GateConfig::default();
     cfg.redis.namespace = ns.name.clone();
     let mut core = GateCore::new(cfg, FilterMetrics::unregistered());

@@ -16,7 +16,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, REDIS};
+use common::{free_port, shared_redis};
 
 const TOKEN: &str = "hostile-test-token";
 /// The chart's memory limit of the API pod.
@@ -35,7 +35,7 @@ impl Server {
             .arg("--set")
             .arg(format!("serve.listen=127.0.0.1:{port}"))
             .arg("--set")
-            .arg(format!("redis.url={REDIS}"))
+            .arg(format!("redis.url={}", shared_redis()))
             .args(["--log-format", "json"])
             .env("CRAWLSIEVE_API_TOKENS", TOKEN)
             .env_remove("CRAWLSIEVE_CONFIG")
@@ -132,7 +132,7 @@ fn percentile(v: &mut [Duration], p: f64) -> Duration {
 }
 
 fn drop_ns(names: &[String]) {
-    let cfg = crawlsieve::redis_filter::RedisConfig::new(REDIS);
+    let cfg = crawlsieve::redis_filter::RedisConfig::new(shared_redis());
     for n in names {
         let _ = crawlsieve::redis_filter::RedisFilter::drop_namespace(&cfg, n);
     }

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::kafka::{create_topics, produce, Tansu};
-use common::{free_port, http_get, http_request, promtool_check, REDIS};
+use common::{free_port, http_get, http_request, promtool_check, shared_redis};
 use serde_json::Value;
 
 /// A child process killed (SIGTERM, then SIGKILL) on drop.
@@ -305,7 +305,7 @@ fn prometheus_scrapes_every_stage_and_the_dashboard_has_data() {
     assert_eq!(common::metric(&r, "crawlsieve_render_chromium_up", ""), 1.0);
     assert!(http_get(rport, "/readyz").contains("200 OK"));
     let _ = crawlsieve::redis_filter::RedisFilter::drop_namespace(
-        &crawlsieve::redis_filter::RedisConfig::new(REDIS),
+        &crawlsieve::redis_filter::RedisConfig::new(shared_redis()),
         &ns,
     );
 }

@@ -1,4 +1,4 @@
-//! The Redis-shared filter against real Redis servers: the shared one on 127.0.0.1:6379, servers
+//! The Redis-shared filter against real Redis servers: the test binary's shared one (`common::shared_redis`), servers
 //! of the tests' own (killed, paused), and a 3-node Redis Cluster.
 
 mod common;
@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use common::{fps, OwnCluster, OwnRedis, REDIS};
+use common::{fps, shared_redis, OwnCluster, OwnRedis};
 use crawlsieve::redis_filter::{
     snapshot, Expect, Mode, NamespaceSpec, RedisConfig, RedisFilter, RedisFilterError,
 };
@@ -123,8 +123,9 @@ fn count_new(f: &mut RedisFilter, fps: &[u128]) -> usize {
 
 #[test]
 fn check_and_set_answers_in_order_and_the_tier_never_invents_seen() {
-    let ns = fresh(REDIS, "order");
-    let mut f = RedisFilter::create(cfg(REDIS), &ns, &NamespaceSpec::new(10_000, 1e-3)).unwrap();
+    let ns = fresh(shared_redis(), "order");
+    let mut f =
+        RedisFilter::create(cfg(shared_redis()), &ns, &NamespaceSpec::new(10_000, 1e-3)).unwrap();
     let a = fps(1, 3);
     // Duplicates inside one batch: the first is new.
     assert_eq!(
@@ -138,7 +139,7 @@ fn check_and_set_answers_in_order_and_the_tier_never_invents_seen() {
         "repeats are answered locally"
     );
     // A second client (empty tier) sees the same through Redis.
-    let mut g = RedisFilter::attach(cfg(REDIS), &ns, &Expect::default()).unwrap();
+    let mut g = RedisFilter::attach(cfg(shared_redis()), &ns, &Expect::default()).unwrap();
     assert_eq!(cas(&mut g, &a), [false, false, false]);
     assert_eq!(g.client_stats().redis_lookups, 3);
     // check + insert, the gate's protocol.
@@ -155,17 +156,18 @@ fn check_and_set_answers_in_order_and_the_tier_never_invents_seen() {
     // Inserts count toward the generation's items (growth depends on it): 4 + the 3 above.
     drop(g);
     assert_eq!(f.stats().unwrap().items, 7);
-    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+    RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
 }
 
 #[test]
 fn namespaces_are_independent_and_parameters_are_checked_on_attach() {
-    let a = fresh(REDIS, "ns-a");
-    let b = fresh(REDIS, "ns-b");
-    let mut fa = RedisFilter::create(cfg(REDIS), &a, &NamespaceSpec::new(1000, 1e-2)).unwrap();
+    let a = fresh(shared_redis(), "ns-a");
+    let b = fresh(shared_redis(), "ns-b");
+    let mut fa =
+        RedisFilter::create(cfg(shared_redis()), &a, &NamespaceSpec::new(1000, 1e-2)).unwrap();
     let mut spec_b = NamespaceSpec::new(5000, 1e-3);
     spec_b.mode = Mode::Exact;
-    let mut fb = RedisFilter::create(cfg(REDIS), &b, &spec_b).unwrap();
+    let mut fb = RedisFilter::create(cfg(shared_redis()), &b, &spec_b).unwrap();
     let x = fps(3, 10);
     assert!(cas(&mut fa, &x).iter().all(|&n| n));
     assert!(
@@ -173,12 +175,13 @@ fn namespaces_are_independent_and_parameters_are_checked_on_attach() {
         "the same URLs are new in another namespace"
     );
     // Same parameters: attach. Different: a clear error naming the field.
-    assert!(RedisFilter::create(cfg(REDIS), &a, &NamespaceSpec::new(1000, 1e-2)).is_ok());
-    let e = RedisFilter::create(cfg(REDIS), &a, &NamespaceSpec::new(2000, 1e-2)).unwrap_err();
+    assert!(RedisFilter::create(cfg(shared_redis()), &a, &NamespaceSpec::new(1000, 1e-2)).is_ok());
+    let e =
+        RedisFilter::create(cfg(shared_redis()), &a, &NamespaceSpec::new(2000, 1e-2)).unwrap_err();
     assert!(matches!(e, RedisFilterError::Mismatch { .. }), "{e}");
     assert!(e.to_string().contains("capacity: 1000 ≠ 2000"), "{e}");
     let e = RedisFilter::attach(
-        cfg(REDIS),
+        cfg(shared_redis()),
         &b,
         &Expect {
             mode: Some(Mode::Bloom),
@@ -188,33 +191,48 @@ fn namespaces_are_independent_and_parameters_are_checked_on_attach() {
     .unwrap_err();
     assert!(e.to_string().contains("mode"), "{e}");
     assert!(!e.is_retryable());
-    let e = RedisFilter::attach(cfg(REDIS), "test-never-created", &Expect::default()).unwrap_err();
+    let e = RedisFilter::attach(
+        cfg(shared_redis()),
+        "test-never-created",
+        &Expect::default(),
+    )
+    .unwrap_err();
     assert!(matches!(e, RedisFilterError::NotFound(_)), "{e}");
-    assert!(RedisFilter::create(cfg(REDIS), "bad{name}", &NamespaceSpec::new(10, 0.1)).is_err());
+    assert!(RedisFilter::create(
+        cfg(shared_redis()),
+        "bad{name}",
+        &NamespaceSpec::new(10, 0.1)
+    )
+    .is_err());
     for ns in [&a, &b] {
-        assert!(RedisFilter::drop_namespace(&cfg(REDIS), ns).unwrap());
-        assert!(!RedisFilter::drop_namespace(&cfg(REDIS), ns).unwrap());
+        assert!(RedisFilter::drop_namespace(&cfg(shared_redis()), ns).unwrap());
+        assert!(!RedisFilter::drop_namespace(&cfg(shared_redis()), ns).unwrap());
     }
 }
 
 #[test]
 fn concurrent_clients_report_each_distinct_url_new_exactly_once() {
     for mode in [Mode::Exact, Mode::Bloom, Mode::Fingerprints] {
-        let ns = fresh(REDIS, &format!("concurrent-{mode:?}"));
+        let ns = fresh(shared_redis(), &format!("concurrent-{mode:?}"));
         let mut spec = NamespaceSpec::new(200_000, 1e-4);
         spec.mode = mode;
         spec.shards = Some(4);
-        drop(RedisFilter::create(cfg(REDIS), &ns, &spec).unwrap());
+        drop(RedisFilter::create(cfg(shared_redis()), &ns, &spec).unwrap());
         // A stream with repeats: 20 000 distinct URLs, each 3 times, in a different order per client.
         let distinct = fps(4, 20_000);
         let handles: Vec<_> = (0..4u64)
             .map(|t| {
                 let ns = ns.clone();
-                client(REDIS.to_string(), ns, shuffled(&distinct, 3, t), 700)
+                client(
+                    shared_redis().to_string(),
+                    ns,
+                    shuffled(&distinct, 3, t),
+                    700,
+                )
             })
             .collect();
         assert_new_once(mode, handles, &distinct);
-        RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+        RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
     }
 }
 
@@ -239,8 +257,8 @@ fn measured_fp(url: &str, ns: &str, p: f64, k: u32, shards: u32) -> (f64, RedisF
 #[test]
 fn fp_rate_at_capacity_is_within_the_band() {
     for (p, k, shards) in [(1e-2, 5, 1), (1e-2, 7, 3), (1e-3, 5, 2)] {
-        let ns = fresh(REDIS, &format!("fp-{k}-{shards}"));
-        let (fp, mut f) = measured_fp(REDIS, &ns, p, k, shards);
+        let ns = fresh(shared_redis(), &format!("fp-{k}-{shards}"));
+        let (fp, mut f) = measured_fp(shared_redis(), &ns, p, k, shards);
         assert!(
             fp >= 0.8 * p && fp <= 1.25 * p,
             "p={p} k={k} shards={shards}: measured {fp}"
@@ -254,17 +272,17 @@ fn fp_rate_at_capacity_is_within_the_band() {
         );
         let rel = g.estimated_items as f64 / g.spec.capacity as f64;
         assert!((rel - 1.0).abs() < 0.05, "estimated items {rel}");
-        RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+        RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
     }
 }
 
 #[test]
 fn fingerprints_mode_fp_rate_follows_its_model() {
     // 16-bit fingerprints (chosen for p ≥ 256/65536): FP = bucket load / 65536, measurable.
-    let ns = fresh(REDIS, "fp16");
+    let ns = fresh(shared_redis(), "fp16");
     let mut spec = NamespaceSpec::new(40_000, 5e-3);
     spec.mode = Mode::Fingerprints;
-    let mut f = RedisFilter::create(no_tier(REDIS), &ns, &spec).unwrap();
+    let mut f = RedisFilter::create(no_tier(shared_redis()), &ns, &spec).unwrap();
     let g = f.generations().current().clone();
     assert_eq!((g.fp_bits, g.bitmap), (16, false));
     let keys = fps(25, 40_000);
@@ -289,17 +307,17 @@ fn fingerprints_mode_fp_rate_follows_its_model() {
     // Memory: 16-bit intset entries.
     let per = stats.memory_bytes as f64 / stored as f64;
     assert!(per < 4.0, "{per} B per URL");
-    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+    RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
 }
 
 #[test]
 fn exact_mode_never_drops_a_new_url() {
-    let ns = fresh(REDIS, "exact");
+    let ns = fresh(shared_redis(), "exact");
     // A deliberately weak Bloom filter (p = 5%) so that its "maybe" is often wrong.
     let mut spec = NamespaceSpec::new(5_000, 0.05);
     spec.mode = Mode::Exact;
     spec.shards = Some(2);
-    let mut f = RedisFilter::create(no_tier(REDIS), &ns, &spec).unwrap();
+    let mut f = RedisFilter::create(no_tier(shared_redis()), &ns, &spec).unwrap();
     let cap = f.generations().current().capacity as usize;
     let old = fps(20, cap);
     assert!(cas(&mut f, &old).iter().all(|&n| n));
@@ -323,7 +341,7 @@ fn exact_mode_never_drops_a_new_url() {
     assert_eq!(count_new(&mut f, &fresh_keys[..3000]), 0);
     let s = f.stats().unwrap();
     assert!(s.generations.iter().map(|g| g.fingerprints).sum::<u64>() >= (cap + 50_000) as u64);
-    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+    RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
 }
 
 #[test]
@@ -334,8 +352,8 @@ fn growth_adds_generations_and_keeps_everything_findable() {
 }
 
 fn growth(mode: Mode) {
-    let ns = fresh(REDIS, &format!("growth-{mode:?}"));
-    let mut c = no_tier(REDIS);
+    let ns = fresh(shared_redis(), &format!("growth-{mode:?}"));
+    let mut c = no_tier(shared_redis());
     c.refresh_interval = Duration::ZERO;
     let mut spec = NamespaceSpec::new(2_000, 1e-2);
     spec.mode = mode;
@@ -367,13 +385,13 @@ fn growth(mode: Mode) {
     let probes = fps(31, 40_000);
     let fp = (probes.len() - count_new(&mut f, &probes)) as f64 / probes.len() as f64;
     assert!(fp <= 2.0 * 1e-2 * 1.25, "union FP {fp}");
-    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+    RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
 }
 
 #[test]
 fn recrawl_window_makes_urls_new_again() {
-    let ns = fresh(REDIS, "window");
-    let mut c = cfg(REDIS);
+    let ns = fresh(shared_redis(), "window");
+    let mut c = cfg(shared_redis());
     c.refresh_interval = Duration::ZERO;
     let mut spec = NamespaceSpec::new(10_000, 1e-3);
     spec.window = Some(2);
@@ -409,7 +427,7 @@ fn recrawl_window_makes_urls_new_again() {
     let after = start.elapsed();
     assert!(became_new, "URLs never became new again");
     assert!(after >= Duration::from_secs(2), "too early: {after:?}");
-    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+    RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
 }
 
 #[test]
@@ -555,11 +573,11 @@ fn snapshot_export_import_restores_a_lost_namespace() {
 }
 
 fn snapshot_roundtrip(mode: Mode) {
-    let ns = fresh(REDIS, &format!("snap-{mode:?}"));
+    let ns = fresh(shared_redis(), &format!("snap-{mode:?}"));
     let mut spec = NamespaceSpec::new(5_000, 1e-3);
     spec.mode = mode;
     spec.shards = Some(3);
-    let mut f = RedisFilter::create(no_tier(REDIS), &ns, &spec).unwrap();
+    let mut f = RedisFilter::create(no_tier(shared_redis()), &ns, &spec).unwrap();
     let keys = fps(70, 4_000);
     let new = cas(&mut f, &keys).iter().filter(|&&n| n).count();
     // A Bloom filter may call a few of them seen (FP); fingerprints never do.
@@ -572,25 +590,25 @@ fn snapshot_roundtrip(mode: Mode) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("snap.csredis");
     let stored = if mode == Mode::Bloom { 0 } else { 4_000 };
-    let s = snapshot::export(&cfg(REDIS), &ns, &file).unwrap();
+    let s = snapshot::export(&cfg(shared_redis()), &ns, &file).unwrap();
     assert_eq!(s.fingerprints, stored);
     // Redis "loses" the namespace; the import brings it back.
-    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
-    let s = snapshot::import(&cfg(REDIS), &file, None, false).unwrap();
+    RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
+    let s = snapshot::import(&cfg(shared_redis()), &file, None, false).unwrap();
     assert_eq!(s.fingerprints, stored);
-    let mut f = RedisFilter::attach(no_tier(REDIS), &ns, &Expect::default()).unwrap();
+    let mut f = RedisFilter::attach(no_tier(shared_redis()), &ns, &Expect::default()).unwrap();
     assert_eq!(f.spec(), &spec);
     assert_eq!(count_new(&mut f, &keys), 0);
     assert!(count_new(&mut f, &fps(71, 1000)) >= 995);
     assert_eq!(f.stats().unwrap().items, new as u64);
     // Import over an existing namespace needs --replace; into another name works.
     assert!(matches!(
-        snapshot::import(&cfg(REDIS), &file, None, false),
+        snapshot::import(&cfg(shared_redis()), &file, None, false),
         Err(RedisFilterError::Exists(_))
     ));
-    let copy = fresh(REDIS, &format!("snap-copy-{mode:?}"));
-    snapshot::import(&cfg(REDIS), &file, Some(&copy), false).unwrap();
-    let mut g = RedisFilter::attach(no_tier(REDIS), &copy, &Expect::default()).unwrap();
+    let copy = fresh(shared_redis(), &format!("snap-copy-{mode:?}"));
+    snapshot::import(&cfg(shared_redis()), &file, Some(&copy), false).unwrap();
+    let mut g = RedisFilter::attach(no_tier(shared_redis()), &copy, &Expect::default()).unwrap();
     assert_eq!(count_new(&mut g, &keys), 0);
     // A damaged file is refused before anything is written.
     let mut bytes = std::fs::read(&file).unwrap();
@@ -598,17 +616,17 @@ fn snapshot_roundtrip(mode: Mode) {
     bytes[mid] ^= 0x40;
     let bad = dir.path().join("bad.csredis");
     std::fs::write(&bad, &bytes).unwrap();
-    let other = fresh(REDIS, &format!("snap-bad-{mode:?}"));
-    let e = snapshot::import(&cfg(REDIS), &bad, Some(&other), false).unwrap_err();
+    let other = fresh(shared_redis(), &format!("snap-bad-{mode:?}"));
+    let e = snapshot::import(&cfg(shared_redis()), &bad, Some(&other), false).unwrap_err();
     assert!(e.to_string().contains("checksum"), "{e}");
     assert!(matches!(
-        RedisFilter::attach(cfg(REDIS), &other, &Expect::default()),
+        RedisFilter::attach(cfg(shared_redis()), &other, &Expect::default()),
         Err(RedisFilterError::NotFound(_))
     ));
     std::fs::write(&bad, &bytes[..100]).unwrap();
-    assert!(snapshot::import(&cfg(REDIS), &bad, Some(&other), false).is_err());
+    assert!(snapshot::import(&cfg(shared_redis()), &bad, Some(&other), false).is_err());
     for n in [&ns, &copy] {
-        RedisFilter::drop_namespace(&cfg(REDIS), n).unwrap();
+        RedisFilter::drop_namespace(&cfg(shared_redis()), n).unwrap();
     }
 }
 
@@ -742,8 +760,8 @@ fn pipelined_submit_complete_matches_check_and_set_and_survives_a_restart() {
 
 #[test]
 fn claims_are_exclusive_and_expire_when_their_holder_dies() {
-    let ns = fresh(REDIS, "claims");
-    let mut c = no_tier(REDIS);
+    let ns = fresh(shared_redis(), "claims");
+    let mut c = no_tier(shared_redis());
     c.claim_ttl = Duration::from_secs(1);
     let mut a = RedisFilter::create(c.clone(), &ns, &NamespaceSpec::new(10_000, 1e-4)).unwrap();
     let mut b = RedisFilter::attach(c.clone(), &ns, &Expect::default()).unwrap();
@@ -775,16 +793,16 @@ fn claims_are_exclusive_and_expire_when_their_holder_dies() {
     d.claim(&keys, &mut out).unwrap();
     assert!(out.iter().all(|&n| !n));
     d.settle().unwrap();
-    let left = keys_like(REDIS, &format!("cs:{{{ns}:c:*"));
+    let left = keys_like(shared_redis(), &format!("cs:{{{ns}:c:*"));
     assert!(left.is_empty(), "{} claims left", left.len());
-    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+    RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
 }
 
 #[test]
 fn pattern_verdicts_written_by_render_are_read_by_the_gate() {
     use crawlsieve::pattern_verdicts::{self, PatternConfig, PatternVerdicts};
     use crawlsieve::redis_filter::Conn;
-    let mut conn = Conn::connect(&cfg(REDIS)).unwrap();
+    let mut conn = Conn::connect(&cfg(shared_redis())).unwrap();
     let ns = "test-patterns";
     let (similar, sampling, different, garbage, unknown) = (
         "example.com/list?page=",
@@ -798,7 +816,7 @@ fn pattern_verdicts_written_by_render_are_read_by_the_gate() {
     pattern_verdicts::write(&mut conn, ns, different, 5, 0.40).unwrap();
     // Written and indexed, then damaged.
     pattern_verdicts::write(&mut conn, ns, garbage, 3, 0.99).unwrap();
-    let mut plain = redis::Client::open(REDIS)
+    let mut plain = redis::Client::open(shared_redis())
         .unwrap()
         .get_connection()
         .unwrap();
@@ -999,10 +1017,10 @@ fn pipelined(
 fn growth_during_one_pipelined_run_keeps_the_fp_target() {
     let n = 500_000;
     for (mode, seed) in [(Mode::Bloom, 301), (Mode::Fingerprints, 302)] {
-        let ns = fresh(REDIS, &format!("grow-run-{mode:?}"));
+        let ns = fresh(shared_redis(), &format!("grow-run-{mode:?}"));
         let mut spec = NamespaceSpec::new(50_000, 1e-4);
         spec.mode = mode;
-        let mut f = RedisFilter::create(no_tier(REDIS), &ns, &spec).unwrap();
+        let mut f = RedisFilter::create(no_tier(shared_redis()), &ns, &spec).unwrap();
         let stream = fps(seed, n);
         let news = pipelined(&mut f, stream.chunks(1000).map(<[u128]>::to_vec), 8).unwrap();
         let dropped = n - news.len();
@@ -1029,7 +1047,7 @@ fn growth_during_one_pipelined_run_keeps_the_fp_target() {
                 assert!(per <= 6.0, "{per:.2} B per URL");
             }
         }
-        RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+        RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
     }
 }
 
@@ -1038,10 +1056,10 @@ fn growth_during_one_pipelined_run_keeps_the_fp_target() {
 /// never idle in between.
 #[test]
 fn a_window_rotates_while_batches_are_in_flight() {
-    let ns = fresh(REDIS, "window-run");
+    let ns = fresh(shared_redis(), "window-run");
     let mut spec = NamespaceSpec::new(100_000, 1e-4);
     spec.window = Some(2);
-    let mut f = RedisFilter::create(cfg(REDIS), &ns, &spec).unwrap();
+    let mut f = RedisFilter::create(cfg(shared_redis()), &ns, &spec).unwrap();
     let probe = fps(310, 300);
     let start = Instant::now();
     let mut filler = (0..).map(|i| fps(311 + i, 200));
@@ -1063,7 +1081,7 @@ fn a_window_rotates_while_batches_are_in_flight() {
         [300, 300, 300],
         "new again after the window, each time"
     );
-    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+    RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
 }
 
 /// Keep batches flowing (submitted, answered, confirmed) so something is always in flight.
@@ -1075,8 +1093,9 @@ fn pipelined_keep(f: &mut RedisFilter, batches: &mut Vec<Vec<u128>>) {
 /// next refresh, and no key of the namespace is left (claims expire by themselves).
 #[test]
 fn dropping_a_namespace_during_a_run_stops_it_and_leaves_no_keys() {
-    let ns = fresh(REDIS, "drop-run");
-    let mut f = RedisFilter::create(cfg(REDIS), &ns, &NamespaceSpec::new(20_000, 1e-4)).unwrap();
+    let ns = fresh(shared_redis(), "drop-run");
+    let mut f =
+        RedisFilter::create(cfg(shared_redis()), &ns, &NamespaceSpec::new(20_000, 1e-4)).unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let runner = {
         let stop = stop.clone();
@@ -1091,7 +1110,7 @@ fn dropping_a_namespace_during_a_run_stops_it_and_leaves_no_keys() {
         })
     };
     std::thread::sleep(Duration::from_millis(500));
-    assert!(RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap());
+    assert!(RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap());
     let t = Instant::now();
     while !runner.is_finished() && t.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(50));
@@ -1099,7 +1118,7 @@ fn dropping_a_namespace_during_a_run_stops_it_and_leaves_no_keys() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let r = runner.join().unwrap();
     assert!(matches!(r, Err(RedisFilterError::NotFound(_))), "{r:?}");
-    let keys = keys_like(REDIS, &format!("cs:{{{ns}*"));
+    let keys = keys_like(shared_redis(), &format!("cs:{{{ns}*"));
     let left: Vec<&String> = keys.iter().filter(|k| !k.contains(":c:")).collect();
     assert!(
         left.is_empty(),
@@ -1231,16 +1250,16 @@ fn taker(
 #[test]
 fn outbox_clients_report_each_distinct_url_new_exactly_once() {
     for mode in [Mode::Exact, Mode::Bloom, Mode::Fingerprints] {
-        let ns = fresh(REDIS, &format!("outbox-{mode:?}"));
+        let ns = fresh(shared_redis(), &format!("outbox-{mode:?}"));
         let mut spec = NamespaceSpec::new(200_000, 1e-4);
         spec.mode = mode;
         spec.shards = Some(4);
-        drop(RedisFilter::create(cfg(REDIS), &ns, &spec).unwrap());
+        drop(RedisFilter::create(cfg(shared_redis()), &ns, &spec).unwrap());
         let distinct = fps(5, 20_000);
         let handles: Vec<_> = (0..4u64)
             .map(|t| {
                 taker(
-                    REDIS.to_string(),
+                    shared_redis().to_string(),
                     ns.clone(),
                     shuffled(&distinct, 2, t),
                     512,
@@ -1249,19 +1268,21 @@ fn outbox_clients_report_each_distinct_url_new_exactly_once() {
             .collect();
         assert_new_once(mode, handles, &distinct);
         // Every client left: no outbox, no lease, no client id remains.
-        assert!(keys_like(REDIS, &format!("cs:{{{ns}:ob}}:*")).is_empty());
-        RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+        assert!(keys_like(shared_redis(), &format!("cs:{{{ns}:ob}}:*")).is_empty());
+        RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
     }
 }
 
 #[test]
 fn an_ended_clients_outbox_is_adopted_and_its_urls_stay_seen() {
-    let ns = fresh(REDIS, "outbox-adopt");
-    drop(RedisFilter::create(cfg(REDIS), &ns, &NamespaceSpec::new(100_000, 1e-4)).unwrap());
+    let ns = fresh(shared_redis(), "outbox-adopt");
+    drop(
+        RedisFilter::create(cfg(shared_redis()), &ns, &NamespaceSpec::new(100_000, 1e-4)).unwrap(),
+    );
     let urls = fps(6, 300);
     let texts: Vec<String> = urls.iter().map(|fp| format!("u{fp:x}")).collect();
     // A takes a batch and ends without delivering it (a failed run: its lease is given up).
-    let mut a = RedisFilter::attach(cfg(REDIS), &ns, &Expect::default()).unwrap();
+    let mut a = RedisFilter::attach(cfg(shared_redis()), &ns, &Expect::default()).unwrap();
     let mut out = Vec::new();
     a.take_submit(&urls, |i, b| b.extend_from_slice(texts[i].as_bytes()))
         .unwrap();
@@ -1269,7 +1290,7 @@ fn an_ended_clients_outbox_is_adopted_and_its_urls_stay_seen() {
     assert!(out.iter().all(|&n| n), "all new to A");
     drop(a);
     // B finds them seen (A inserted them), and adopts A's entry: the payloads come back.
-    let mut b = RedisFilter::attach(no_tier(REDIS), &ns, &Expect::default()).unwrap();
+    let mut b = RedisFilter::attach(no_tier(shared_redis()), &ns, &Expect::default()).unwrap();
     b.take_submit(&urls, |i, b| b.extend_from_slice(texts[i].as_bytes()))
         .unwrap();
     let t = b.take_complete(&mut out).unwrap();
@@ -1285,17 +1306,17 @@ fn an_ended_clients_outbox_is_adopted_and_its_urls_stay_seen() {
     assert_eq!(lines.len(), urls.len());
     assert!(lines.iter().zip(&texts).all(|(l, t)| *l == t.as_bytes()));
     // Adopted once: a third client finds nothing left.
-    let mut c = RedisFilter::attach(cfg(REDIS), &ns, &Expect::default()).unwrap();
+    let mut c = RedisFilter::attach(cfg(shared_redis()), &ns, &Expect::default()).unwrap();
     assert!(c.adopt_expired().unwrap().is_empty());
     c.leave().unwrap();
     // Until B delivered it, the entry is B's: B's own outbox holds it.
-    let boxes = keys_like(REDIS, &format!("cs:{{{ns}:ob}}:box:*"));
+    let boxes = keys_like(shared_redis(), &format!("cs:{{{ns}:ob}}:box:*"));
     assert_eq!(boxes.len(), 1, "{boxes:?}");
     b.delivered(adopted.into_iter().next().unwrap().0);
     b.take_settle().unwrap();
     b.leave().unwrap();
-    assert!(keys_like(REDIS, &format!("cs:{{{ns}:ob}}:*")).is_empty());
-    RedisFilter::drop_namespace(&cfg(REDIS), &ns).unwrap();
+    assert!(keys_like(shared_redis(), &format!("cs:{{{ns}:ob}}:*")).is_empty());
+    RedisFilter::drop_namespace(&cfg(shared_redis()), &ns).unwrap();
 }
 
 /// Issue 24 review: a take whose reply was lost is handed back whole by `take_abandon_carry`

@@ -383,7 +383,7 @@ fn gate_then_render_end_to_end() {
     a1_errors.sort();
     assert_eq!(a1_errors, ["", "out of scope: denied_by_rule"]);
     let _ = crawlsieve::redis_filter::RedisFilter::drop_namespace(
-        &crawlsieve::redis_filter::RedisConfig::new(common::REDIS),
+        &crawlsieve::redis_filter::RedisConfig::new(common::shared_redis()),
         &ns,
     );
 }

@@ -57,8 +57,38 @@ pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-/// The shared Redis the test command starts (or finds) on 127.0.0.1:6379.
-pub const REDIS: &str = "redis://127.0.0.1:6379";
+/// The Redis the tests of one test binary share (each in namespaces of its own): a
+/// redis-server of the binary's own on a free port, started on first use and killed when the
+/// test process ends, however it ends. Never the machine's 127.0.0.1:6379, which belongs to
+/// whoever runs the tests.
+#[allow(dead_code)]
+pub fn shared_redis() -> &'static str {
+    static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    URL.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("shared-redis".into())
+            .spawn(move || {
+                // Started from a thread that lives as long as the process: the server gets
+                // SIGKILL when it ends (`setpriv --pdeathsig` follows the starting thread).
+                let mut r = OwnRedis {
+                    port: 0,
+                    dir: tempfile::tempdir().unwrap(),
+                    child: None,
+                    args: Vec::new(),
+                    pdeathsig: true,
+                };
+                r.start_on_free_port();
+                tx.send(r.url()).unwrap();
+                loop {
+                    std::thread::park();
+                }
+            })
+            .unwrap();
+        rx.recv()
+            .expect("the shared redis-server did not start (see the panic above)")
+    })
+}
 
 /// A free TCP port on 127.0.0.1 (bound and released; fine for tests).
 pub fn free_port() -> u16 {
@@ -75,24 +105,32 @@ pub struct OwnRedis {
     pub dir: tempfile::TempDir,
     child: Option<std::process::Child>,
     args: Vec<String>,
+    /// Started through `setpriv --pdeathsig KILL` ([`shared_redis`]).
+    pdeathsig: bool,
 }
 
 impl OwnRedis {
     /// Start `redis-server` on a free port with extra `args` (e.g. `--appendonly yes`).
     pub fn start(args: &[&str]) -> OwnRedis {
         let mut r = OwnRedis {
-            port: free_port(),
+            port: 0,
             dir: tempfile::tempdir().unwrap(),
             child: None,
             args: args.iter().map(|s| s.to_string()).collect(),
+            pdeathsig: false,
         };
+        r.start_on_free_port();
+        r
+    }
+
+    fn start_on_free_port(&mut self) {
         // The free port may be taken by another test before redis binds it: try another.
         for _ in 0..3 {
-            if r.try_restart() {
-                return r;
+            self.port = free_port();
+            if self.try_restart() {
+                return;
             }
-            r.kill();
-            r.port = free_port();
+            self.kill();
         }
         panic!("redis-server did not start on three free ports");
     }
@@ -119,7 +157,14 @@ impl OwnRedis {
     /// [`OwnRedis::restart`], false when it does not answer within 10 s or exits (port taken).
     fn try_restart(&mut self) -> bool {
         self.kill();
-        let child = std::process::Command::new("redis-server")
+        let mut cmd = if self.pdeathsig {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--pdeathsig", "KILL", "redis-server"]);
+            c
+        } else {
+            std::process::Command::new("redis-server")
+        };
+        let child = cmd
             .args([
                 "--bind",
                 "127.0.0.1",
