@@ -669,6 +669,7 @@ fn an_idempotent_request_interrupted_after_claiming_is_answered_new_on_retry() {
     use crawlsieve::redis_filter::{Expect, RedisConfig, RedisFilter};
     let ns = format!("idem-crash-{}", free_port());
     let mut cfg = GateConfig::default();
+    cfg.redis.url = shared_redis().to_string();
     cfg.redis.namespace = ns.clone();
     let idem = Idem {
         name: format!("test-{ns}"),

@@ -309,6 +309,7 @@ fn stage_takes_urls_and_a_gone_gates_outbox_is_adopted() {
     let ns = Ns::new("core", shared_redis());
     let gate_cfg = || {
         let mut cfg = GateConfig::default();
+        cfg.redis.url = shared_redis().to_string();
         cfg.redis.namespace = ns.name.clone();
         cfg.redis.claim_ttl.0 = Duration::from_secs(1);
         // Were the gate still waiting on claims, it would wait this long.
@@ -985,6 +986,7 @@ fn an_undeliverable_fetch_event_becomes_a_dead_letter() {
 fn each_event_is_decoded_by_its_context() {
     let ns = Ns::new("ctx", shared_redis());
     let mut cfg = GateConfig::default();
+    cfg.redis.url = shared_redis().to_string();
     cfg.redis.namespace = ns.name.clone();
     let mut core = GateCore::new(cfg, FilterMetrics::unregistered());
     let mut batch = Batch::default();
@@ -1024,6 +1026,7 @@ fn scope_rejects_before_the_filter_with_a_reason() {
     let ns = Ns::new("scope", shared_redis());
     let other = Ns::new("scope-own", shared_redis());
     let mut cfg = GateConfig::default();
+    cfg.redis.url = shared_redis().to_string();
     cfg.redis.namespace = ns.name.clone();
     cfg.kafka.audit_topic = Some("audit".into());
     cfg.scope.allow_domains = vec!["s.example".into(), "t.example".into()];
@@ -1090,6 +1093,7 @@ fn scope_rejects_before_the_filter_with_a_reason() {
 fn a_batch_judged_in_chunks_publishes_each_url_once() {
     let ns = Ns::new("chunks", shared_redis());
     let mut cfg = GateConfig::default();
+    cfg.redis.url = shared_redis().to_string();
     cfg.redis.namespace = ns.name.clone();
     let mut core = GateCore::new(cfg, FilterMetrics::unregistered());
     let mut batch = Batch::default();
@@ -1117,6 +1121,7 @@ fn a_batch_judged_in_chunks_publishes_each_url_once() {
     core.idle().unwrap();
     // A second gate, cold tier: all seen.
     let mut cfg = GateConfig::default();
+    cfg.redis.url = shared_redis().to_string();
     cfg.redis.namespace = ns.name.clone();
     let mut other = GateCore::new(cfg, FilterMetrics::unregistered());
     let mut st2 = GateStaged::default();

@@ -103,6 +103,7 @@ fn prometheus_scrapes_every_stage_and_the_dashboard_has_data() {
         vec![
             format!("kafka.brokers={b}"),
             format!("kafka.group_id={group}"),
+            format!("redis.url={}", shared_redis()),
             format!("redis.namespace={ns}"),
             "redis.fp_rate=1e-9".into(),
             "redis.capacity=100000".into(),

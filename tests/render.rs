@@ -240,11 +240,12 @@ fn gate_then_render_end_to_end() {
     let ns = format!("render-e2e-{}-{}", std::process::id(), common::free_port());
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("stage.toml");
+    let redis_url = common::shared_redis();
     std::fs::write(
         &config,
         format!(
             "[kafka]\nbrokers = \"{b}\"\naudit_topic = \"audit\"\noutcomes_topic = \"outcomes\"\n[kafka.consumer]\n\"session.timeout.ms\" = 6000\n\
-             [redis]\nnamespace = \"{ns}\"\nfp_rate = 1e-9\n[render]\nallow = [\"127.0.0.1\"]\npage_timeout = \"15s\"\n\
+             [redis]\nurl = \"{redis_url}\"\nnamespace = \"{ns}\"\nfp_rate = 1e-9\n[render]\nallow = [\"127.0.0.1\"]\npage_timeout = \"15s\"\n\
              [sieve]\nallow_private = [\"127.0.0.1\"]\n"
         ),
     )

@@ -372,11 +372,12 @@ fn the_render_stage_in_auto_loses_nothing_when_killed() {
     );
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("stage.toml");
+    let redis_url = common::shared_redis();
     std::fs::write(
         &config,
         format!(
             "[kafka]\nbrokers = \"{b}\"\naudit_topic = \"audit\"\n[kafka.consumer]\n\"session.timeout.ms\" = 6000\n\
-             [redis]\nnamespace = \"{ns}\"\nfp_rate = 1e-9\n[render]\nallow = [\"127.0.0.1\"]\npage_timeout = \"15s\"\nsoft_404_probe = false\n\
+             [redis]\nurl = \"{redis_url}\"\nnamespace = \"{ns}\"\nfp_rate = 1e-9\n[render]\nallow = [\"127.0.0.1\"]\npage_timeout = \"15s\"\nsoft_404_probe = false\n\
              [sieve]\nallow_private = [\"127.0.0.1\"]\n"
         ),
     )
