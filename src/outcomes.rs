@@ -724,7 +724,7 @@ pub fn orphaned(
 ) -> Result<Vec<String>, RedisFilterError> {
     let mut out = Vec::new();
     for hk in crate::redis_filter::scan_keys(redis, Keys::fetch_held_all())? {
-        let counts = hk.replacen("cs:fh:", "cs:fo:", 1);
+        let counts = Keys::fetch_outcomes_of_held(&hk);
         let there: u64 = conn
             .query(redis::cmd("EXISTS").arg(&counts))
             .map_err(|e| RedisFilterError::from_redis(e, false))?;

@@ -2,6 +2,8 @@
 //! Grafana dashboard, checked with the real tools (scripts/test.sh installs them: Helm's engine
 //! from helm-python-sdk, kubernetes-validate, promtool, TypeScript with @grafana/schema).
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -165,6 +167,8 @@ fn sasl_ssl_credentials_from_the_environment_create_the_kafka_clients() {
             "kafka.client.\"security.protocol\"=SASL_SSL",
             "--set",
             "kafka.client.\"sasl.mechanism\"=SCRAM-SHA-512",
+            "--set",
+            &format!("redis.url={}", common::shared_redis()),
         ])
         .env("CRAWLSIEVE__KAFKA__CLIENT__SASL_USERNAME", "crawler")
         .env("CRAWLSIEVE__KAFKA__CLIENT__SASL_PASSWORD", "secret")

@@ -950,6 +950,8 @@ fn a_stage_with_no_broker_exits_4() {
                 &format!("kafka.brokers=127.0.0.1:{port}"),
                 "--set",
                 "kafka.startup_timeout=2s",
+                "--set",
+                &format!("redis.url={}", common::shared_redis()),
             ],
             b"",
         );

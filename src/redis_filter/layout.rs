@@ -464,6 +464,12 @@ impl Keys {
         )
     }
 
+    /// The counts whose key keeps the held candidates of the hash `held` (a
+    /// [`Keys::fetch_held`] name): the same namespace and key hash.
+    pub fn fetch_outcomes_of_held(held: &str) -> String {
+        held.replacen("cs:fh:", "cs:fo:", 1)
+    }
+
     /// The `SCAN` pattern of every namespace's held-candidate hashes.
     pub fn fetch_held_all() -> &'static str {
         "cs:fh:*"

@@ -158,11 +158,14 @@ pub enum Reason {
     /// SVG path data (`m39.99,17.51c-15.28,11.1-15.28,33.88,0,44.98`, a `d` attribute's
     /// drawing commands in a script): only path commands and at least four numbers.
     SvgPath,
+    /// (JavaScript, text) an email address written without `mailto:` (`user@example.com`):
+    /// resolved as a relative link it names no page.
+    EmailAddress,
 }
 
 impl Reason {
     /// Every reason, in code order; used for summaries and metric label sets.
-    pub const ALL: [Reason; 63] = [
+    pub const ALL: [Reason; 64] = [
         Reason::Empty,
         Reason::TooLong,
         Reason::InvalidUtf8,
@@ -226,6 +229,7 @@ impl Reason {
         Reason::BuildPath,
         Reason::PlaceholderHost,
         Reason::SvgPath,
+        Reason::EmailAddress,
     ];
 
     /// The stable machine-readable code.
@@ -294,6 +298,7 @@ impl Reason {
             Reason::BuildPath => "build_path",
             Reason::PlaceholderHost => "placeholder_host",
             Reason::SvgPath => "svg_path",
+            Reason::EmailAddress => "email_address",
         }
     }
 

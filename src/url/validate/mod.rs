@@ -390,6 +390,16 @@ impl Validator {
         {
             return Err(Reason::BuildPath);
         }
+        // An email address without `mailto:`, relative (a page's own `href` is authored: not
+        // judged).
+        if matches!(ctx, Context::Js | Context::Text | Context::HtmlText)
+            && scheme.is_none()
+            && sc.first_slash.is_none()
+            && !sc.has_colon
+            && kinds::email_address(b)
+        {
+            return Err(Reason::EmailAddress);
+        }
         match ctx {
             Context::Text | Context::HtmlText => {
                 if let Some(r) = kinds::text_kinds(b, scheme, self.cfg.keep_placeholder_hosts) {
@@ -461,11 +471,36 @@ fn leading_rules(b: &[u8], sc: &Scan) -> Result<(), Reason> {
             return Err(Reason::CssValue);
         }
     }
+    if b[0] == b'/' {
+        if let Some(r) = slash_residue(b) {
+            return Err(r);
+        }
+    }
     if is_js_leading(b[0]) {
         // `{{x}}` and `${x}` start like code but are templates: name them as such.
         return Err(template_syntax(b).unwrap_or(Reason::JsFragment));
     }
     Ok(())
+}
+
+/// A `/` that ends something else, then what follows it in a script or a page: `/>` closes a
+/// tag (`html_tag`; judged before cleaning too, which trims a trailing `>`); `/,`, `/|`, `/)`
+/// and a regular expression's flags then `,` or `)` (`/g,`, `/gi)`) end a regex literal — an extractor that paired quotes across one takes
+/// `/,end:/` or `/,contains:[n.BACKSLASH_ESCAPE,s]},{begin:/` from highlight.js grammars
+/// (`js_fragment`). No link starts so (`/;jsessionid=…` does, and passes).
+fn slash_residue(b: &[u8]) -> Option<Reason> {
+    match b.get(1) {
+        Some(b'>') => Some(Reason::HtmlTag),
+        Some(b',' | b'|' | b')') => Some(Reason::JsFragment),
+        _ => {
+            let flags = b[1..]
+                .iter()
+                .take_while(|c| b"dgimsuvy".contains(c))
+                .count();
+            (flags > 0 && flags <= 8 && matches!(b.get(1 + flags), Some(b',' | b')')))
+                .then_some(Reason::JsFragment)
+        }
+    }
 }
 
 /// Code in the candidate: calls, placeholders, code punctuation and comment markers — judged

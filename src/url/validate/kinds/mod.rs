@@ -17,6 +17,10 @@ use crate::url::Reason;
 /// Rules on the candidate as found (after the context's decoding, before the cleaning that
 /// turns `\` into `/`): a backslash is still a backslash here.
 pub(super) fn raw_rules(raw: &str, ctx: Context, keep_namespaces: bool) -> Option<Reason> {
+    // A tag's `/>` (any context): cleaning would trim the `>` and leave the site's root.
+    if raw.trim_start().starts_with("/>") {
+        return Some(Reason::HtmlTag);
+    }
     match ctx {
         Context::Js | Context::Text | Context::HtmlText => {}
         _ => return None,
@@ -565,6 +569,36 @@ pub(super) fn text_kinds(
         return Some(Reason::DevicePath);
     }
     None
+}
+
+/// (JavaScript, text) an email address written without `mailto:` (`user@example.com`,
+/// `실례@example.com`, a contact address in a script or a page's text): nothing but one `@`
+/// between a local part and a host name of two labels or more, whose top-level name a registry
+/// delegates (the Public Suffix List's ICANN section). A browser would request it as a relative
+/// path, which names no page. `icon@2x.png` is an image (`png` is no top-level name), and
+/// `core-js@3.4.1` a package; anything with `/`, `:`, `?` or `#` is judged as a path.
+pub(super) fn email_address(b: &[u8]) -> bool {
+    let Some(at) = memchr::memchr(b'@', b) else {
+        return false;
+    };
+    let (local, host) = (&b[..at], &b[at + 1..]);
+    let local_ok = |c: &u8| {
+        c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'%' | b'+' | b'-') || *c >= 0x80
+    };
+    let host_ok = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-') || *c >= 0x80;
+    if local.is_empty() || !local.iter().all(local_ok) || !host.iter().all(host_ok) {
+        return false;
+    }
+    let mut labels = host.split(|&c| c == b'.');
+    if labels.clone().count() < 2 || labels.any(|l| l.is_empty()) {
+        return false;
+    }
+    let tld = host.rsplit(|&c| c == b'.').next().unwrap_or_default();
+    if tld.len() < 2 || !tld.iter().all(u8::is_ascii_alphabetic) {
+        return false;
+    }
+    let lower = host.to_ascii_lowercase();
+    psl::suffix(&lower).is_some_and(|s| s.is_known() && s.typ() == Some(psl::Type::Icann))
 }
 
 /// The host a candidate is *written* with (an absolute or protocol-relative URL), lowercased,

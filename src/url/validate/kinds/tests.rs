@@ -583,3 +583,87 @@ fn svg_path_data_is_not_a_path() {
         assert_ne!(judge(s, Context::Js), Err(Reason::SvgPath), "{s:?}");
     }
 }
+
+/// Found on the design set of the fetch-outcome bench (ace, reveal.js, swagger-ui, pdf.js):
+/// contact addresses in scripts and text, resolved as relative paths.
+#[test]
+fn an_email_address_is_no_path() {
+    for s in [
+        "user@example.com",
+        "실례@example.com",
+        "first.last+tag@mail.co.uk",
+        "support@crawlsieve.dev",
+    ] {
+        for ctx in [Context::Js, Context::Text, Context::HtmlText] {
+            assert_eq!(judge(s, ctx), Err(Reason::EmailAddress), "{s:?} {ctx:?}");
+        }
+        // A page's own link is authored; an unknown caller's line is judged as a path.
+        assert_ne!(
+            judge(s, Context::HtmlAttr),
+            Err(Reason::EmailAddress),
+            "{s:?}"
+        );
+        assert_ne!(
+            judge(s, Context::Unknown),
+            Err(Reason::EmailAddress),
+            "{s:?}"
+        );
+    }
+    for s in [
+        "marker-icon@2x.png",
+        "logo@1.5x.jpg",
+        "core-js@3.4.1-3.4.4",
+        "react@18.2.0",
+        "@scope/pkg",
+        "user@host",
+        "user@localhost",
+        "profiles/user@example.com",
+        "mailto:user@example.com",
+        "user@example.com?subject=x",
+        "a@b.c",
+        "user@example.notatld",
+        "user@@example.com",
+    ] {
+        assert_ne!(judge(s, Context::Js), Err(Reason::EmailAddress), "{s:?}");
+    }
+}
+
+/// Found on the design set of the fetch-outcome bench: a tag's `/>` and regex literals' ends
+/// from highlight.js grammars (an extractor pairing quotes across `/,end:/`) start with a `/`
+/// no link starts with.
+#[test]
+fn a_slash_that_ends_a_tag_or_a_regex_is_no_path() {
+    for ctx in [
+        Context::Js,
+        Context::Text,
+        Context::HtmlAttr,
+        Context::Unknown,
+    ] {
+        assert_eq!(judge("/>", ctx), Err(Reason::HtmlTag), "{ctx:?}");
+        for s in [
+            "/,contains:[n.BACKSLASH_ESCAPE,s]},{begin:/",
+            "/,end:/",
+            "/g,",
+            "/gi)",
+            "/|q",
+            "/),e.x",
+        ] {
+            assert_eq!(judge(s, ctx), Err(Reason::JsFragment), "{s:?} {ctx:?}");
+        }
+    }
+    for s in [
+        "/;jsessionid=ABC123",
+        "/gallery,2",
+        "/g",
+        "/i/x.png",
+        "/gmsuy",
+        "//cdn.example.org/x.js",
+        "/",
+    ] {
+        let r = judge(s, Context::Js);
+        assert!(
+            !matches!(r, Err(Reason::JsFragment | Reason::HtmlTag)),
+            "{s:?}: {r:?}"
+        );
+    }
+}
