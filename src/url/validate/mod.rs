@@ -485,7 +485,8 @@ fn leading_rules(b: &[u8], sc: &Scan) -> Result<(), Reason> {
 
 /// A `/` that ends something else, then what follows it in a script or a page: `/>` closes a
 /// tag (`html_tag`; judged before cleaning too, which trims a trailing `>`); `/,`, `/|`, `/)`
-/// and a regular expression's flags then `,` or `)` (`/g,`, `/gi)`) end a regex literal — an extractor that paired quotes across one takes
+/// and a regular expression's flags then `)`, or `,` and no path after it (`/g,`, `/gi)`), end a
+/// regex literal — an extractor that paired quotes across one takes
 /// `/,end:/` or `/,contains:[n.BACKSLASH_ESCAPE,s]},{begin:/` from highlight.js grammars
 /// (`js_fragment`). No link starts so (`/;jsessionid=…` does, and passes).
 fn slash_residue(b: &[u8]) -> Option<Reason> {
@@ -497,8 +498,17 @@ fn slash_residue(b: &[u8]) -> Option<Reason> {
                 .iter()
                 .take_while(|c| b"dgimsuvy".contains(c))
                 .count();
-            (flags > 0 && flags <= 8 && matches!(b.get(1 + flags), Some(b',' | b')')))
-                .then_some(Reason::JsFragment)
+            // `/g)`, and `/g,` where the comma ends the string or code follows it (a space, a
+            // quote): `/m,204,slug.html` and `/s,o-firmie` are Polish sites' real paths
+            // (found by review: MADKOM's eBIP municipal sites, wp.pl).
+            let end = match b.get(1 + flags) {
+                Some(b')') => true,
+                Some(b',') => b.get(2 + flags).is_none_or(|c| {
+                    !(c.is_ascii_alphanumeric() || *c >= 0x80 || b"-_.%~".contains(c))
+                }),
+                _ => false,
+            };
+            (flags > 0 && flags <= 8 && end).then_some(Reason::JsFragment)
         }
     }
 }

@@ -575,8 +575,9 @@ pub(super) fn text_kinds(
 /// `실례@example.com`, a contact address in a script or a page's text): nothing but one `@`
 /// between a local part and a host name of two labels or more, whose top-level name a registry
 /// delegates (the Public Suffix List's ICANN section). A browser would request it as a relative
-/// path, which names no page. `icon@2x.png` is an image (`png` is no top-level name), and
-/// `core-js@3.4.1` a package; anything with `/`, `:`, `?` or `#` is judged as a path.
+/// path, which names no page. `icon@2x.png` is an image (`png` is no top-level name),
+/// `clip@2x.mov` one too (a scale factor before the dot), and `core-js@3.4.1` a package;
+/// anything with `/` or `:` is judged as a path.
 pub(super) fn email_address(b: &[u8]) -> bool {
     let Some(at) = memchr::memchr(b'@', b) else {
         return false;
@@ -591,6 +592,17 @@ pub(super) fn email_address(b: &[u8]) -> bool {
     }
     let mut labels = host.split(|&c| c == b'.');
     if labels.clone().count() < 2 || labels.any(|l| l.is_empty()) {
+        return false;
+    }
+    // `push-button@2x.mov`: a scale factor, and a file whose extension is also a top-level
+    // name (`.mov`, `.zip`; found by review).
+    let first = host.split(|&c| c == b'.').next().unwrap_or_default();
+    if first.last() == Some(&b'x')
+        && first.len() > 1
+        && first[..first.len() - 1]
+            .iter()
+            .all(|c| c.is_ascii_digit() || *c == b'.')
+    {
         return false;
     }
     let tld = host.rsplit(|&c| c == b'.').next().unwrap_or_default();

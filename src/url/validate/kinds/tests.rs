@@ -612,6 +612,9 @@ fn an_email_address_is_no_path() {
     for s in [
         "marker-icon@2x.png",
         "logo@1.5x.jpg",
+        // Found by review: `.mov` and `.zip` are top-level names too.
+        "push-button@2x.mov",
+        "toast-loading@3x.mov",
         "core-js@3.4.1-3.4.4",
         "react@18.2.0",
         "@scope/pkg",
@@ -644,6 +647,8 @@ fn a_slash_that_ends_a_tag_or_a_regex_is_no_path() {
             "/,contains:[n.BACKSLASH_ESCAPE,s]},{begin:/",
             "/,end:/",
             "/g,",
+            "/g, '",
+            "/g,\"",
             "/gi)",
             "/|q",
             "/),e.x",
@@ -653,6 +658,13 @@ fn a_slash_that_ends_a_tag_or_a_regex_is_no_path() {
     }
     for s in [
         "/;jsessionid=ABC123",
+        // Found by review: Polish sites' paths (MADKOM eBIP municipal sites, wp.pl).
+        "/m,204,gospodarka-nieruchomosciami.html",
+        "/s,o-firmie",
+        "/s,rozrywka,index.html",
+        "/i,1,chat.html",
+        "/d,123.html",
+        "/y,2024",
         "/gallery,2",
         "/g",
         "/i/x.png",
