@@ -71,14 +71,7 @@ pub fn shared_redis() -> &'static str {
             .spawn(move || {
                 // Started from a thread that lives as long as the process: the server gets
                 // SIGKILL when it ends (`setpriv --pdeathsig` follows the starting thread).
-                let mut r = OwnRedis {
-                    port: 0,
-                    dir: tempfile::tempdir().unwrap(),
-                    child: None,
-                    args: Vec::new(),
-                    pdeathsig: true,
-                };
-                r.start_on_free_port();
+                let r = OwnRedis::start_with(&[], true);
                 tx.send(r.url()).unwrap();
                 loop {
                     std::thread::park();
@@ -112,25 +105,25 @@ pub struct OwnRedis {
 impl OwnRedis {
     /// Start `redis-server` on a free port with extra `args` (e.g. `--appendonly yes`).
     pub fn start(args: &[&str]) -> OwnRedis {
+        OwnRedis::start_with(args, false)
+    }
+
+    /// [`OwnRedis::start`], through `setpriv --pdeathsig KILL` when `pdeathsig`.
+    fn start_with(args: &[&str], pdeathsig: bool) -> OwnRedis {
         let mut r = OwnRedis {
             port: 0,
             dir: tempfile::tempdir().unwrap(),
             child: None,
             args: args.iter().map(|s| s.to_string()).collect(),
-            pdeathsig: false,
+            pdeathsig,
         };
-        r.start_on_free_port();
-        r
-    }
-
-    fn start_on_free_port(&mut self) {
         // The free port may be taken by another test before redis binds it: try another.
         for _ in 0..3 {
-            self.port = free_port();
-            if self.try_restart() {
-                return;
+            r.port = free_port();
+            if r.try_restart() {
+                return r;
             }
-            self.kill();
+            r.kill();
         }
         panic!("redis-server did not start on three free ports");
     }
