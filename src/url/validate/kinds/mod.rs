@@ -590,13 +590,13 @@ pub(super) fn email_address(b: &[u8]) -> bool {
     if local.is_empty() || !local.iter().all(local_ok) || !host.iter().all(host_ok) {
         return false;
     }
-    let mut labels = host.split(|&c| c == b'.');
-    if labels.clone().count() < 2 || labels.any(|l| l.is_empty()) {
+    let labels: Vec<&[u8]> = host.split(|&c| c == b'.').collect();
+    if labels.len() < 2 || labels.iter().any(|l| l.is_empty()) {
         return false;
     }
     // `push-button@2x.mov`: a scale factor, and a file whose extension is also a top-level
     // name (`.mov`, `.zip`; found by review).
-    let first = host.split(|&c| c == b'.').next().unwrap_or_default();
+    let (first, tld) = (labels[0], labels[labels.len() - 1]);
     if first.last() == Some(&b'x')
         && first.len() > 1
         && first[..first.len() - 1]
@@ -605,7 +605,6 @@ pub(super) fn email_address(b: &[u8]) -> bool {
     {
         return false;
     }
-    let tld = host.rsplit(|&c| c == b'.').next().unwrap_or_default();
     if tld.len() < 2 || !tld.iter().all(u8::is_ascii_alphabetic) {
         return false;
     }
